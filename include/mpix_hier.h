@@ -1,0 +1,115 @@
+/*
+ * mpix-hier: topology-aware hierarchical collectives for MPICH programs.
+ *
+ * Copyright (c) 2026 The mpix-hier authors. BSD-3-Clause, see COPYING.
+ *
+ * Every MPIX_Hier_<collective> has the exact signature and semantics of the MPI
+ * collective of the same name, so a call site switches by renaming. Semantics
+ * beyond MPI's:
+ *
+ *  - Hierarchy. On the first MPIX_Hier_ call on a communicator (or at
+ *    MPIX_Hier_comm_init) the library gathers one record per rank (node name,
+ *    rail, leaf switch), computes the levels node -> rail under one leaf switch
+ *    -> spine, creates one sub-communicator per level and caches all of it on
+ *    the communicator as an MPI attribute. It is freed by MPI_Comm_free. That
+ *    first call is collective over the communicator, like every MPIX_Hier_ call.
+ *  - Results are bitwise identical on every rank: each element is reduced
+ *    exactly once in a fixed order and then distributed.
+ *  - Fallback. Non-commutative operations, MPI_MINLOC/MPI_MAXLOC, derived or
+ *    non-contiguous datatypes, and communicators whose hierarchy is trivial
+ *    (one level) are served by the plain MPI collective on the same
+ *    communicator; the result is the same as MPI's.
+ *  - Errors. Bad arguments are detected before any communication and reported
+ *    like MPI does: the error handler of the communicator is called (that of
+ *    MPI_COMM_WORLD for MPI_COMM_NULL) and, if it returns, the error code is
+ *    returned. Codes belong to the standard MPI error classes (MPI_ERR_COUNT,
+ *    MPI_ERR_TYPE, MPI_ERR_OP, MPI_ERR_COMM, MPI_ERR_ROOT, MPI_ERR_BUFFER,
+ *    MPI_ERR_ARG, ...) or to the class returned by MPIX_Hier_get_error_class()
+ *    for configuration errors; MPI_Error_string gives a readable message.
+ *    The communicator stays usable after an error.
+ *  - Memory: host memory buffers (device buffers arrive with the CUDA support).
+ *  - Threads: calls on one communicator must not be concurrent (as for MPI
+ *    collectives); the library itself is used from MPI_THREAD_FUNNELED code.
+ */
+#ifndef MPIX_HIER_H
+#define MPIX_HIER_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MPIX_HIER_API __attribute__((visibility("default")))
+#else
+#define MPIX_HIER_API
+#endif
+
+#define MPIX_HIER_VERSION_MAJOR 0
+#define MPIX_HIER_VERSION_MINOR 1
+#define MPIX_HIER_VERSION_PATCH 0
+
+/** Most levels a hierarchy can have (node, rail, spine, + one spare). */
+#define MPIX_HIER_MAX_LEVELS 4
+/** Size of the buffer MPIX_Hier_comm_get_level writes a level name into. */
+#define MPIX_HIER_MAX_LEVEL_NAME 32
+
+/* ---- collectives: MPI-identical signatures ---------------------------- */
+
+MPIX_HIER_API int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                                 int recvcount, MPI_Datatype datatype,
+                                                 MPI_Op op, MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_allgather(const void *sendbuf, int sendcount,
+                                      MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                      MPI_Datatype recvtype, MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root,
+                                  MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+
+/* ---- hierarchy management and introspection ---------------------------- */
+
+/**
+ * Build (or rebuild) the hierarchy of @p comm now. Collective over @p comm.
+ * @p info may be MPI_INFO_NULL or hold per-communicator overrides of the
+ * configuration: the keys are the MPIX_HIER_* variable names in lower case
+ * (e.g. "mpix_hier_topo_file", "mpix_hier_enable"); precedence is
+ * default < environment < info. Values that change the plan must be equal on
+ * all ranks, otherwise every rank gets an MPIX_Hier_get_error_class() error.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info);
+
+/** Number of levels of the hierarchy of @p comm (builds it if needed; collective then). */
+MPIX_HIER_API int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels);
+
+/**
+ * The calling rank's communicator at @p level (0 = innermost) and the level's
+ * name ("node", "rail", "spine"; @p name may be NULL, else it must hold
+ * MPIX_HIER_MAX_LEVEL_NAME chars). The communicator belongs to the library and
+ * lives until @p comm is freed: do not free it; MPI_Comm_dup it to keep it.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *level_comm,
+                                           char *name);
+
+/**
+ * A human-readable description of the hierarchy of @p comm (levels, groups,
+ * rails, leaf switches, the algorithm kind of each level), the same on all
+ * ranks. Writes at most @p buflen chars including the terminating NUL into
+ * @p buf and the full length (without NUL) into @p resultlen if not NULL.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen);
+
+/** The MPI error class of mpix-hier configuration/topology errors (valid after MPI_Init). */
+MPIX_HIER_API int MPIX_Hier_get_error_class(int *errorclass);
+
+/** Library version. */
+MPIX_HIER_API int MPIX_Hier_get_version(int *major, int *minor, int *patch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIX_HIER_H */

@@ -1,0 +1,300 @@
+#include "config.h"
+
+#include "mpix_internal.h"
+#include "util/log.h"
+#include "util/str.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HAVE_MPIR_ERR_CREATE_CODE
+/* MPICH's own error-stack constructor (exported by libmpich; ROMIO uses it).
+ * MPI_Add_error_code on a predefined class is broken in MPICH 4.0.2 (the code
+ * lacks the dynamic bit, so MPI_Error_string prints a stale stack), so this
+ * is the way to get standard classes with our message. */
+int MPIR_Err_create_code(int lastcode, int fatal, const char fcname[], int line,
+                         int error_class, const char generic_msg[], const char specific_msg[],
+                         ...);
+#endif
+
+static int config_class = -1;
+static int config_code  = -1;
+
+int mxh_config_error_class(void)
+{
+    if (config_class < 0) {
+        if (MPI_Add_error_class(&config_class) != MPI_SUCCESS) {
+            config_class = MPI_ERR_OTHER;
+            return config_class;
+        }
+        MPI_Add_error_string(config_class, "mpix-hier configuration or topology error");
+        if (MPI_Add_error_code(config_class, &config_code) != MPI_SUCCESS)
+            config_code = config_class;
+    }
+    return config_class;
+}
+
+static const char *generic_key(int mpi_class)
+{
+    switch (mpi_class) {
+    case MPI_ERR_COUNT:  return "**count";
+    case MPI_ERR_TYPE:   return "**dtype";
+    case MPI_ERR_OP:     return "**op";
+    case MPI_ERR_COMM:   return "**comm";
+    case MPI_ERR_ROOT:   return "**root";
+    case MPI_ERR_BUFFER: return "**buffer";
+    case MPI_ERR_ARG:    return "**arg";
+    case MPI_ERR_INTERN: return "**intern";
+    default:             return "**other";
+    }
+}
+
+static int make_code(int mpi_class, const char *func, const char *msg)
+{
+    if (mpi_class == mxh_config_error_class() && config_code >= 0) {
+        /* our own class: a dynamic code whose string is replaced each time */
+        char buf[MPI_MAX_ERROR_STRING];
+        size_t fl = strlen(func);
+        mxh_strlcpy(buf, func, sizeof(buf));
+        if (fl + 2 < sizeof(buf)) {
+            memcpy(buf + fl, ": ", 3);
+            mxh_strlcpy(buf + fl + 2, msg, sizeof(buf) - fl - 2);
+        }
+        MPI_Add_error_string(config_code, buf);
+        return config_code;
+    }
+#ifdef HAVE_MPIR_ERR_CREATE_CODE
+    return MPIR_Err_create_code(MPI_SUCCESS, 0, func, 0, mpi_class, generic_key(mpi_class),
+                                "%s", msg);
+#else
+    (void)func;
+    (void)msg;
+    (void)generic_key;
+    return mpi_class;
+#endif
+}
+
+int mxh_raise(MPI_Comm comm, int mpi_class, const char *func, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    int initialized = 0, finalized = 0;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    mxh_debug("%s: %s", func, msg);
+
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized) {
+        mxh_error("%s called %s MPI: %s", func, finalized ? "after finalizing" : "before initializing", msg);
+        return mpi_class;
+    }
+    int code = make_code(mpi_class, func, msg);
+    MPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+    return code;
+}
+
+int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func)
+{
+    const char *cause = mxh_log_last_error();
+    int cls;
+
+    switch (status) {
+    case MXH_ERR_NO_MEMORY:     cls = MPI_ERR_NO_MEM; break;
+    case MXH_ERR_INVALID_PARAM: cls = MPI_ERR_ARG; break;
+    case MXH_ERR_IO:
+    case MXH_ERR_PARSE:
+    case MXH_ERR_CONFIG:        cls = mxh_config_error_class(); break;
+    case MXH_ERR_MPI:           cls = MPI_ERR_OTHER; break;
+    default:                    cls = MPI_ERR_INTERN; break;
+    }
+    return mxh_raise(comm, cls, func, "%s%s%s", mxh_status_string(status),
+                     cause[0] ? ": " : "", cause);
+}
+
+/* ---- datatypes and ops ---------------------------------------------------- */
+
+typedef struct {
+    MPI_Datatype      dt;
+    mxh_dtype_class_t cls;
+} dt_entry_t;
+
+#define DT(_t, _c) {_t, _c}
+static const dt_entry_t dt_table[] = {
+    /* C integer */
+    DT(MPI_INT, MXH_DT_C_INT), DT(MPI_LONG, MXH_DT_C_INT), DT(MPI_SHORT, MXH_DT_C_INT),
+    DT(MPI_UNSIGNED_SHORT, MXH_DT_C_INT), DT(MPI_UNSIGNED, MXH_DT_C_INT),
+    DT(MPI_UNSIGNED_LONG, MXH_DT_C_INT), DT(MPI_LONG_LONG_INT, MXH_DT_C_INT),
+    DT(MPI_LONG_LONG, MXH_DT_C_INT), DT(MPI_UNSIGNED_LONG_LONG, MXH_DT_C_INT),
+    DT(MPI_SIGNED_CHAR, MXH_DT_C_INT), DT(MPI_UNSIGNED_CHAR, MXH_DT_C_INT),
+    DT(MPI_INT8_T, MXH_DT_C_INT), DT(MPI_INT16_T, MXH_DT_C_INT), DT(MPI_INT32_T, MXH_DT_C_INT),
+    DT(MPI_INT64_T, MXH_DT_C_INT), DT(MPI_UINT8_T, MXH_DT_C_INT),
+    DT(MPI_UINT16_T, MXH_DT_C_INT), DT(MPI_UINT32_T, MXH_DT_C_INT),
+    DT(MPI_UINT64_T, MXH_DT_C_INT),
+    /* Fortran integer (MPI_AINT, MPI_OFFSET, MPI_COUNT belong here) */
+    DT(MPI_INTEGER, MXH_DT_F_INT), DT(MPI_AINT, MXH_DT_F_INT), DT(MPI_OFFSET, MXH_DT_F_INT),
+    DT(MPI_COUNT, MXH_DT_F_INT), DT(MPI_INTEGER1, MXH_DT_F_INT), DT(MPI_INTEGER2, MXH_DT_F_INT),
+    DT(MPI_INTEGER4, MXH_DT_F_INT), DT(MPI_INTEGER8, MXH_DT_F_INT),
+#ifdef MPI_INTEGER16
+    DT(MPI_INTEGER16, MXH_DT_F_INT),
+#endif
+    /* floating point */
+    DT(MPI_FLOAT, MXH_DT_FLOAT), DT(MPI_DOUBLE, MXH_DT_FLOAT), DT(MPI_LONG_DOUBLE, MXH_DT_FLOAT),
+    DT(MPI_REAL, MXH_DT_FLOAT), DT(MPI_DOUBLE_PRECISION, MXH_DT_FLOAT),
+    DT(MPI_REAL4, MXH_DT_FLOAT), DT(MPI_REAL8, MXH_DT_FLOAT), DT(MPI_REAL16, MXH_DT_FLOAT),
+    /* logical */
+    DT(MPI_LOGICAL, MXH_DT_LOGICAL), DT(MPI_C_BOOL, MXH_DT_LOGICAL),
+    DT(MPI_CXX_BOOL, MXH_DT_LOGICAL),
+    /* complex */
+    DT(MPI_COMPLEX, MXH_DT_COMPLEX), DT(MPI_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
+    DT(MPI_C_COMPLEX, MXH_DT_COMPLEX), DT(MPI_C_FLOAT_COMPLEX, MXH_DT_COMPLEX),
+    DT(MPI_C_DOUBLE_COMPLEX, MXH_DT_COMPLEX), DT(MPI_C_LONG_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
+    DT(MPI_CXX_FLOAT_COMPLEX, MXH_DT_COMPLEX), DT(MPI_CXX_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
+    DT(MPI_CXX_LONG_DOUBLE_COMPLEX, MXH_DT_COMPLEX), DT(MPI_COMPLEX8, MXH_DT_COMPLEX),
+    DT(MPI_COMPLEX16, MXH_DT_COMPLEX), DT(MPI_COMPLEX32, MXH_DT_COMPLEX),
+    /* byte */
+    DT(MPI_BYTE, MXH_DT_BYTE),
+    /* MINLOC/MAXLOC pairs */
+    DT(MPI_FLOAT_INT, MXH_DT_PAIR), DT(MPI_DOUBLE_INT, MXH_DT_PAIR), DT(MPI_LONG_INT, MXH_DT_PAIR),
+    DT(MPI_2INT, MXH_DT_PAIR), DT(MPI_SHORT_INT, MXH_DT_PAIR),
+    DT(MPI_LONG_DOUBLE_INT, MXH_DT_PAIR), DT(MPI_2REAL, MXH_DT_PAIR),
+    DT(MPI_2DOUBLE_PRECISION, MXH_DT_PAIR), DT(MPI_2INTEGER, MXH_DT_PAIR),
+};
+
+mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
+{
+    int ni, na, nd, combiner;
+
+    for (size_t i = 0; i < sizeof(dt_table) / sizeof(dt_table[0]); i++)
+        if (dt_table[i].dt != MPI_DATATYPE_NULL && dt_table[i].dt == dt)
+            return dt_table[i].cls;
+    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
+        combiner == MPI_COMBINER_NAMED)
+        return MXH_DT_OTHER;
+    return MXH_DT_DERIVED;
+}
+
+int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
+{
+    int ni, na, nd, combiner, sz;
+    MPI_Aint lb, extent;
+
+    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED)
+        return 0;
+    if (MPI_Type_size(dt, &sz) != MPI_SUCCESS || MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS)
+        return 0;
+    if (lb != 0 || extent != sz || sz <= 0)
+        return 0;
+    *size = (size_t)sz;
+    return 1;
+}
+
+int mxh_check_comm(MPI_Comm comm, const char *func)
+{
+    int inter = 0;
+
+    if (comm == MPI_COMM_NULL)
+        return mxh_raise(comm, MPI_ERR_COMM, func, "communicator is MPI_COMM_NULL");
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator");
+    if (inter)
+        return mxh_raise(comm, MPI_ERR_COMM, func,
+                         "intercommunicators are not supported (use an intracommunicator)");
+    return MPI_SUCCESS;
+}
+
+int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func)
+{
+    if (count < 0)
+        return mxh_raise(comm, MPI_ERR_COUNT, func, "%s = %d is negative", what, count);
+    return MPI_SUCCESS;
+}
+
+int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func)
+{
+    if (dt == MPI_DATATYPE_NULL)
+        return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is MPI_DATATYPE_NULL", what);
+    return MPI_SUCCESS;
+}
+
+static const char *op_name(MPI_Op op)
+{
+    static const struct { MPI_Op op; const char *name; } ops[] = {
+        {MPI_MAX, "MPI_MAX"},   {MPI_MIN, "MPI_MIN"},       {MPI_SUM, "MPI_SUM"},
+        {MPI_PROD, "MPI_PROD"}, {MPI_LAND, "MPI_LAND"},     {MPI_LOR, "MPI_LOR"},
+        {MPI_LXOR, "MPI_LXOR"}, {MPI_BAND, "MPI_BAND"},     {MPI_BOR, "MPI_BOR"},
+        {MPI_BXOR, "MPI_BXOR"}, {MPI_MINLOC, "MPI_MINLOC"}, {MPI_MAXLOC, "MPI_MAXLOC"},
+        {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"}};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (ops[i].op == op)
+            return ops[i].name;
+    return NULL;
+}
+
+static const char *dtype_name(MPI_Datatype dt, char *buf, int len)
+{
+    int rl = 0;
+    buf[0] = '\0';
+    if (MPI_Type_get_name(dt, buf, &rl) != MPI_SUCCESS || buf[0] == '\0')
+        snprintf(buf, (size_t)len, "(unnamed datatype)");
+    return buf;
+}
+
+int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func)
+{
+    const char *name;
+    mxh_dtype_class_t cls;
+    int allowed = 0, commute = 0;
+    char tn[MPI_MAX_OBJECT_NAME];
+
+    *hier_ok = 0;
+    if (op == MPI_OP_NULL)
+        return mxh_raise(comm, MPI_ERR_OP, func, "op is MPI_OP_NULL");
+    name = op_name(op);
+    if (name == NULL) {
+        /* user-defined: any datatype; hierarchical if commutative */
+        if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
+            return mxh_raise(comm, MPI_ERR_OP, func, "invalid op handle");
+        *hier_ok = commute;
+        if (!commute)
+            mxh_debug("%s: non-commutative user op: plain MPI collective", func);
+        return MPI_SUCCESS;
+    }
+    if (op == MPI_REPLACE || op == MPI_NO_OP)
+        return mxh_raise(comm, MPI_ERR_OP, func,
+                         "%s is only valid in one-sided accumulate operations", name);
+    cls = mxh_dtype_classify(dt);
+    if (cls == MXH_DT_DERIVED) {
+        /* MPI checks the basic types of derived datatypes in the fallback */
+        return MPI_SUCCESS;
+    }
+    if (op == MPI_MAX || op == MPI_MIN)
+        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT;
+    else if (op == MPI_SUM || op == MPI_PROD)
+        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
+                  cls == MXH_DT_COMPLEX;
+    else if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR)
+        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_LOGICAL;
+    else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
+        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_BYTE;
+    else if (op == MPI_MINLOC || op == MPI_MAXLOC)
+        allowed = cls == MXH_DT_PAIR;
+    if (!allowed)
+        return mxh_raise(comm, MPI_ERR_OP, func, "%s is not defined for datatype %s", name,
+                         dtype_name(dt, tn, (int)sizeof(tn)));
+    *hier_ok = !(op == MPI_MINLOC || op == MPI_MAXLOC);
+    return MPI_SUCCESS;
+}
+
+int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, const char *func)
+{
+    if (count > 0 && buf == NULL)
+        return mxh_raise(comm, MPI_ERR_BUFFER, func, "%s is NULL with count %d", what, count);
+    if (buf == MPI_IN_PLACE)
+        return mxh_raise(comm, MPI_ERR_BUFFER, func, "%s must not be MPI_IN_PLACE", what);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,86 @@
+/* Entry layer internals: argument checks, error raising, the per-communicator
+ * hierarchy object cached as an MPI attribute. */
+#ifndef MPIX_INTERNAL_H
+#define MPIX_INTERNAL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpix_hier.h"
+#include "coll/plan.h"
+#include "hier/levels.h"
+#include "hier/record.h"
+#include "util/config.h"
+#include "util/status.h"
+
+typedef struct mxh_plan_entry {
+    mxh_plan_t *plan;
+    uint64_t    last_use;
+} mxh_plan_entry_t;
+
+typedef struct mxh_hier {
+    MPI_Comm          comm;                       /* private dup of the user communicator */
+    MPI_Comm          user_comm;                  /* the communicator it is attached to */
+    int               rank, size;
+    mxh_config_t      config;
+    mxh_record_t     *recs;                       /* [size] gathered records */
+    mxh_layout_t     *layout;
+    MPI_Comm          level_comm[MXH_MAX_LEVELS]; /* my group at each level */
+    char             *description;
+    mxh_plan_entry_t *plans;                      /* [config.plan_cache_size] */
+    uint64_t          clock;
+    void             *scratch;                    /* work buffer, grown on demand */
+    size_t            scratch_size;
+} mxh_hier_t;
+
+/* ---- errors (errors.c) ---- */
+
+/* Raise an error like an MPI function: build a code of @mpi_class whose
+ * MPI_Error_string carries "@func: message", call the error handler of @comm
+ * (MPI_COMM_WORLD's for MPI_COMM_NULL) and return the code. */
+int mxh_raise(MPI_Comm comm, int mpi_class, const char *func, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Raise an internal status (the first detector logged the cause; it is
+ * reused from mxh_log_last_error() when available). */
+int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func);
+/* The library's own error class for configuration/topology errors. */
+int mxh_config_error_class(void);
+
+/* ---- argument checks (errors.c): return MPI_SUCCESS or a raised code ---- */
+
+typedef enum mxh_dtype_class {
+    MXH_DT_DERIVED = 0, /* not predefined: plain MPI decides */
+    MXH_DT_C_INT, MXH_DT_F_INT, MXH_DT_FLOAT, MXH_DT_LOGICAL, MXH_DT_COMPLEX, MXH_DT_BYTE,
+    MXH_DT_PAIR,        /* MINLOC/MAXLOC pair types */
+    MXH_DT_OTHER        /* predefined, not reducible (MPI_CHAR, MPI_PACKED, ...) */
+} mxh_dtype_class_t;
+
+mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt);
+/* Predefined and contiguous without holes (size == extent, lb == 0). */
+int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size);
+
+int mxh_check_comm(MPI_Comm comm, const char *func);
+int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func);
+int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
+/* op valid and allowed with dt; *hier_ok = op can run hierarchically. */
+int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func);
+int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, const char *func);
+
+/* ---- hierarchy (comm.c) ---- */
+
+/* The hierarchy of @comm, built on first use (collective). On failure the
+ * error is raised on @comm and its code returned. */
+int mxh_hier_get(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
+/* The cached plan for a shape, built if needed. */
+mxh_status_t mxh_hier_plan(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
+                           const mxh_plan_t **plan_p);
+/* Scratch space of at least @bytes. */
+void *mxh_hier_scratch(mxh_hier_t *hier, size_t bytes);
+/* Hierarchical algorithms usable on this communicator at all. */
+int mxh_hier_active(const mxh_hier_t *hier);
+
+#endif

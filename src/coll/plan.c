@@ -1,0 +1,577 @@
+#include "coll/plan.h"
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *mxh_coll_name(mxh_coll_t coll)
+{
+    static const char *const names[] = {"allreduce", "reduce_scatter_block", "allgather",
+                                        "bcast", "reduce"};
+    return (coll >= 0 && coll < MXH_COLL_COUNT) ? names[coll] : "?";
+}
+
+const char *mxh_step_type_name(mxh_step_type_t type)
+{
+    static const char *const names[] = {"reduce_scatter", "reduce", "allreduce",
+                                        "allgather",      "bcast",  "scatter",
+                                        "gather",         "send",   "recv"};
+    return (type >= 0 && type <= MXH_STEP_RECV) ? names[type] : "?";
+}
+
+void mxh_plan_destroy(mxh_plan_t *plan)
+{
+    if (plan == NULL)
+        return;
+    for (int i = 0; i < plan->nsteps; i++) {
+        free(plan->steps[i].counts);
+        free(plan->steps[i].displs);
+    }
+    free(plan->steps);
+    free(plan->block_pos);
+    free(plan);
+}
+
+/* ---- builder -------------------------------------------------------------- */
+
+typedef struct builder {
+    const mxh_layout_t *L;
+    int                 me;
+    mxh_plan_t         *plan;
+    int                 cap;
+    mxh_status_t        status;
+    /* rsb/allgather: ranks sorted by key, key component -> level */
+    int                *order;
+    int                 ncomp;
+    int                 comp_level[MXH_MAX_LEVELS];
+    int                 comp_index[MXH_MAX_LEVELS];
+} builder_t;
+
+static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_t offset,
+                            size_t count)
+{
+    mxh_plan_t *p = b->plan;
+    if (b->status != MXH_OK)
+        return NULL;
+    if (p->nsteps == b->cap) {
+        int ncap = b->cap ? 2 * b->cap : 8;
+        mxh_step_t *s = realloc(p->steps, sizeof(*s) * (size_t)ncap);
+        if (s == NULL) {
+            b->status = MXH_ERR_NO_MEMORY;
+            return NULL;
+        }
+        p->steps = s;
+        b->cap   = ncap;
+    }
+    mxh_step_t *st = &p->steps[p->nsteps++];
+    memset(st, 0, sizeof(*st));
+    st->type   = type;
+    st->level  = level;
+    st->gsize  = b->L->gsize[level][b->me];
+    st->me     = b->L->coord[level][b->me];
+    st->offset = offset;
+    st->count  = count;
+    return st;
+}
+
+static int alloc_parts(builder_t *b, mxh_step_t *st)
+{
+    if (st == NULL)
+        return -1;
+    st->counts = calloc((size_t)st->gsize, sizeof(int));
+    st->displs = calloc((size_t)st->gsize, sizeof(int));
+    if (st->counts == NULL || st->displs == NULL) {
+        b->status = MXH_ERR_NO_MEMORY;
+        return -1;
+    }
+    return 0;
+}
+
+/* Even split of the region into gsize parts: the first count % g get one more. */
+static void split_even(builder_t *b, mxh_step_t *st)
+{
+    if (alloc_parts(b, st))
+        return;
+    size_t g = (size_t)st->gsize, q = st->count / g, rem = st->count % g, off = 0;
+    for (size_t x = 0; x < g; x++) {
+        st->counts[x] = (int)(q + (x < rem));
+        st->displs[x] = (int)off;
+        off += (size_t)st->counts[x];
+    }
+}
+
+static int same_group(const mxh_layout_t *L, int level, int a, int bb)
+{
+    return L->color[level][a] == L->color[level][bb];
+}
+
+/* The element region a rank holds before crossing @level with even splits. */
+static void even_region(const mxh_layout_t *L, int r, int level, size_t count, size_t *off,
+                        size_t *cnt)
+{
+    *off = 0;
+    *cnt = count;
+    for (int l = 0; l < level; l++) {
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER)
+            continue;
+        size_t g = (size_t)L->gsize[l][r], x = (size_t)L->coord[l][r];
+        size_t q = *cnt / g, rem = *cnt % g;
+        *off += x * q + (x < rem ? x : rem);
+        *cnt = q + (x < rem);
+    }
+}
+
+/* ---- allreduce -------------------------------------------------------------- */
+
+static void build_allreduce(builder_t *b, size_t count)
+{
+    const mxh_layout_t *L = b->L;
+    int top = L->nlevels - 1, stop = top;
+    size_t off, cnt;
+
+    for (int l = 0; l < top; l++) {
+        even_region(L, b->me, l, count, &off, &cnt);
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, l, off, cnt));
+        } else {
+            add_step(b, MXH_STEP_REDUCE, l, off, cnt);
+            if (L->coord[l][b->me] != 0) {
+                stop = l;
+                break;
+            }
+        }
+    }
+    if (stop == top) {
+        even_region(L, b->me, top, count, &off, &cnt);
+        add_step(b, MXH_STEP_ALLREDUCE, top, off, cnt);
+    }
+    for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
+        even_region(L, b->me, l, count, &off, &cnt);
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
+            split_even(b, add_step(b, MXH_STEP_ALLGATHER, l, off, cnt));
+        else
+            add_step(b, MXH_STEP_BCAST, l, off, cnt);
+    }
+}
+
+/* ---- rooted: holder chains (bcast up-phase, reduce down-phase) --------------- */
+
+/* holders[l][r] != 0: r holds (bcast) or must collect (reduce) data at level l. */
+static unsigned char **holder_sets(builder_t *b, int root)
+{
+    const mxh_layout_t *L = b->L;
+    int n = L->nranks, nl = L->nlevels;
+    unsigned char **h = calloc((size_t)nl, sizeof(*h));
+
+    if (h == NULL)
+        goto fail;
+    for (int l = 0; l < nl; l++) {
+        h[l] = calloc((size_t)n, 1);
+        if (h[l] == NULL)
+            goto fail;
+    }
+    h[0][root] = 1;
+    for (int l = 0; l + 1 < nl; l++) {
+        /* O(n): mark the groups that contain a holder, then their members or leaders */
+        unsigned char *grp = calloc((size_t)L->ngroups[l], 1);
+        if (grp == NULL)
+            goto fail;
+        for (int t = 0; t < n; t++)
+            if (h[l][t])
+                grp[L->color[l][t]] = 1;
+        for (int x = 0; x < n; x++)
+            if (grp[L->color[l][x]] &&
+                (L->kind[l] == MXH_LEVEL_KIND_SCATTER || L->coord[l][x] == 0))
+                h[l + 1][x] = 1;
+        free(grp);
+    }
+    return h;
+fail:
+    if (h)
+        for (int l = 0; l < nl; l++)
+            free(h[l]);
+    free(h);
+    b->status = MXH_ERR_NO_MEMORY;
+    return NULL;
+}
+
+static void free_holders(const mxh_layout_t *L, unsigned char **h)
+{
+    if (h == NULL)
+        return;
+    for (int l = 0; l < L->nlevels; l++)
+        free(h[l]);
+    free(h);
+}
+
+/* The holder in my group at @level, or -1. */
+static int holder_in_group(const mxh_layout_t *L, unsigned char **h, int level, int me)
+{
+    for (int x = 0; x < L->nranks; x++)
+        if (h[level][x] && same_group(L, level, x, me))
+            return x;
+    return -1;
+}
+
+static void build_bcast(builder_t *b, size_t count, int root)
+{
+    const mxh_layout_t *L = b->L;
+    int top = L->nlevels - 1, me = b->me;
+    unsigned char **h = holder_sets(b, root);
+    size_t off, cnt;
+
+    if (h == NULL)
+        return;
+    for (int l = 0; l <= top; l++) {
+        int t;
+        if (!mxh_layout_participates(L, me, l))
+            break;
+        t = holder_in_group(L, h, l, me);
+        even_region(L, me, l, count, &off, &cnt);
+        if (l == top) {
+            if (t < 0) {
+                mxh_debug("plan: bcast root %d: no holder in rank %d's top group", root, me);
+                b->status = MXH_ERR_UNSUPPORTED;
+                break;
+            }
+            mxh_step_t *st = add_step(b, MXH_STEP_BCAST, l, off, cnt);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (t < 0) {
+            continue;
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            mxh_step_t *st = add_step(b, MXH_STEP_SCATTER, l, off, cnt);
+            split_even(b, st);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (L->coord[l][t] != 0) {
+            if (t == me) {
+                mxh_step_t *st = add_step(b, MXH_STEP_SEND, l, off, cnt);
+                if (st)
+                    st->root = 0;
+            } else if (L->coord[l][me] == 0) {
+                mxh_step_t *st = add_step(b, MXH_STEP_RECV, l, off, cnt);
+                if (st)
+                    st->root = L->coord[l][t];
+            }
+        }
+    }
+    for (int l = top - 1; l >= 0; l--) {
+        if (!mxh_layout_participates(L, me, l))
+            continue;
+        even_region(L, me, l, count, &off, &cnt);
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
+            split_even(b, add_step(b, MXH_STEP_ALLGATHER, l, off, cnt));
+        else
+            add_step(b, MXH_STEP_BCAST, l, off, cnt);
+    }
+    free_holders(L, h);
+}
+
+static void build_reduce(builder_t *b, size_t count, int root)
+{
+    const mxh_layout_t *L = b->L;
+    int top = L->nlevels - 1, me = b->me;
+    unsigned char **h = holder_sets(b, root);
+    size_t off, cnt;
+
+    if (h == NULL)
+        return;
+    for (int l = 0; l < top; l++) {
+        if (!mxh_layout_participates(L, me, l))
+            break;
+        even_region(L, me, l, count, &off, &cnt);
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
+            split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, l, off, cnt));
+        else
+            add_step(b, MXH_STEP_REDUCE, l, off, cnt);
+    }
+    for (int l = top; l >= 0; l--) {
+        int t;
+        if (!mxh_layout_participates(L, me, l))
+            continue;
+        t = holder_in_group(L, h, l, me);
+        if (t < 0)
+            continue;
+        even_region(L, me, l, count, &off, &cnt);
+        if (l == top) {
+            mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            mxh_step_t *st = add_step(b, MXH_STEP_GATHER, l, off, cnt);
+            split_even(b, st);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (L->coord[l][t] != 0) {
+            if (t == me) {
+                mxh_step_t *st = add_step(b, MXH_STEP_RECV, l, off, cnt);
+                if (st)
+                    st->root = 0;
+            } else if (L->coord[l][me] == 0) {
+                mxh_step_t *st = add_step(b, MXH_STEP_SEND, l, off, cnt);
+                if (st)
+                    st->root = L->coord[l][t];
+            }
+        }
+    }
+    free_holders(L, h);
+}
+
+/* ---- block collectives: blocks ordered by a key of level coordinates -------- */
+
+static const builder_t *key_builder;
+static int cmp_key(const void *a, const void *bb)
+{
+    int x = *(const int *)a, y = *(const int *)bb;
+    const builder_t *b = key_builder;
+    for (int c = 0; c < b->ncomp; c++) {
+        int l = b->comp_level[c];
+        int cx = mxh_layout_ecoord(b->L, l, x), cy = mxh_layout_ecoord(b->L, l, y);
+        if (cx != cy)
+            return cx < cy ? -1 : 1;
+    }
+    return x - y;
+}
+
+/* Key components: SCATTER levels inner->outer, the top, LEADER levels outer->inner.
+ * That is the order in which a reduce-scatter fixes them, so every set of blocks a
+ * rank holds is a contiguous range of positions. */
+static int build_block_order(builder_t *b)
+{
+    const mxh_layout_t *L = b->L;
+    int n = L->nranks, top = L->nlevels - 1;
+
+    b->ncomp = 0;
+    for (int l = 0; l < top; l++)
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
+            b->comp_level[b->ncomp++] = l;
+    b->comp_level[b->ncomp++] = top;
+    for (int l = top - 1; l >= 0; l--)
+        if (L->kind[l] == MXH_LEVEL_KIND_LEADER)
+            b->comp_level[b->ncomp++] = l;
+    for (int c = 0; c < b->ncomp; c++)
+        b->comp_index[b->comp_level[c]] = c;
+
+    b->order            = malloc(sizeof(int) * (size_t)n);
+    b->plan->block_pos  = malloc(sizeof(int) * (size_t)n);
+    if (b->order == NULL || b->plan->block_pos == NULL) {
+        b->status = MXH_ERR_NO_MEMORY;
+        return -1;
+    }
+    for (int r = 0; r < n; r++)
+        b->order[r] = r;
+    key_builder = b;
+    qsort(b->order, (size_t)n, sizeof(int), cmp_key);
+    for (int i = 0; i < n; i++)
+        b->plan->block_pos[b->order[i]] = i;
+    return 0;
+}
+
+/* Block range [lo,hi) of ranks whose first @prefix key components equal mine. */
+static void block_range(const builder_t *b, int prefix, int *lo, int *hi)
+{
+    const mxh_layout_t *L = b->L;
+    int p = b->plan->block_pos[b->me], n = L->nranks;
+    int l0 = p, h0 = p + 1;
+
+    while (l0 > 0) {
+        int same = 1;
+        for (int c = 0; c < prefix && same; c++)
+            same = mxh_layout_ecoord(L, b->comp_level[c], b->order[l0 - 1]) ==
+                   mxh_layout_ecoord(L, b->comp_level[c], b->me);
+        if (!same)
+            break;
+        l0--;
+    }
+    while (h0 < n) {
+        int same = 1;
+        for (int c = 0; c < prefix && same; c++)
+            same = mxh_layout_ecoord(L, b->comp_level[c], b->order[h0]) ==
+                   mxh_layout_ecoord(L, b->comp_level[c], b->me);
+        if (!same)
+            break;
+        h0++;
+    }
+    *lo = l0;
+    *hi = h0;
+}
+
+/* A step over the blocks sharing my first @prefix components, split among the
+ * members of the level by component @prefix (the level's own coordinate). */
+static mxh_step_t *block_step(builder_t *b, mxh_step_type_t type, int level, int prefix,
+                              int split, size_t bc)
+{
+    int lo, hi;
+    block_range(b, prefix, &lo, &hi);
+    mxh_step_t *st = add_step(b, type, level, (size_t)lo * bc, (size_t)(hi - lo) * bc);
+    if (!split || st == NULL)
+        return st;
+    if (alloc_parts(b, st))
+        return st;
+    for (int i = lo; i < hi; i++) {
+        int x = mxh_layout_ecoord(b->L, level, b->order[i]);
+        if (x >= 0 && x < st->gsize)
+            st->counts[x] += (int)bc;
+    }
+    for (int x = 1; x < st->gsize; x++)
+        st->displs[x] = st->displs[x - 1] + st->counts[x - 1];
+    return st;
+}
+
+static void build_reduce_scatter_block(builder_t *b, size_t bc)
+{
+    const mxh_layout_t *L = b->L;
+    int top = L->nlevels - 1, stop = top, nscatter_below = 0;
+
+    if (build_block_order(b))
+        return;
+    for (int l = 0; l < top; l++) {
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            block_step(b, MXH_STEP_REDUCE_SCATTER, l, b->comp_index[l], 1, bc);
+            nscatter_below++;
+        } else {
+            block_step(b, MXH_STEP_REDUCE, l, nscatter_below, 0, bc);
+            if (L->coord[l][b->me] != 0) {
+                stop = l;
+                break;
+            }
+        }
+    }
+    if (stop == top)
+        block_step(b, MXH_STEP_REDUCE_SCATTER, top, b->comp_index[top], 1, bc);
+    for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
+        if (L->kind[l] != MXH_LEVEL_KIND_LEADER)
+            continue;
+        mxh_step_t *st = block_step(b, MXH_STEP_SCATTER, l, b->comp_index[l], 1, bc);
+        if (st)
+            st->root = 0;
+    }
+}
+
+static void build_allgather(builder_t *b, size_t bc)
+{
+    const mxh_layout_t *L = b->L;
+    int top = L->nlevels - 1, stop = top;
+
+    if (build_block_order(b))
+        return;
+    for (int l = 0; l < top; l++) {
+        if (L->kind[l] != MXH_LEVEL_KIND_LEADER)
+            continue;
+        mxh_step_t *st = block_step(b, MXH_STEP_GATHER, l, b->comp_index[l], 1, bc);
+        if (st)
+            st->root = 0;
+        if (L->coord[l][b->me] != 0) {
+            stop = l;
+            break;
+        }
+    }
+    if (stop == top)
+        block_step(b, MXH_STEP_ALLGATHER, top, b->comp_index[top], 1, bc);
+    for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            block_step(b, MXH_STEP_ALLGATHER, l, b->comp_index[l], 1, bc);
+        } else {
+            int nscatter_below = 0;
+            for (int k = 0; k < l; k++)
+                nscatter_below += L->kind[k] == MXH_LEVEL_KIND_SCATTER;
+            block_step(b, MXH_STEP_BCAST, l, nscatter_below, 0, bc);
+        }
+    }
+}
+
+mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                             size_t count, int root, mxh_plan_t **plan_p)
+{
+    builder_t b;
+
+    if (layout == NULL || layout->nlevels < 1 || rank < 0 || rank >= layout->nranks ||
+        coll < 0 || coll >= MXH_COLL_COUNT ||
+        ((coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) &&
+         (root < 0 || root >= layout->nranks))) {
+        mxh_error("plan: invalid request (coll %d, rank %d, root %d)", (int)coll, rank, root);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    memset(&b, 0, sizeof(b));
+    b.L    = layout;
+    b.me   = rank;
+    b.plan = calloc(1, sizeof(*b.plan));
+    if (b.plan == NULL)
+        return MXH_ERR_NO_MEMORY;
+    b.plan->coll   = coll;
+    b.plan->count  = count;
+    b.plan->root   = (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) ? root : -1;
+    b.plan->rank   = rank;
+    b.plan->nranks = layout->nranks;
+
+    switch (coll) {
+    case MXH_COLL_ALLREDUCE:
+        b.plan->work_count = count;
+        build_allreduce(&b, count);
+        break;
+    case MXH_COLL_BCAST:
+        b.plan->work_count = count;
+        build_bcast(&b, count, root);
+        break;
+    case MXH_COLL_REDUCE:
+        b.plan->work_count = count;
+        build_reduce(&b, count, root);
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        b.plan->work_count = count * (size_t)layout->nranks;
+        build_reduce_scatter_block(&b, count);
+        break;
+    case MXH_COLL_ALLGATHER:
+        b.plan->work_count = count * (size_t)layout->nranks;
+        build_allgather(&b, count);
+        break;
+    default:
+        break;
+    }
+    free(b.order);
+    if (b.status != MXH_OK) {
+        mxh_plan_destroy(b.plan);
+        return b.status;
+    }
+    *plan_p = b.plan;
+    return MXH_OK;
+}
+
+size_t mxh_plan_describe(const mxh_plan_t *plan, char *buf, size_t len)
+{
+    size_t off = 0;
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        size_t room = off < len ? len - off : 0;                                   \
+        int k = snprintf(room ? buf + off : NULL, room, __VA_ARGS__);              \
+        if (k > 0)                                                                 \
+            off += (size_t)k;                                                      \
+    } while (0)
+
+    if (len)
+        buf[0] = '\0';
+    PUT("%s count=%zu root=%d rank=%d steps=%d\n", mxh_coll_name(plan->coll), plan->count,
+        plan->root, plan->rank, plan->nsteps);
+    for (int i = 0; i < plan->nsteps; i++) {
+        const mxh_step_t *s = &plan->steps[i];
+        PUT("  L%d %-14s [%zu,+%zu) me=%d/%d", s->level, mxh_step_type_name(s->type), s->offset,
+            s->count, s->me, s->gsize);
+        if (s->type == MXH_STEP_REDUCE || s->type == MXH_STEP_BCAST ||
+            s->type == MXH_STEP_SCATTER || s->type == MXH_STEP_GATHER)
+            PUT(" root=%d", s->root);
+        if (s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV)
+            PUT(" peer=%d", s->root);
+        if (s->counts) {
+            PUT(" parts=");
+            for (int x = 0; x < s->gsize; x++)
+                PUT("%s%d", x ? "," : "", s->counts[x]);
+        }
+        PUT("\n");
+    }
+#undef PUT
+    return off;
+}

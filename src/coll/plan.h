@@ -1,0 +1,78 @@
+/* Plans: the list of steps one rank executes for one collective shape
+ * (collective, count, root) on a layout. Built by a pure function of the
+ * layout, so plans of every rank can be built and checked without MPI, and
+ * cached per communicator. Offsets and counts are in elements of the
+ * collective's datatype; the executor (exec.h) runs the steps with MPI. */
+#ifndef MXH_PLAN_H
+#define MXH_PLAN_H
+
+#include <stddef.h>
+
+#include "hier/levels.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mxh_coll {
+    MXH_COLL_ALLREDUCE = 0,
+    MXH_COLL_REDUCE_SCATTER_BLOCK,
+    MXH_COLL_ALLGATHER,
+    MXH_COLL_BCAST,
+    MXH_COLL_REDUCE,
+    MXH_COLL_COUNT
+} mxh_coll_t;
+
+typedef enum mxh_step_type {
+    MXH_STEP_REDUCE_SCATTER = 0, /* in place over the region; my part lands at displs[me] */
+    MXH_STEP_REDUCE,             /* region reduced to root (in place at root) */
+    MXH_STEP_ALLREDUCE,          /* region, in place */
+    MXH_STEP_ALLGATHER,          /* allgatherv in place: parts counts/displs of the region */
+    MXH_STEP_BCAST,              /* region from root */
+    MXH_STEP_SCATTER,            /* scatterv of the region from root, parts counts/displs */
+    MXH_STEP_GATHER,             /* gatherv of the region to root, parts counts/displs */
+    MXH_STEP_SEND,               /* region to member `root` (the peer) */
+    MXH_STEP_RECV                /* region from member `root` (the peer) */
+} mxh_step_type_t;
+
+typedef struct mxh_step {
+    mxh_step_type_t type;
+    int    level;   /* index of the level communicator */
+    int    root;    /* root (or peer) rank inside the level communicator */
+    int    gsize;   /* size of the level communicator */
+    int    me;      /* my rank inside the level communicator */
+    size_t offset;  /* first element of the region in the work buffer */
+    size_t count;   /* elements in the region */
+    int   *counts;  /* [gsize] parts, for scatter/gather-like steps (else NULL) */
+    int   *displs;  /* [gsize] part offsets relative to offset */
+} mxh_step_t;
+
+typedef struct mxh_plan {
+    mxh_coll_t  coll;
+    size_t      count;      /* count (allreduce, bcast, reduce) or block count (rsb, allgather) */
+    int         root;       /* bcast/reduce root, else -1 */
+    int         rank;       /* whose plan */
+    int         nsteps;
+    mxh_step_t *steps;
+    size_t      work_count; /* elements of the work buffer */
+    int        *block_pos;  /* rsb/allgather: [nranks] block position of each rank in work */
+    int         nranks;
+} mxh_plan_t;
+
+const char *mxh_coll_name(mxh_coll_t coll);
+const char *mxh_step_type_name(mxh_step_type_t type);
+
+/* Build the plan of @rank. The layout must have at least one level. */
+mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                             size_t count, int root, mxh_plan_t **plan_p);
+void mxh_plan_destroy(mxh_plan_t *plan);
+
+/* One line per step, for logs and golden tests; returns the length needed. */
+size_t mxh_plan_describe(const mxh_plan_t *plan, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

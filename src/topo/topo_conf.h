@@ -1,0 +1,72 @@
+/* Slurm topology.conf parser (topology/tree and topology/block syntax) and
+ * Slurm hostlist expansion. Produces plain records: no decisions here. */
+#ifndef MXH_TOPO_CONF_H
+#define MXH_TOPO_CONF_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits. A file larger than MXH_TOPO_CONF_MAX_FILE_BYTES is refused
+ * (MXH_ERR_PARSE); one hostlist of a topology file (a Nodes= or Switches=
+ * value) may expand to at most MXH_TOPO_CONF_MAX_NAMES names. */
+#define MXH_TOPO_CONF_MAX_FILE_BYTES ((size_t)16 << 20)
+#define MXH_TOPO_CONF_MAX_NAMES      ((size_t)1 << 20)
+
+typedef struct mxh_topo_switch {
+    char  *name;          /* SwitchName= (or BlockName= in block format) */
+    char **nodes;         /* expanded Nodes= host names (may be empty) */
+    int    num_nodes;
+    char **child_names;   /* expanded Switches= names */
+    int    num_children;
+    int   *children;      /* indices of child switches (resolved), num_children long */
+    int    parent;        /* index of the first switch listing this one in Switches=, -1: top */
+    int    line;          /* line of the definition, for messages */
+} mxh_topo_switch_t;
+
+typedef enum mxh_topo_format {
+    MXH_TOPO_FORMAT_TREE = 0, /* SwitchName= lines */
+    MXH_TOPO_FORMAT_BLOCK     /* BlockName= lines (+ BlockSizes=): each block is a leaf */
+} mxh_topo_format_t;
+
+typedef struct mxh_topo_conf {
+    char              *source;   /* file name or label used in messages */
+    mxh_topo_format_t  format;
+    mxh_topo_switch_t *switches;
+    int                num_switches;
+} mxh_topo_conf_t;
+
+/* Parse a topology.conf text. Errors (unknown key, missing '=', bad hostlist,
+ * a switch defined twice, a Switches= name never defined, a cycle, a node under
+ * two leaves, tree and block syntax mixed) return MXH_ERR_PARSE and log one
+ * error line "SOURCE:LINE: what is wrong". */
+mxh_status_t mxh_topo_conf_parse_string(const char *text, const char *source,
+                                        mxh_topo_conf_t **conf_p);
+/* Same from a file; an unreadable file is MXH_ERR_IO with the path and strerror. */
+mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p);
+void mxh_topo_conf_destroy(mxh_topo_conf_t *conf);
+
+/* Index of the leaf switch of @host (the switch whose Nodes= lists it), or -1.
+ * Matches the exact name, else the short names (up to the first '.') of both. */
+int mxh_topo_conf_find_leaf(const mxh_topo_conf_t *conf, const char *host);
+
+/* Depth of a switch: 0 for a top switch, parent's depth + 1 otherwise. */
+int mxh_topo_conf_depth(const mxh_topo_conf_t *conf, int sw);
+
+/* Expand a Slurm hostlist ("a,node[0-3,7],rack[1-2]-n[01-02]") into names, in
+ * order, zero-padding kept from the range bounds. At most @max_names names
+ * (guards against "n[0-999999999]"); more is MXH_ERR_PARSE. Free with
+ * mxh_hostlist_free. */
+mxh_status_t mxh_hostlist_expand(const char *expr, size_t max_names, char ***names_p,
+                                 int *count_p);
+void mxh_hostlist_free(char **names, int count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,259 @@
+#include "util/config.h"
+#include "util/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+extern char **environ;
+
+#define MXH_LEVELS_ALL 0x7
+
+const mxh_config_var_t mxh_config_vars[] = {
+    {"MPIX_HIER_ENABLE", "yes",
+     "Use hierarchical algorithms (yes/no). 'no' makes every MPIX_Hier_ call the plain MPI "
+     "collective.", 1},
+    {"MPIX_HIER_LOG_LEVEL", "warn",
+     "Log level: error, warn, info, debug, trace. 'info' prints each communicator's hierarchy "
+     "once.", 0},
+    {"MPIX_HIER_HOSTNAME", "",
+     "Node identity of this rank (default: MPI_Get_processor_name refined by "
+     "MPI_COMM_TYPE_SHARED). Set it per rank to fake several nodes on one machine.", 0},
+    {"MPIX_HIER_TOPO_FILE", "",
+     "Slurm topology.conf (tree: SwitchName=, Nodes=, Switches=) giving the leaf switch of "
+     "each node. Empty: all nodes under one leaf.", 0},
+    {"MPIX_HIER_MIN_BYTES", "0",
+     "Messages smaller than this many bytes (per rank) use the plain MPI collective. "
+     "Accepts k/m/g suffixes.", 1},
+    {"MPIX_HIER_LEVELS", "node,rail,spine",
+     "Comma-separated levels the hierarchy may use (node, rail, spine); others are merged "
+     "into the next level.", 1},
+    {"MPIX_HIER_PLAN_CACHE_SIZE", "16",
+     "Plans (per collective shape) cached per communicator.", 0},
+    {NULL, NULL, NULL, 0}};
+
+static const char *const level_names[] = {"node", "rail", "spine"};
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!strcasecmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "y") ||
+        !strcasecmp(s, "true") || !strcasecmp(s, "on")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcasecmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "n") ||
+        !strcasecmp(s, "false") || !strcasecmp(s, "off")) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    switch (tolower((unsigned char)*end)) {
+    case 'k': v <<= 10; end++; break;
+    case 'm': v <<= 20; end++; break;
+    case 'g': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0')
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_levels(const char *s, int *mask)
+{
+    char buf[256];
+    char *tok, *save = NULL;
+    int m = 0;
+
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        int found = 0;
+        for (int i = 0; i < 3; i++) {
+            if (!strcasecmp(tok, level_names[i])) {
+                m |= 1 << i;
+                found = 1;
+            }
+        }
+        if (!found)
+            return -1;
+    }
+    *mask = m;
+    return 0;
+}
+
+void mxh_config_init_defaults(mxh_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->enable          = 1;
+    cfg->log_level       = MXH_LOG_WARN;
+    cfg->min_bytes       = 0;
+    cfg->levels_mask     = MXH_LEVELS_ALL;
+    cfg->plan_cache_size = 16;
+}
+
+static const mxh_config_var_t *find_var(const char *name)
+{
+    for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++)
+        if (!strcasecmp(v->name, name))
+            return v;
+    return NULL;
+}
+
+static mxh_status_t copy_str(char *dst, size_t cap, const char *name, const char *value)
+{
+    if (strlen(value) >= cap) {
+        mxh_error("%s: value is longer than %zu characters", name, cap - 1);
+        return MXH_ERR_PARSE;
+    }
+    strcpy(dst, value);
+    return MXH_OK;
+}
+
+mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
+                            const char *source)
+{
+    const mxh_config_var_t *var = find_var(name);
+    int rc = 0;
+
+    if (var == NULL) {
+        mxh_error("unknown configuration variable %s (from %s)", name, source);
+        return MXH_ERR_CONFIG;
+    }
+    name = var->name;
+    if (!strcmp(name, "MPIX_HIER_ENABLE")) {
+        rc = parse_bool(value, &cfg->enable);
+    } else if (!strcmp(name, "MPIX_HIER_LOG_LEVEL")) {
+        mxh_log_level_t l;
+        rc = mxh_log_level_parse(value, &l);
+        if (rc == 0)
+            cfg->log_level = (int)l;
+    } else if (!strcmp(name, "MPIX_HIER_HOSTNAME")) {
+        return copy_str(cfg->hostname, sizeof(cfg->hostname), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
+        return copy_str(cfg->topo_file, sizeof(cfg->topo_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
+        rc = parse_size(value, &cfg->min_bytes);
+    } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
+        rc = parse_levels(value, &cfg->levels_mask);
+    } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
+        rc = parse_int(value, 1, 4096, &cfg->plan_cache_size);
+    }
+    if (rc != 0) {
+        mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
+        return MXH_ERR_PARSE;
+    }
+    return MXH_OK;
+}
+
+mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
+{
+    for (char **e = environ; e && *e; e++) {
+        const char *eq;
+        char name[128];
+
+        if (strncmp(*e, "MPIX_HIER_", 10) != 0)
+            continue;
+        eq = strchr(*e, '=');
+        if (eq == NULL || (size_t)(eq - *e) >= sizeof(name))
+            continue;
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        if (find_var(name) == NULL) {
+            if (warn_unknown)
+                mxh_warn("unknown environment variable %s ignored (see mpix_info -c or the README "
+                     "for the MPIX_HIER_* variables)", name);
+            continue;
+        }
+        mxh_status_t st = mxh_config_set(cfg, name, eq + 1, "environment");
+        if (st != MXH_OK)
+            return st;
+    }
+    return MXH_OK;
+}
+
+void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf, size_t len)
+{
+    static const char *const lvl[] = {"error", "warn", "info", "debug", "trace"};
+    const mxh_config_var_t *var = find_var(name);
+
+    buf[0] = '\0';
+    if (var == NULL)
+        return;
+    name = var->name;
+    if (!strcmp(name, "MPIX_HIER_ENABLE")) {
+        snprintf(buf, len, "%s", cfg->enable ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_LOG_LEVEL")) {
+        snprintf(buf, len, "%s", lvl[cfg->log_level]);
+    } else if (!strcmp(name, "MPIX_HIER_HOSTNAME")) {
+        snprintf(buf, len, "%s", cfg->hostname);
+    } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
+        snprintf(buf, len, "%s", cfg->topo_file);
+    } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
+        snprintf(buf, len, "%zu", cfg->min_bytes);
+    } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
+        size_t off = 0;
+        for (int i = 0; i < 3; i++)
+            if (cfg->levels_mask & (1 << i))
+                off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s",
+                                        off ? "," : "", level_names[i]);
+    } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
+        snprintf(buf, len, "%d", cfg->plan_cache_size);
+    }
+}
+
+uint64_t mxh_hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
+{
+    uint64_t h = MXH_HASH_INIT;
+    uint64_t mb = (uint64_t)cfg->min_bytes;
+
+    h = mxh_hash_bytes(h, &cfg->enable, sizeof(cfg->enable));
+    h = mxh_hash_bytes(h, &mb, sizeof(mb));
+    h = mxh_hash_bytes(h, &cfg->levels_mask, sizeof(cfg->levels_mask));
+    /* The topology file need not agree: leaf names travel in the gathered records. */
+    return h;
+}

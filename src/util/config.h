@@ -1,0 +1,66 @@
+/* Configuration: one table of MPIX_HIER_* variables {name, default, doc, parser}.
+ * Precedence: default < environment < MPI_Info key (lower-case name). */
+#ifndef MXH_CONFIG_H
+#define MXH_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MXH_CONFIG_STR_MAX 1024
+
+typedef struct mxh_config {
+    int    enable;                          /* MPIX_HIER_ENABLE */
+    int    log_level;                       /* MPIX_HIER_LOG_LEVEL (mxh_log_level_t) */
+    char   hostname[256];                   /* MPIX_HIER_HOSTNAME ("" = processor name) */
+    char   topo_file[MXH_CONFIG_STR_MAX];   /* MPIX_HIER_TOPO_FILE ("" = none) */
+    size_t min_bytes;                       /* MPIX_HIER_MIN_BYTES */
+    int    levels_mask;                     /* MPIX_HIER_LEVELS (bit per mxh_level_type) */
+    int    plan_cache_size;                 /* MPIX_HIER_PLAN_CACHE_SIZE */
+} mxh_config_t;
+
+typedef struct mxh_config_var {
+    const char *name;      /* "MPIX_HIER_..." */
+    const char *dflt;      /* default, as a string */
+    const char *doc;       /* one-line documentation */
+    int         plan;      /* nonzero: changes the plan, must agree on all ranks */
+} mxh_config_var_t;
+
+/* The table (terminated by a NULL name). */
+extern const mxh_config_var_t mxh_config_vars[];
+
+void mxh_config_init_defaults(mxh_config_t *cfg);
+
+/* Set one variable by name (upper case MPIX_HIER_X or lower case mpix_hier_x).
+ * @source names where the value came from ("environment", "MPI_Info") for
+ * messages. Unknown name -> MXH_ERR_CONFIG; malformed value -> MXH_ERR_PARSE;
+ * the cause is logged. */
+mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
+                            const char *source);
+
+/* Apply every MPIX_HIER_* variable of the environment. Unknown MPIX_HIER_* (when
+ * @warn_unknown)
+ * names are reported with a warning naming the variable and ignored;
+ * a malformed value is an error. */
+mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown);
+
+/* Current value of a variable as a string (for tools and logs). */
+void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf, size_t len);
+
+/* Hash of everything that changes the plan (FNV-1a, 64 bit). */
+uint64_t mxh_config_plan_hash(const mxh_config_t *cfg);
+
+/* FNV-1a helpers. */
+uint64_t mxh_hash_bytes(uint64_t h, const void *data, size_t len);
+#define MXH_HASH_INIT 1469598103934665603ULL
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,5 @@
+# records -> levels -> plans (no MPI): tests/unit/test_hier_plan.cc
+check_PROGRAMS += unit/test_hier_plan
+TESTS += unit/test_hier_plan
+unit_test_hier_plan_SOURCES = unit/test_hier_plan.cc
+unit_test_hier_plan_LDADD = $(top_builddir)/src/libmxh.la $(GTEST_LIBS) -lgtest_main -lpthread

@@ -1,0 +1,701 @@
+// Unit tests (no MPI): records -> levels, and plans checked by a symbolic
+// executor that runs every rank's plan in lockstep and tracks, for every
+// element, which ranks' contributions it holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "coll/plan.h"
+#include "hier/levels.h"
+#include "hier/record.h"
+}
+
+namespace {
+
+const int kAllLevels = 0x7;
+
+struct Layout {
+    std::vector<mxh_record_t> recs;
+    void add(const std::string &node, const std::string &leaf = "", int rail = -1)
+    {
+        mxh_record_t r;
+        mxh_record_init(&r);
+        snprintf(r.node, sizeof(r.node), "%s", node.c_str());
+        snprintf(r.leaf, sizeof(r.leaf), "%s", leaf.c_str());
+        r.rail = rail;
+        recs.push_back(r);
+    }
+};
+
+// nodes[i] ranks on node "n<i>", leaf "leaf<i / nodes_per_leaf>"; order: 0 = blocked,
+// 1 = round-robin interleaved, 2 = random permutation (seeded).
+Layout make_layout(const std::vector<int> &nodes, int nodes_per_leaf, int order, unsigned seed = 1)
+{
+    std::vector<std::pair<std::string, std::string>> ranks;
+    if (order == 1) {
+        int maxn = *std::max_element(nodes.begin(), nodes.end());
+        for (int k = 0; k < maxn; k++)
+            for (size_t v = 0; v < nodes.size(); v++)
+                if (k < nodes[v])
+                    ranks.push_back({"n" + std::to_string(v),
+                                     nodes_per_leaf ? "leaf" + std::to_string(v / nodes_per_leaf) : ""});
+    } else {
+        for (size_t v = 0; v < nodes.size(); v++)
+            for (int k = 0; k < nodes[v]; k++)
+                ranks.push_back({"n" + std::to_string(v),
+                                 nodes_per_leaf ? "leaf" + std::to_string(v / nodes_per_leaf) : ""});
+        if (order == 2) {
+            std::mt19937 g(seed);
+            std::shuffle(ranks.begin(), ranks.end(), g);
+        }
+    }
+    Layout L;
+    for (auto &r : ranks)
+        L.add(r.first, r.second);
+    return L;
+}
+
+struct LayoutPtr {
+    mxh_layout_t *p = nullptr;
+    ~LayoutPtr() { mxh_layout_destroy(p); }
+};
+
+// ---- symbolic executor ---------------------------------------------------------
+
+struct Cell {
+    long tag = -1;      // element index the value belongs to, -1: undefined
+    long cnt = 0;       // number of contributions
+    long sum = 0;       // sum of contributing ranks
+    uint64_t xr = 0;    // xor of hashes of contributing ranks
+};
+
+uint64_t rank_hash(long r) { return (uint64_t)(r + 1) * 0x9E3779B97F4A7C15ULL; }
+
+struct Sim {
+    const mxh_layout_t *L;
+    std::vector<mxh_plan_t *> plans;
+    std::vector<std::vector<Cell>> buf;
+    std::string error;
+
+    ~Sim()
+    {
+        for (auto p : plans)
+            mxh_plan_destroy(p);
+    }
+
+    Cell combine(const Cell &a, const Cell &b)
+    {
+        Cell c;
+        if (a.tag < 0 || b.tag < 0) {
+            if (error.empty())
+                error = "reduction read an undefined element";
+            return c;
+        }
+        if (a.tag != b.tag) {
+            if (error.empty())
+                error = "reduction mixed elements " + std::to_string(a.tag) + " and " +
+                        std::to_string(b.tag);
+            return c;
+        }
+        c.tag = a.tag;
+        c.cnt = a.cnt + b.cnt;
+        c.sum = a.sum + b.sum;
+        c.xr = a.xr ^ b.xr;
+        return c;
+    }
+
+    // run all plans; returns false on deadlock or inconsistency
+    bool run()
+    {
+        int n = L->nranks;
+        std::vector<int> pc(n, 0);
+        std::map<std::pair<int, int>, std::vector<int>> groups;  // (level, color) -> ranks by coord
+        for (int l = 0; l < L->nlevels; l++)
+            for (int r = 0; r < n; r++) {
+                auto &g = groups[{l, L->color[l][r]}];
+                if ((int)g.size() < L->gsize[l][r])
+                    g.resize(L->gsize[l][r], -1);
+                g[L->coord[l][r]] = r;
+            }
+        for (;;) {
+            bool progress = false, done = true;
+            for (int r = 0; r < n; r++) {
+                if (pc[r] >= plans[r]->nsteps)
+                    continue;
+                done = false;
+                const mxh_step_t &s = plans[r]->steps[pc[r]];
+                auto &g = groups[{s.level, L->color[s.level][r]}];
+                if (s.type == MXH_STEP_SEND || s.type == MXH_STEP_RECV) {
+                    int peer = g[s.root];
+                    if (pc[peer] >= plans[peer]->nsteps)
+                        continue;
+                    const mxh_step_t &t = plans[peer]->steps[pc[peer]];
+                    bool match = t.level == s.level && t.root == s.me &&
+                                 ((s.type == MXH_STEP_SEND && t.type == MXH_STEP_RECV) ||
+                                  (s.type == MXH_STEP_RECV && t.type == MXH_STEP_SEND));
+                    if (!match)
+                        continue;
+                    if (s.count != t.count || s.offset != t.offset) {
+                        error = "send/recv regions differ";
+                        return false;
+                    }
+                    int src = s.type == MXH_STEP_SEND ? r : peer, dst = src == r ? peer : r;
+                    for (size_t i = 0; i < s.count; i++)
+                        buf[dst][s.offset + i] = buf[src][s.offset + i];
+                    pc[r]++;
+                    pc[peer]++;
+                    progress = true;
+                    continue;
+                }
+                bool ready = true;
+                for (int x : g) {
+                    if (x < 0 || pc[x] >= plans[x]->nsteps) {
+                        ready = false;
+                        break;
+                    }
+                    const mxh_step_t &t = plans[x]->steps[pc[x]];
+                    if (t.level != s.level || t.type != s.type) {
+                        ready = false;
+                        break;
+                    }
+                }
+                if (!ready)
+                    continue;
+                if (!exec(s, g, pc))
+                    return false;
+                for (int x : g)
+                    pc[x]++;
+                progress = true;
+            }
+            if (done)
+                return true;
+            if (!progress) {
+                error = "deadlock:";
+                for (int r = 0; r < n; r++)
+                    if (pc[r] < plans[r]->nsteps)
+                        error += " r" + std::to_string(r) + "@" +
+                                 mxh_step_type_name(plans[r]->steps[pc[r]].type) + "/L" +
+                                 std::to_string(plans[r]->steps[pc[r]].level);
+                return false;
+            }
+        }
+    }
+
+    bool exec(const mxh_step_t &s, const std::vector<int> &g, const std::vector<int> &pc)
+    {
+        int gs = (int)g.size();
+        // every member must see the same region, parts and root
+        for (int k = 0; k < gs; k++) {
+            const mxh_step_t &t = plans[g[k]]->steps[pc[g[k]]];
+            bool same = t.offset == s.offset && t.count == s.count && t.root == s.root &&
+                        t.gsize == gs && t.me == k;
+            if (same && s.counts)
+                same = t.counts && !memcmp(t.counts, s.counts, sizeof(int) * gs) &&
+                       !memcmp(t.displs, s.displs, sizeof(int) * gs);
+            if (!same) {
+                error = std::string("members disagree on a ") + mxh_step_type_name(s.type) +
+                        " step on level " + std::to_string(s.level);
+                return false;
+            }
+        }
+        size_t off = s.offset, cnt = s.count;
+        int root = g.empty() ? -1 : g[s.root < gs ? s.root : 0];
+        auto part = [&](int k, size_t &po, size_t &pn) {
+            po = off + (size_t)s.displs[k];
+            pn = (size_t)s.counts[k];
+        };
+        if (cnt == 0)
+            return true;
+        switch (s.type) {
+        case MXH_STEP_REDUCE_SCATTER:
+        case MXH_STEP_REDUCE:
+        case MXH_STEP_ALLREDUCE: {
+            std::vector<Cell> res(cnt);
+            for (size_t i = 0; i < cnt; i++) {
+                Cell c = buf[g[0]][off + i];
+                for (int k = 1; k < gs; k++)
+                    c = combine(c, buf[g[k]][off + i]);
+                res[i] = c;
+            }
+            if (s.type == MXH_STEP_ALLREDUCE) {
+                for (int x : g)
+                    std::copy(res.begin(), res.end(), buf[x].begin() + off);
+            } else if (s.type == MXH_STEP_REDUCE) {
+                std::copy(res.begin(), res.end(), buf[root].begin() + off);
+            } else {
+                for (int k = 0; k < gs; k++) {
+                    size_t po, pn;
+                    part(k, po, pn);
+                    for (size_t i = 0; i < cnt; i++)
+                        buf[g[k]][off + i] = Cell();  // rest of the region: unspecified
+                    for (size_t i = 0; i < pn; i++)
+                        buf[g[k]][po + i] = res[po - off + i];
+                }
+            }
+            break;
+        }
+        case MXH_STEP_ALLGATHER:
+            for (int k = 0; k < gs; k++) {
+                size_t po, pn;
+                part(k, po, pn);
+                for (int y : g)
+                    if (y != g[k])
+                        for (size_t i = 0; i < pn; i++)
+                            buf[y][po + i] = buf[g[k]][po + i];
+            }
+            break;
+        case MXH_STEP_BCAST:
+            for (int y : g)
+                if (y != root)
+                    for (size_t i = 0; i < cnt; i++)
+                        buf[y][off + i] = buf[root][off + i];
+            break;
+        case MXH_STEP_SCATTER:
+            for (int k = 0; k < gs; k++) {
+                size_t po, pn;
+                part(k, po, pn);
+                if (g[k] != root)
+                    for (size_t i = 0; i < pn; i++)
+                        buf[g[k]][po + i] = buf[root][po + i];
+            }
+            break;
+        case MXH_STEP_GATHER:
+            for (int k = 0; k < gs; k++) {
+                size_t po, pn;
+                part(k, po, pn);
+                if (g[k] != root)
+                    for (size_t i = 0; i < pn; i++)
+                        buf[root][po + i] = buf[g[k]][po + i];
+            }
+            break;
+        default:
+            error = "unexpected step";
+            return false;
+        }
+        return true;
+    }
+};
+
+Cell contrib(long tag, long r)
+{
+    Cell c;
+    c.tag = tag;
+    c.cnt = 1;
+    c.sum = r;
+    c.xr = rank_hash(r);
+    return c;
+}
+
+// Build every rank's plan, run them symbolically, check the collective's result.
+// Returns "" on success or the first problem.
+std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root)
+{
+    Sim sim;
+    int n = L->nranks;
+    sim.L = L;
+    for (int r = 0; r < n; r++) {
+        mxh_plan_t *p = nullptr;
+        mxh_status_t st = mxh_plan_create(L, r, coll, count, root, &p);
+        if (st != MXH_OK)
+            return "plan_create failed on rank " + std::to_string(r);
+        sim.plans.push_back(p);
+    }
+    size_t wc = sim.plans[0]->work_count;
+    sim.buf.assign(n, std::vector<Cell>(wc));
+    long full_sum = (long)n * (n - 1) / 2;
+    uint64_t full_xr = 0;
+    for (int r = 0; r < n; r++)
+        full_xr ^= rank_hash(r);
+    const int *pos = sim.plans[0]->block_pos;
+    for (int r = 0; r < n; r++) {
+        switch (coll) {
+        case MXH_COLL_ALLREDUCE:
+        case MXH_COLL_REDUCE:
+            for (size_t i = 0; i < count; i++)
+                sim.buf[r][i] = contrib((long)i, r);
+            break;
+        case MXH_COLL_BCAST:
+            if (r == root)
+                for (size_t i = 0; i < count; i++)
+                    sim.buf[r][i] = contrib((long)i, r);
+            break;
+        case MXH_COLL_REDUCE_SCATTER_BLOCK:
+            for (int d = 0; d < n; d++)
+                for (size_t j = 0; j < count; j++)
+                    sim.buf[r][(size_t)pos[d] * count + j] = contrib((long)(d * count + j), r);
+            break;
+        case MXH_COLL_ALLGATHER:
+            for (size_t j = 0; j < count; j++)
+                sim.buf[r][(size_t)pos[r] * count + j] = contrib((long)(r * count + j), r);
+            break;
+        default:
+            break;
+        }
+    }
+    if (!sim.run())
+        return sim.error;
+    if (!sim.error.empty())
+        return sim.error;
+    auto full = [&](const Cell &c, long tag) {
+        return c.tag == tag && c.cnt == n && c.sum == full_sum && c.xr == full_xr;
+    };
+    for (int r = 0; r < n; r++) {
+        for (size_t i = 0; i < count; i++) {
+            bool ok = true;
+            switch (coll) {
+            case MXH_COLL_ALLREDUCE:
+                ok = full(sim.buf[r][i], (long)i);
+                break;
+            case MXH_COLL_REDUCE:
+                ok = r != root || full(sim.buf[r][i], (long)i);
+                break;
+            case MXH_COLL_BCAST: {
+                const Cell &c = sim.buf[r][i];
+                ok = c.tag == (long)i && c.cnt == 1 && c.sum == root;
+                break;
+            }
+            case MXH_COLL_REDUCE_SCATTER_BLOCK:
+                ok = full(sim.buf[r][(size_t)pos[r] * count + i], (long)(r * count + i));
+                break;
+            case MXH_COLL_ALLGATHER:
+                for (int d = 0; d < n && ok; d++) {
+                    const Cell &c = sim.buf[r][(size_t)pos[d] * count + i];
+                    ok = c.tag == (long)(d * count + i) && c.cnt == 1 && c.sum == d;
+                }
+                break;
+            default:
+                break;
+            }
+            if (!ok)
+                return std::string(mxh_coll_name(coll)) + ": wrong result on rank " +
+                       std::to_string(r) + " element " + std::to_string(i);
+        }
+    }
+    return "";
+}
+
+void check_all_colls(const Layout &lay, int mask, const std::vector<size_t> &counts,
+                     bool all_roots = true)
+{
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), mask, &L.p));
+    if (L.p->nlevels < 1)
+        return;
+    int n = L.p->nranks;
+    for (size_t c : counts) {
+        for (int coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+            EXPECT_EQ("", simulate(L.p, (mxh_coll_t)coll, c, -1))
+                << mxh_coll_name((mxh_coll_t)coll) << " count " << c << " n " << n;
+        for (int root = 0; root < n; root += (all_roots ? 1 : std::max(1, n / 3))) {
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root)) << "bcast count " << c << " root " << root;
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root)) << "reduce count " << c << " root " << root;
+        }
+    }
+}
+
+}  // namespace
+
+// ---- levels ------------------------------------------------------------------
+
+TEST(Levels, SingleRankIsTrivial)
+{
+    Layout lay = make_layout({1}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 1, kAllLevels, &L.p));
+    EXPECT_EQ(0, L.p->nlevels);
+    EXPECT_EQ(1, L.p->nnodes);
+}
+
+TEST(Levels, OneNodeIsOneLevel)
+{
+    Layout lay = make_layout({4}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    ASSERT_EQ(1, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_NODE, L.p->type[0]);
+    EXPECT_EQ(MXH_LEVEL_KIND_TOP, L.p->kind[0]);
+}
+
+TEST(Levels, OneRankPerNodeIsOneLevel)
+{
+    Layout lay = make_layout({1, 1, 1}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 3, kAllLevels, &L.p));
+    ASSERT_EQ(1, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_RAIL, L.p->type[0]);
+}
+
+TEST(Levels, TwoByTwo)
+{
+    Layout lay = make_layout({2, 2}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_NODE, L.p->type[0]);
+    EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[0]);
+    EXPECT_EQ(MXH_LEVEL_RAIL, L.p->type[1]);
+    EXPECT_EQ(MXH_LEVEL_KIND_TOP, L.p->kind[1]);
+    // node groups {0,1} {2,3}; rail groups {0,2} {1,3}
+    EXPECT_EQ(L.p->color[0][0], L.p->color[0][1]);
+    EXPECT_NE(L.p->color[0][0], L.p->color[0][2]);
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][2]);
+    EXPECT_EQ(L.p->color[1][1], L.p->color[1][3]);
+    EXPECT_NE(L.p->color[1][0], L.p->color[1][1]);
+    EXPECT_EQ(1, L.p->coord[1][2]);
+    char buf[1024];
+    size_t need = mxh_layout_describe(L.p, lay.recs.data(), buf, sizeof(buf));
+    EXPECT_LT(need, sizeof(buf));
+    EXPECT_NE(nullptr, strstr(buf, "level 0 node  scatter 2 groups of 2: {0,1} {2,3}")) << buf;
+    EXPECT_NE(nullptr, strstr(buf, "level 1 rail  top     2 groups of 2: {0,2} {1,3}")) << buf;
+}
+
+TEST(Levels, InterleavedRanks)
+{
+    Layout lay = make_layout({3, 3}, 0, 1);  // a b a b a b
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 6, kAllLevels, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    for (int r = 0; r < 6; r++) {
+        EXPECT_EQ(r % 2, L.p->node_of[r]);
+        EXPECT_EQ(r / 2, L.p->local_index[r]);
+        EXPECT_EQ(r % 2, L.p->coord[1][r]);  // node position inside the rail group
+    }
+}
+
+TEST(Levels, UnevenNodesUseLeaderKind)
+{
+    Layout lay = make_layout({3, 1}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_KIND_LEADER, L.p->kind[0]);
+    EXPECT_EQ(0, L.p->node_regular);
+    // rail groups by local index: {0,3} {1} {2}
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][3]);
+    EXPECT_EQ(1, L.p->gsize[1][1]);
+}
+
+TEST(Levels, ShmIdSplitsNodesWithTheSameName)
+{
+    Layout lay = make_layout({4}, 0, 0);
+    lay.recs[0].shm_id = lay.recs[2].shm_id = 0;
+    lay.recs[1].shm_id = lay.recs[3].shm_id = 1;
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    EXPECT_EQ(2, L.p->nnodes);
+    EXPECT_EQ(L.p->node_of[0], L.p->node_of[2]);
+    EXPECT_NE(L.p->node_of[0], L.p->node_of[1]);
+}
+
+TEST(Levels, ExplicitRailsGroupByRailNotLocalIndex)
+{
+    Layout lay;
+    lay.add("a", "", 1);
+    lay.add("a", "", 0);
+    lay.add("b", "", 0);
+    lay.add("b", "", 1);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[0]);
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][3]);  // rail 1
+    EXPECT_EQ(L.p->color[1][1], L.p->color[1][2]);  // rail 0
+}
+
+TEST(Levels, ThreeLevelsFromLeaves)
+{
+    Layout lay = make_layout({2, 2, 2, 2}, 2, 0);  // leaf0: n0 n1, leaf1: n2 n3
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_SPINE, L.p->type[2]);
+    EXPECT_EQ(2, L.p->nleaves);
+    EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[1]);
+    // rank 0 (n0, rail 0): rail group {0,2}, spine group {0,4}
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][2]);
+    EXPECT_NE(L.p->color[1][0], L.p->color[1][4]);
+    EXPECT_EQ(L.p->color[2][0], L.p->color[2][4]);
+    EXPECT_EQ(L.p->color[2][2], L.p->color[2][6]);
+    EXPECT_NE(L.p->color[2][0], L.p->color[2][2]);
+    // without the spine level the leaves are ignored
+    LayoutPtr L2;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, 0x3, &L2.p));
+    EXPECT_EQ(2, L2.p->nlevels);
+    EXPECT_EQ(4, L2.p->gsize[1][0]);
+}
+
+TEST(Levels, UnevenLeavesUseLeaderKind)
+{
+    Layout lay = make_layout({2, 2, 2}, 2, 0);  // leaf0: n0 n1, leaf1: n2
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 6, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[0]);
+    EXPECT_EQ(MXH_LEVEL_KIND_LEADER, L.p->kind[1]);
+}
+
+TEST(Levels, LevelsMaskNeedsNodeAndRail)
+{
+    Layout lay = make_layout({2, 2}, 0, 0);
+    LayoutPtr L;
+    EXPECT_EQ(MXH_ERR_CONFIG, mxh_layout_create(lay.recs.data(), 4, 0x5, &L.p));
+}
+
+TEST(Levels, Cluster4096Ranks)
+{
+    // 512 nodes x 8 GPUs, 16 leaves of 32 nodes: node 8, rail 32, spine 16
+    std::vector<int> nodes(512, 8);
+    Layout lay = make_layout(nodes, 32, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4096, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(512, L.p->nnodes);
+    EXPECT_EQ(16, L.p->nleaves);
+    EXPECT_EQ(512, L.p->ngroups[0]);
+    EXPECT_EQ(16 * 8, L.p->ngroups[1]);
+    EXPECT_EQ(8 * 32, L.p->ngroups[2]);
+    for (int r = 0; r < 4096; r += 97) {
+        EXPECT_EQ(8, L.p->gsize[0][r]);
+        EXPECT_EQ(32, L.p->gsize[1][r]);
+        EXPECT_EQ(16, L.p->gsize[2][r]);
+        EXPECT_EQ(r % 8, L.p->coord[0][r]);
+        EXPECT_EQ((r / 8) % 32, L.p->coord[1][r]);
+        EXPECT_EQ(r / 256, L.p->coord[2][r]);
+    }
+    for (int l = 0; l < 2; l++)
+        EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[l]);
+}
+
+TEST(Levels, Cluster4096RanksRandomOrderIrregular)
+{
+    std::mt19937 g(7);
+    std::vector<int> nodes;
+    int total = 0;
+    while (total < 4096) {
+        int k = 1 + (int)(g() % 8);
+        k = std::min(k, 4096 - total);
+        nodes.push_back(k);
+        total += k;
+    }
+    Layout lay = make_layout(nodes, 24, 2, 11);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4096, kAllLevels, &L.p));
+    EXPECT_EQ((int)nodes.size(), L.p->nnodes);
+    EXPECT_EQ(MXH_LEVEL_KIND_LEADER, L.p->kind[0]);
+    // every group's coordinates are 0..size-1
+    for (int l = 0; l < L.p->nlevels; l++) {
+        std::map<int, std::vector<int>> seen;
+        for (int r = 0; r < 4096; r++)
+            seen[L.p->color[l][r]].push_back(L.p->coord[l][r]);
+        for (auto &kv : seen) {
+            std::sort(kv.second.begin(), kv.second.end());
+            for (size_t i = 0; i < kv.second.size(); i++)
+                ASSERT_EQ((int)i, kv.second[i]);
+        }
+    }
+}
+
+// ---- plans, executed symbolically ----------------------------------------------
+
+TEST(Plan, TwoByTwoAllCollectives)
+{
+    check_all_colls(make_layout({2, 2}, 0, 0), kAllLevels, {1, 2, 3, 7, 16});
+}
+
+TEST(Plan, RegularInterleaved)
+{
+    check_all_colls(make_layout({3, 3}, 0, 1), kAllLevels, {1, 5, 11});
+}
+
+TEST(Plan, UnevenNodes)
+{
+    check_all_colls(make_layout({3, 1}, 0, 0), kAllLevels, {1, 4, 13});
+    check_all_colls(make_layout({1, 2, 3}, 0, 0), kAllLevels, {1, 7});
+    check_all_colls(make_layout({2, 2, 1}, 0, 1), kAllLevels, {1, 7});
+    check_all_colls(make_layout({1, 4}, 0, 2, 3), kAllLevels, {5});
+}
+
+TEST(Plan, ThreeLevels)
+{
+    check_all_colls(make_layout({2, 2, 2, 2}, 2, 0), kAllLevels, {1, 3, 17});
+    check_all_colls(make_layout({2, 2, 2, 2, 2, 2}, 2, 1), kAllLevels, {1, 13});
+}
+
+TEST(Plan, ThreeLevelsIrregular)
+{
+    check_all_colls(make_layout({2, 2, 2}, 2, 0), kAllLevels, {1, 5, 9});          // uneven leaves
+    check_all_colls(make_layout({3, 1, 2, 2}, 2, 0), kAllLevels, {1, 5});          // uneven nodes
+    check_all_colls(make_layout({2, 3, 1, 2, 2}, 2, 2, 5), kAllLevels, {1, 6});    // both, shuffled
+    check_all_colls(make_layout({4, 4, 4, 4, 4, 4}, 4, 0), kAllLevels, {7});       // leaves 4 + 2
+}
+
+TEST(Plan, RandomLayouts)
+{
+    std::mt19937 g(42);
+    for (int trial = 0; trial < 400; trial++) {
+        int nn = 1 + (int)(g() % 8);
+        std::vector<int> nodes;
+        for (int v = 0; v < nn; v++)
+            nodes.push_back(1 + (int)(g() % 5));
+        int per_leaf = (int)(g() % 4);  // 0: no leaves
+        Layout lay = make_layout(nodes, per_leaf, (int)(g() % 3), (unsigned)trial);
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        check_all_colls(lay, kAllLevels, {1, 1 + (size_t)(g() % 20)}, false);
+    }
+}
+
+TEST(Plan, LargeRegularCluster)
+{
+    // 32 nodes x 8, 4 leaves: allreduce, reduce_scatter_block and allgather
+    std::vector<int> nodes(32, 8);
+    Layout lay = make_layout(nodes, 8, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 256, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLREDUCE, 1000, -1));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE_SCATTER_BLOCK, 3, -1));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLGATHER, 2, -1));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200));
+}
+
+TEST(Plan, AllreduceStepsOnTwoByTwo)
+{
+    Layout lay = make_layout({2, 2}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create(L.p, 1, MXH_COLL_ALLREDUCE, 7, -1, &p));
+    ASSERT_EQ(3, p->nsteps);
+    EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type);
+    EXPECT_EQ(0u, p->steps[0].offset);
+    EXPECT_EQ(7u, p->steps[0].count);
+    EXPECT_EQ(4, p->steps[0].counts[0]);
+    EXPECT_EQ(3, p->steps[0].counts[1]);
+    EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[1].type);
+    EXPECT_EQ(4u, p->steps[1].offset);  // rank 1 owns the second part
+    EXPECT_EQ(3u, p->steps[1].count);
+    EXPECT_EQ(1, p->steps[1].level);
+    EXPECT_EQ(MXH_STEP_ALLGATHER, p->steps[2].type);
+    char buf[512];
+    mxh_plan_describe(p, buf, sizeof(buf));
+    EXPECT_NE(nullptr, strstr(buf, "allreduce count=7")) << buf;
+    mxh_plan_destroy(p);
+}
+
+TEST(Plan, RejectsBadRequests)
+{
+    Layout lay = make_layout({2, 2}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    mxh_plan_t *p = nullptr;
+    EXPECT_EQ(MXH_ERR_INVALID_PARAM, mxh_plan_create(L.p, 4, MXH_COLL_ALLREDUCE, 1, -1, &p));
+    EXPECT_EQ(MXH_ERR_INVALID_PARAM, mxh_plan_create(L.p, 0, MXH_COLL_BCAST, 1, 9, &p));
+}
