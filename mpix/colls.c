@@ -42,8 +42,13 @@ static int run(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int 
 
     if (st == MXH_OK && plan_p != NULL)
         *plan_p = plan;
-    if (st == MXH_OK)
-        st = mxh_exec_plan(plan, h->level_comm, work, dt, tsize, op);
+    if (st == MXH_OK) {
+        void *tmp = mxh_hier_tmp(h, plan->tmp_count * tsize);
+        if (tmp == NULL)
+            return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot allocate %zu bytes of scratch",
+                             plan->tmp_count * tsize);
+        st = mxh_exec_plan(plan, h->level_comm, work, tmp, dt, tsize, op);
+    }
     if (st != MXH_OK)
         return mxh_raise_status(comm, st, func);
     return MPI_SUCCESS;

@@ -56,6 +56,7 @@ static void hier_destroy(mxh_hier_t *h)
     free(h->recs);
     free(h->description);
     free(h->scratch);
+    free(h->tmp);
     free(h);
 }
 
@@ -403,16 +404,32 @@ mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int roo
     return MXH_OK;
 }
 
-void *mxh_hier_scratch(mxh_hier_t *h, size_t bytes)
+static void *grow(void **buf, size_t *size, size_t bytes)
 {
-    if (bytes > h->scratch_size) {
-        void *p = realloc(h->scratch, bytes);
+    if (bytes == 0)
+        bytes = 1;
+    if (bytes > *size) {
+        /* grow geometrically so that varying sizes settle without reallocations */
+        size_t want = bytes > 2 * *size ? bytes : 2 * *size;
+        void *p = realloc(*buf, want);
+        if (p == NULL && want > bytes)
+            p = realloc(*buf, want = bytes);
         if (p == NULL)
             return NULL;
-        h->scratch      = p;
-        h->scratch_size = bytes;
+        *buf  = p;
+        *size = want;
     }
-    return h->scratch ? h->scratch : (bytes == 0 ? (void *)h : NULL);
+    return *buf;
+}
+
+void *mxh_hier_scratch(mxh_hier_t *h, size_t bytes)
+{
+    return grow(&h->scratch, &h->scratch_size, bytes);
+}
+
+void *mxh_hier_tmp(mxh_hier_t *h, size_t bytes)
+{
+    return grow(&h->tmp, &h->tmp_size, bytes);
 }
 
 /* ---- public management API ------------------------------------------------------- */

@@ -32,6 +32,8 @@ typedef struct mxh_hier {
     uint64_t          clock;
     void             *scratch;                    /* work buffer, grown on demand */
     size_t            scratch_size;
+    void             *tmp;                        /* executor's temporary, grown on demand */
+    size_t            tmp_size;
 } mxh_hier_t;
 
 /* ---- errors (errors.c) ---- */
@@ -78,8 +80,10 @@ int mxh_hier_get(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
 /* The cached plan for a shape, built if needed. */
 mxh_status_t mxh_hier_plan(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
                            const mxh_plan_t **plan_p);
-/* Scratch space of at least @bytes. */
+/* Scratch space of at least @bytes (work buffers of the entry layer). */
 void *mxh_hier_scratch(mxh_hier_t *hier, size_t bytes);
+/* Temporary space of at least @bytes for the executor (never the scratch). */
+void *mxh_hier_tmp(mxh_hier_t *hier, size_t bytes);
 /* Hierarchical algorithms usable on this communicator at all. */
 int mxh_hier_active(const mxh_hier_t *hier);
 

@@ -8,9 +8,10 @@
 #include "util/status.h"
 
 /* Run @plan on the work buffer @work (elements of @dt, @extent bytes each,
- * contiguous). @op is used by reducing steps. On an MPI failure the MPI error
- * string is logged and MXH_ERR_MPI returned. */
+ * contiguous), using @tmp (plan->tmp_count elements, not overlapping @work).
+ * @op is used by reducing steps. On an MPI failure the MPI error string is
+ * logged and MXH_ERR_MPI returned. */
 mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const MPI_Comm *level_comms, void *work,
-                           MPI_Datatype dt, size_t extent, MPI_Op op);
+                           void *tmp, MPI_Datatype dt, size_t extent, MPI_Op op);
 
 #endif

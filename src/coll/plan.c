@@ -533,6 +533,9 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
         break;
     }
     free(b.order);
+    for (int i = 0; i < b.plan->nsteps; i++)
+        if (b.plan->steps[i].count > b.plan->tmp_count)
+            b.plan->tmp_count = b.plan->steps[i].count;
     if (b.status != MXH_OK) {
         mxh_plan_destroy(b.plan);
         return b.status;

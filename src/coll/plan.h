@@ -56,6 +56,7 @@ typedef struct mxh_plan {
     int         nsteps;
     mxh_step_t *steps;
     size_t      work_count; /* elements of the work buffer */
+    size_t      tmp_count;  /* elements of the executor's temporary buffer */
     int        *block_pos;  /* rsb/allgather: [nranks] block position of each rank in work */
     int         nranks;
 } mxh_plan_t;

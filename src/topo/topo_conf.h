@@ -40,7 +40,19 @@ typedef struct mxh_topo_conf {
     int                num_switches;
 } mxh_topo_conf_t;
 
-/* Parse a topology.conf text. Errors (unknown key, missing '=', bad hostlist,
+/* Syntax: '#' comments, blank lines, a trailing backslash continues a line
+ * (joined without a separator, as Slurm does), KEY=VALUE tokens separated by
+ * blanks, keys case-insensitive. Tree: SwitchName= [Nodes=] [Switches=]
+ * [LinkSpeed= (ignored)]. Block: BlockName= [Nodes=] (each block becomes a
+ * switch with its nodes, no parent, no children; format BLOCK) and BlockSizes=
+ * (checked to be numbers, otherwise ignored). Nodes=/Switches= are hostlists.
+ * Back-edges: when two switches list each other in Switches= (SHARP's raw
+ * output lists the top switch under every spine), the edge towards the switch
+ * farther from the nodes (shortest Switches= path down to a switch with Nodes=)
+ * is dropped from child_names/children with one warning; at equal distance it
+ * is a cycle. A host may appear under one switch only (exact names).
+ *
+ * Parse a topology.conf text. Errors (unknown key, missing '=', bad hostlist,
  * a switch defined twice, a Switches= name never defined, a cycle, a node under
  * two leaves, tree and block syntax mixed) return MXH_ERR_PARSE and log one
  * error line "SOURCE:LINE: what is wrong". */
@@ -51,7 +63,9 @@ mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p
 void mxh_topo_conf_destroy(mxh_topo_conf_t *conf);
 
 /* Index of the leaf switch of @host (the switch whose Nodes= lists it), or -1.
- * Matches the exact name, else the short names (up to the first '.') of both. */
+ * Matches the exact name, else the short names (up to the first '.') of both
+ * (not for names made of digits and dots only, such as IPv4 addresses). The
+ * first matching switch in file order wins. */
 int mxh_topo_conf_find_leaf(const mxh_topo_conf_t *conf, const char *host);
 
 /* Depth of a switch: 0 for a top switch, parent's depth + 1 otherwise. */

@@ -29,8 +29,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Messages smaller than this many bytes (per rank) use the plain MPI collective. "
      "Accepts k/m/g suffixes.", 1},
     {"MPIX_HIER_LEVELS", "node,rail,spine",
-     "Comma-separated levels the hierarchy may use (node, rail, spine); others are merged "
-     "into the next level.", 1},
+     "Comma-separated levels the hierarchy may use: node and rail are required; without "
+     "spine, leaf switches are ignored and rails span all nodes.", 1},
     {"MPIX_HIER_PLAN_CACHE_SIZE", "16",
      "Plans (per collective shape) cached per communicator.", 0},
     {NULL, NULL, NULL, 0}};
@@ -195,8 +195,8 @@ mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
         name[eq - *e] = '\0';
         if (find_var(name) == NULL) {
             if (warn_unknown)
-                mxh_warn("unknown environment variable %s ignored (see mpix_info -c or the README "
-                     "for the MPIX_HIER_* variables)", name);
+                mxh_warn("unknown environment variable %s ignored (the README lists the MPIX_HIER_* "
+                     "variables)", name);
             continue;
         }
         mxh_status_t st = mxh_config_set(cfg, name, eq + 1, "environment");
