@@ -12,6 +12,7 @@
 #   JOBS              parallel compile jobs (default: nproc)
 #   CHECK_JOBS        tests run in parallel by 'make check' (default: 1; MPI tests oversubscribe)
 #   NO_INSTALL=1      never call apt-get, only report what is missing
+#   NO_MAKE_INSTALL=1 do not 'make install' the library (default prefix /usr/local)
 #   MPIEXEC_TIMEOUT   seconds before mpiexec kills the demo (default: 300)
 #
 # Copyright (c) 2026, The mpix-hier authors. BSD-3-Clause, see COPYING.
@@ -138,6 +139,31 @@ build() {
     make -C "$BUILD_DIR" -j"$JOBS"
 }
 
+# Install (default prefix /usr/local) so that applications build with
+# `mpicc app.c $(pkg-config --cflags --libs mpix-hier)`. Skipped with
+# NO_MAKE_INSTALL=1 or when the prefix is not writable.
+install_lib() {
+    local prefix
+    prefix=$(sed -n 's/^prefix = //p' "$BUILD_DIR/Makefile" | head -n 1)
+    if [ "${NO_MAKE_INSTALL:-0}" = 1 ]; then
+        note "NO_MAKE_INSTALL=1: not installing"
+        return 0
+    fi
+    mkdir -p "$prefix" 2>/dev/null || true
+    if [ ! -w "$prefix" ]; then
+        note "prefix $prefix is not writable: not installing (run 'make -C $BUILD_DIR install' as root)"
+        return 0
+    fi
+    step "Installing into $prefix (make install)"
+    make -C "$BUILD_DIR" install >/dev/null
+    if [ "$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig || true; fi
+    note "applications: mpicc app.c \$(pkg-config --cflags --libs mpix-hier)"
+    case ":${PKG_CONFIG_PATH:-}:$(pkg-config --variable pc_path pkg-config 2>/dev/null):" in
+        *":$prefix/lib/pkgconfig:"*) ;;
+        *) note "(export PKG_CONFIG_PATH=$prefix/lib/pkgconfig for pkg-config to find it)" ;;
+    esac
+}
+
 # ---------------------------------------------------------------- demo
 mpiexec_path() {
     local m
@@ -206,6 +232,7 @@ run_check() {
 # ---------------------------------------------------------------- main
 install_deps
 build
+install_lib
 case "$cmd" in
     demo)  run_demo ;;
     check) run_check ;;

@@ -171,6 +171,37 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
     return st;
 }
 
+/* One line saying how the collectives cross the levels, for the info log. */
+static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
+{
+    const mxh_layout_t *L = h->layout;
+    size_t off = 0;
+
+    buf[0] = '\0';
+    if (!h->config.enable || L->nlevels < 2) {
+        snprintf(buf, len, "every MPIX_Hier_ collective uses the plain MPI collective (%s)",
+                 h->config.enable ? "trivial hierarchy" : "MPIX_HIER_ENABLE=no");
+        return;
+    }
+    off += (size_t)snprintf(buf + off, len - off, "allreduce =");
+    for (int l = 0; l < L->nlevels - 1 && off < len; l++)
+        off += (size_t)snprintf(buf + off, len - off, " %s(%s) ->",
+                                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "reduce_scatter" : "reduce",
+                                mxh_level_type_name(L->type[l]));
+    if (off < len)
+        off += (size_t)snprintf(buf + off, len - off, " allreduce(%s)",
+                                mxh_level_type_name(L->type[L->nlevels - 1]));
+    for (int l = L->nlevels - 2; l >= 0 && off < len; l--)
+        off += (size_t)snprintf(buf + off, len - off, " -> %s(%s)",
+                                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "allgather" : "bcast",
+                                mxh_level_type_name(L->type[l]));
+    if (off < len)
+        snprintf(buf + off, len - off,
+                 "; the other collectives follow the same levels; plain MPI for messages under "
+                 "%zu bytes, non-commutative ops, MINLOC/MAXLOC and derived datatypes",
+                 h->config.min_bytes);
+}
+
 /* ---- build ---------------------------------------------------------------------- */
 
 static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
@@ -311,8 +342,10 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
         char cname[MPI_MAX_OBJECT_NAME] = "";
         int clen = 0;
         MPI_Comm_get_name(comm, cname, &clen);
-        mxh_info("communicator %s: %s%s", cname[0] ? cname : "(unnamed)",
-                 h->config.enable ? "" : "(MPIX_HIER_ENABLE=no: plain MPI) ", h->description);
+        char algo[512];
+        describe_algorithms(h, algo, sizeof(algo));
+        mxh_info("communicator %s: %s  algorithms: %s", cname[0] ? cname : "(unnamed)",
+                 h->description, algo);
         if (h->config.topo_file[0] != '\0') {
             int unlisted = 0;
             for (int v = 0; v < h->layout->nnodes; v++)

@@ -771,8 +771,8 @@ static void format_cycle(const mxh_topo_conf_t *conf, const int *stack, int dept
     out[0] = '\0';
     for (int k = from; k < depth && len + 1 < outlen; k++) {
         int n = snprintf(out + len, outlen - len, "%s -> ", conf->switches[stack[k]].name);
-        if (n < 0)
-            break;
+        if (n < 0 || (size_t)n >= outlen - len)
+            return; /* truncated: the message shows the start of the cycle */
         len += (size_t)n;
     }
     if (len + 1 < outlen)

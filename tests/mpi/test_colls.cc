@@ -8,7 +8,8 @@
 // 0's (bitwise identity across ranks), also on random float/double data.
 //
 // Filters: --gtest_filter='Comms/Colls.Allreduce*/world' etc.
-// MXH_TEST_QUICK=1 trims the matrix (counts 0,1,7 and fewer roots).
+// MXH_TEST_QUICK=1 trims the matrix (counts 0,1,7 and fewer roots);
+// MXH_TEST_TRACE=1 prints every case to stderr before running it.
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -94,6 +95,17 @@ class CommsEnv : public ::testing::Environment {
 ::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new CommsEnv);
 
 bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
+
+void trace(const std::string &label)
+{
+    static int on = mxh_env_int("MXH_TEST_TRACE", 0);
+    if (on) {
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        std::fprintf(stderr, "[rank %d] case: %s\n", rank, label.c_str());
+        std::fflush(stderr);
+    }
+}
 
 std::vector<int> small_counts()
 {
@@ -263,6 +275,7 @@ void allreduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool
     size_t n = (size_t)count, bytes = n * (size_t)t->extent;
     std::string label = fmt("MPIX_Hier_allreduce %s %s count=%d%s", t->name, mxh_op_name(op),
                             count, inplace ? " in-place" : "");
+    trace(label);
     Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
     mxh_fill(t, op, in.p(), n, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
@@ -287,6 +300,7 @@ void rsb_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool inpla
     size_t n = (size_t)count, ext = (size_t)t->extent, total = n * (size_t)ck.size;
     std::string label = fmt("MPIX_Hier_reduce_scatter_block %s %s recvcount=%d%s", t->name,
                             mxh_op_name(op), count, inplace ? " in-place" : "");
+    trace(label);
     Buf in(total * ext, 0), ref(n * ext, 0xCD), got((inplace ? total : n) * ext, 0xCD);
     mxh_fill(t, op, in.p(), total, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + total * ext);
@@ -312,6 +326,7 @@ void reduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool in
     size_t n = (size_t)count, bytes = n * (size_t)t->extent;
     std::string label = fmt("MPIX_Hier_reduce %s %s count=%d root=%d%s", t->name,
                             mxh_op_name(op), count, root, inplace ? " in-place at root" : "");
+    trace(label);
     Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
     mxh_fill(t, op, in.p(), n, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
@@ -363,6 +378,7 @@ void bcast_case(Checker &ck, const mxh_type_t *t, int count, int root, uint64_t 
 {
     size_t n = (size_t)count, bytes = n * (size_t)t->extent;
     std::string label = fmt("MPIX_Hier_bcast %s count=%d root=%d", t->name, count, root);
+    trace(label);
     Buf ref(bytes, 0xCD), got(bytes, 0xCD);
     if (ck.rank == root) {
         mxh_fill(t, MPI_OP_NULL, ref.p(), n, root, salt);
@@ -558,6 +574,7 @@ TEST_P(Colls, AllreduceRandomFloatsIdentical)
                 size_t n = (size_t)count, bytes = n * (size_t)t->extent;
                 std::string label = fmt("MPIX_Hier_allreduce random %s MPI_SUM count=%d%s",
                                         t->name, count, inplace ? " in-place" : "");
+                trace(label);
                 Buf in(bytes, 0), ref(bytes, 0), got(bytes, 0);
                 mxh_fill_random_fp(ty, in.p(), n, ck.rank, (uint64_t)count * 2 + fl);
                 ck.rc(MPI_Allreduce(in.p(), ref.p(), count, ty, MPI_SUM, ck.comm),
@@ -860,6 +877,7 @@ TEST_P(Colls, DerivedContiguous)
                 in = tmp;
         }
         std::string label = fmt("MPIX_Hier_allreduce contig(3,int) user-sum count=%d", count);
+        trace(label);
         ck.rc(MPI_Allreduce(in.data(), ref.data(), count, c3, op, ck.comm), "reference " + label);
         ck.rc(MPIX_Hier_allreduce(in.data(), got.data(), count, c3, op, ck.comm), label);
         ck.same_bytes(got.data(), expect.data(), n * 4, label);
@@ -927,6 +945,7 @@ TEST_P(Colls, DerivedVector)
                 expect[5 * e + (size_t)k] = s;
             }
         std::string label = fmt("MPIX_Hier_allreduce vector user-sum count=%d", count);
+        trace(label);
         std::vector<double> got(nd + 1, kHole), ref(nd + 1, kHole);
         ck.rc(MPI_Allreduce(in.data(), ref.data(), count, vec, op, ck.comm), "reference " + label);
         ck.rc(MPIX_Hier_allreduce(in.data(), got.data(), count, vec, op, ck.comm), label);
@@ -969,6 +988,7 @@ TEST_P(Colls, AllgatherDifferentTypes)
         for (size_t i = 0; i < n; i++)
             in[i] = ck.rank * 100000 + (int)i;
         std::string label = fmt("MPIX_Hier_allgather contig(4,int)->4xMPI_INT count=%d", count);
+        trace(label);
         ck.rc(MPI_Allgather(in.data(), count, c4, ref.data(), 4 * count, MPI_INT, ck.comm),
               "reference " + label);
         ck.rc(MPIX_Hier_allgather(in.data(), count, c4, got.data(), 4 * count, MPI_INT, ck.comm),
@@ -997,6 +1017,7 @@ TEST_P(Colls, AllgatherInPlaceIgnoresSendArgs)
                 expect[(size_t)ck.rank * (size_t)count + (size_t)i];
         std::string label = fmt("MPIX_Hier_allgather in-place sendcount=0 sendtype=NULL count=%d",
                                 count);
+        trace(label);
         ck.rc(MPIX_Hier_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), count, MPI_INT,
                                   ck.comm),
               label);
@@ -1017,6 +1038,7 @@ TEST_P(Colls, ReduceNonRootNullRecvbuf)
             mxh_fill(t, MPI_SUM, in.data(), n, ck.rank, 99 + (uint64_t)count);
             std::string label = fmt("MPIX_Hier_reduce recvbuf=NULL on non-roots count=%d root=%d",
                                     count, root);
+            trace(label);
             ck.rc(MPI_Reduce(in.data(), ref.data(), count, MPI_INT, MPI_SUM, root, ck.comm),
                   "reference " + label);
             ck.rc(MPIX_Hier_reduce(in.data(), ck.rank == root ? got.data() : nullptr, count,

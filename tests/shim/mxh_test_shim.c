@@ -127,8 +127,8 @@ void mxh_types_init(void)
 {
     if (mxh_ntypes)
         return;
-#define T(h, g, k, fp) add_type(h, #h, g, k, fp, MXH_FP_NONE, 0, 0)
-#define CI(h, k) T(h, MXH_GRP_C_INT, k, MXH_FP_NONE)
+    /* each macro stringifies its own argument (MPI_INT is itself a macro) */
+#define CI(h, k) add_type(h, #h, MXH_GRP_C_INT, k, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
     CI(MPI_INT, MXH_KIND_SINT);
     CI(MPI_LONG, MXH_KIND_SINT);
     CI(MPI_SHORT, MXH_KIND_SINT);
@@ -147,18 +147,18 @@ void mxh_types_init(void)
     CI(MPI_UINT16_T, MXH_KIND_UINT);
     CI(MPI_UINT32_T, MXH_KIND_UINT);
     CI(MPI_UINT64_T, MXH_KIND_UINT);
-#define FI(h) T(h, MXH_GRP_F_INT, MXH_KIND_SINT, MXH_FP_NONE)
+#define FI(h) add_type(h, #h, MXH_GRP_F_INT, MXH_KIND_SINT, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
     FI(MPI_INTEGER);
     FI(MPI_INTEGER1);
     FI(MPI_INTEGER2);
     FI(MPI_INTEGER4);
     FI(MPI_INTEGER8);
     FI(MPI_INTEGER16); /* MPI_DATATYPE_NULL in Debian's MPICH: skipped */
-#define ML(h) T(h, MXH_GRP_MULTI, MXH_KIND_SINT, MXH_FP_NONE)
+#define ML(h) add_type(h, #h, MXH_GRP_MULTI, MXH_KIND_SINT, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
     ML(MPI_AINT);
     ML(MPI_OFFSET);
     ML(MPI_COUNT);
-#define FL(h, fp) T(h, MXH_GRP_FLOAT, MXH_KIND_FLOAT, fp)
+#define FL(h, fp) add_type(h, #h, MXH_GRP_FLOAT, MXH_KIND_FLOAT, fp, MXH_FP_NONE, 0, 0)
     FL(MPI_FLOAT, MXH_FP_FLOAT);
     FL(MPI_DOUBLE, MXH_FP_DOUBLE);
     FL(MPI_LONG_DOUBLE, MXH_FP_LDOUBLE);
@@ -169,11 +169,11 @@ void mxh_types_init(void)
 #ifdef __SIZEOF_FLOAT128__
     FL(MPI_REAL16, MXH_FP_FLOAT128); /* gfortran real(16) = __float128 */
 #endif
-#define LG(h) T(h, MXH_GRP_LOGICAL, MXH_KIND_BOOL, MXH_FP_NONE)
+#define LG(h) add_type(h, #h, MXH_GRP_LOGICAL, MXH_KIND_BOOL, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
     LG(MPI_LOGICAL);
     LG(MPI_C_BOOL);
     LG(MPI_CXX_BOOL);
-#define CX(h, fp) T(h, MXH_GRP_COMPLEX, MXH_KIND_COMPLEX, fp)
+#define CX(h, fp) add_type(h, #h, MXH_GRP_COMPLEX, MXH_KIND_COMPLEX, fp, MXH_FP_NONE, 0, 0)
     CX(MPI_C_FLOAT_COMPLEX, MXH_FP_FLOAT);
     CX(MPI_C_DOUBLE_COMPLEX, MXH_FP_DOUBLE);
     CX(MPI_C_LONG_DOUBLE_COMPLEX, MXH_FP_LDOUBLE);
@@ -187,7 +187,7 @@ void mxh_types_init(void)
 #ifdef __SIZEOF_FLOAT128__
     CX(MPI_COMPLEX32, MXH_FP_FLOAT128); /* MPICH 4.0 rejects it: probed, skipped */
 #endif
-    T(MPI_BYTE, MXH_GRP_BYTE, MXH_KIND_BYTE, MXH_FP_NONE);
+    add_type(MPI_BYTE, "MPI_BYTE", MXH_GRP_BYTE, MXH_KIND_BYTE, MXH_FP_NONE, MXH_FP_NONE, 0, 0);
 #define PR(h, st, vfp, ifp)                                                                   \
     add_type(h, #h, MXH_GRP_PAIR, MXH_KIND_PAIR, vfp, ifp, (int)offsetof(struct st, i),      \
              (int)sizeof(((struct st *)0)->i))
@@ -200,13 +200,12 @@ void mxh_types_init(void)
     PR(MPI_2INTEGER, mxh_2int, MXH_FP_INT, MXH_FP_INT);
     PR(MPI_2REAL, mxh_2float, MXH_FP_FLOAT, MXH_FP_FLOAT);
     PR(MPI_2DOUBLE_PRECISION, mxh_2double, MXH_FP_DOUBLE, MXH_FP_DOUBLE);
-#define OP(h) T(h, MXH_GRP_NONE, MXH_KIND_OPAQUE, MXH_FP_NONE)
+#define OP(h) add_type(h, #h, MXH_GRP_NONE, MXH_KIND_OPAQUE, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
     OP(MPI_CHAR);
     OP(MPI_WCHAR);
     OP(MPI_CHARACTER);
     OP(MPI_PACKED);
     OP(MPIX_C_FLOAT16);
-#undef T
 #undef CI
 #undef FI
 #undef ML
@@ -825,6 +824,21 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
 int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, int root, MPI_Comm comm)
 {
+    /* MPICH 4.0.2 (ch4) segfaults in MPI_Reduce with MPI_IN_PLACE at a root
+     * other than 0 from about 600 ints on: reduce out of place from a copy. */
+    int rank;
+    if (sendbuf == MPI_IN_PLACE && comm != MPI_COMM_NULL && count > 0 &&
+        MPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root && root != 0) {
+        MPI_Aint lb, extent, tlb, textent;
+        MPI_Type_get_extent(datatype, &lb, &extent);
+        MPI_Type_get_true_extent(datatype, &tlb, &textent);
+        size_t bytes = (size_t)textent + (size_t)(count - 1) * (size_t)extent;
+        char *tmp = (char *)malloc(bytes);
+        memcpy(tmp, (char *)recvbuf + tlb, bytes);
+        int rc = MPI_Reduce(tmp - tlb, recvbuf, count, datatype, op, root, comm);
+        free(tmp);
+        return rc;
+    }
     return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 

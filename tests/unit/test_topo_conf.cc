@@ -15,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -969,6 +968,17 @@ void check_consistent(const mxh_topo_conf_t *c, const std::string &text)
     }
 }
 
+// "SOURCE:DIGITS: something"
+bool has_source_line(const std::string &msg, const std::string &src)
+{
+    if (msg.compare(0, src.size() + 1, src + ":") != 0)
+        return false;
+    size_t i = src.size() + 1, d = i;
+    while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9')
+        i++;
+    return i > d && msg.compare(i, 2, ": ") == 0 && msg.size() > i + 2;
+}
+
 std::string mutate(std::mt19937 &rng, const std::string &seed)
 {
     static const std::string alphabet = "[]-,=#\\\n\r\t 0123456789abnsw.";
@@ -1050,7 +1060,6 @@ TEST(TopoConfFuzz, RandomMutationsNeverCrash)
         seeds.push_back(read_text(data_path(f)));
 
     std::mt19937 rng(0x5eed1234u);
-    const std::regex msg_re("^fuzz:[0-9]+: .+");
     int n_ok = 0, n_parse = 0;
     QuietStderr quiet;
     LogCapture log;
@@ -1073,7 +1082,7 @@ TEST(TopoConfFuzz, RandomMutationsNeverCrash)
             n_parse++;
             EXPECT_EQ(conf, nullptr);
             ASSERT_EQ(errs.size(), 1u) << text;
-            EXPECT_TRUE(std::regex_search(errs[0], msg_re)) << errs[0] << "\nfor:\n" << text;
+            EXPECT_TRUE(has_source_line(errs[0], "fuzz")) << errs[0] << "\nfor:\n" << text;
         }
         if (HasFatalFailure())
             return;

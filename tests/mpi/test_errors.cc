@@ -1,0 +1,577 @@
+// Error reporting of the MPIX_Hier_ entry points (MPI_ERRORS_RETURN on the
+// communicator): every bad argument gives an error code of the right MPI
+// error class, a readable MPI_Error_string naming the function, the
+// communicator's error handler is called exactly once, and the communicator
+// still works right after. Also the configuration errors of
+// MPIX_Hier_comm_init (missing topology file, values that differ across ranks).
+//
+// A bad argument is given on every rank (the library detects it before any
+// communication, so every rank returns), except for the cases MPI defines on
+// one side only (MPI_IN_PLACE as sendbuf of MPIX_Hier_reduce on a non-root):
+// there only the erroneous ranks call.
+//
+// In the plain-MPI harness build (MXH_TEST_PLAIN) the cases where MPICH 4.0.2
+// itself does not check (count < 0 of reductions, MPI_IN_PLACE on a non-root
+// of MPI_Reduce: crashes), checks differently (MPI_DATATYPE_NULL on a
+// reduction -> MPI_ERR_OP, logical ops on floats accepted) or implements the
+// call (intercommunicators) are not asserted.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mxh_test_shim.h"
+
+namespace {
+
+const char *class_name(int cls)
+{
+    switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
+    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
+    case MPI_ERR_TAG: return "MPI_ERR_TAG";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
+    case MPI_ERR_RANK: return "MPI_ERR_RANK";
+    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
+    case MPI_ERR_OP: return "MPI_ERR_OP";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+    case MPI_ERR_INFO_VALUE: return "MPI_ERR_INFO_VALUE";
+    case MPI_ERR_INFO_KEY: return "MPI_ERR_INFO_KEY";
+    default: break;
+    }
+    int mine = -1;
+    MPIX_Hier_get_error_class(&mine);
+    return cls == mine ? "MPIX_Hier_get_error_class()" : "another class";
+}
+
+// The function name the error string must mention.
+std::string fn_in_message(const std::string &fn)
+{
+#if MXH_TEST_PLAIN
+    // the stand-in forwards to MPICH, whose messages name MPI_<Fn>
+    if (fn.rfind("MPIX_Hier_", 0) == 0 && fn.find("comm_") == std::string::npos) {
+        std::string f = fn.substr(10);
+        f[0] = (char)std::toupper((unsigned char)f[0]);
+        return "MPI_" + f;
+    }
+#endif
+    return fn;
+}
+
+bool readable(const char *s)
+{
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!std::isprint((unsigned char)*p) && *p != '\n' && *p != '\t')
+            return false;
+    return true;
+}
+
+// Checks one returned code; everything non-fatal.
+void check_error(const std::string &what, const std::string &fn, int rc, int want_class)
+{
+    EXPECT_NE(rc, MPI_SUCCESS) << what << ": returned MPI_SUCCESS";
+    if (rc == MPI_SUCCESS)
+        return;
+    int cls = -1;
+    EXPECT_EQ(MPI_Error_class(rc, &cls), MPI_SUCCESS) << what << ": MPI_Error_class failed";
+    EXPECT_EQ(cls, want_class) << what << ": error class " << cls << " (" << class_name(cls)
+                               << "), expected " << want_class << " (" << class_name(want_class)
+                               << ")";
+    char s[MPI_MAX_ERROR_STRING + 1] = "";
+    int len = 0;
+    EXPECT_EQ(MPI_Error_string(rc, s, &len), MPI_SUCCESS) << what;
+    s[std::min(len, MPI_MAX_ERROR_STRING)] = 0;
+    EXPECT_TRUE(readable(s)) << what << ": MPI_Error_string is empty or not printable";
+    std::string name = fn_in_message(fn);
+    EXPECT_NE(std::string(s).find(name), std::string::npos)
+        << what << ": MPI_Error_string does not mention " << name << ": \"" << s << "\"";
+}
+
+// A correct collective right after an error gives the right answer.
+void check_comm_works(MPI_Comm comm, const std::string &after)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    long v[3] = {rank + 1, 2L * rank, 7}, r[3] = {0, 0, 0};
+    int rc = MPIX_Hier_allreduce(v, r, 3, MPI_LONG, MPI_SUM, comm);
+    EXPECT_EQ(rc, MPI_SUCCESS) << "MPIX_Hier_allreduce after " << after;
+    EXPECT_EQ(r[0], (long)size * (size + 1) / 2) << "MPIX_Hier_allreduce after " << after;
+    EXPECT_EQ(r[1], (long)size * (size - 1)) << "MPIX_Hier_allreduce after " << after;
+    EXPECT_EQ(r[2], 7L * size) << "MPIX_Hier_allreduce after " << after;
+    int b = rank == size - 1 ? 4711 : -1;
+    rc = MPIX_Hier_bcast(&b, 1, MPI_INT, size - 1, comm);
+    EXPECT_EQ(rc, MPI_SUCCESS) << "MPIX_Hier_bcast after " << after;
+    EXPECT_EQ(b, 4711) << "MPIX_Hier_bcast after " << after;
+}
+
+// A dup of MPI_COMM_WORLD with MPI_ERRORS_RETURN whose hierarchy is built.
+MPI_Comm g_comm = MPI_COMM_NULL;
+
+MPI_Comm err_comm()
+{
+    if (g_comm == MPI_COMM_NULL) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+        MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+        int rc = MPIX_Hier_comm_init(g_comm, MPI_INFO_NULL);
+        EXPECT_EQ(rc, MPI_SUCCESS) << "MPIX_Hier_comm_init";
+    }
+    return g_comm;
+}
+
+class CommEnv : public ::testing::Environment {
+  public:
+    void TearDown() override
+    {
+        if (g_comm != MPI_COMM_NULL)
+            MPI_Comm_free(&g_comm);
+    }
+};
+::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new CommEnv);
+
+class Errors : public MxhMpiTest {};
+
+struct Case {
+    const char *what;
+    const char *fn;
+    int cls;
+    bool plain_unchecked; // MPICH 4.0.2 does not check it: do not call in the plain build
+    bool plain_differs;   // MPICH 4.0.2 reports it differently: call, do not assert
+    std::function<int(MPI_Comm)> call;
+};
+
+void run_cases(const std::vector<Case> &cases)
+{
+    MPI_Comm comm = err_comm();
+    for (const Case &c : cases) {
+        if (MXH_TEST_PLAIN && c.plain_unchecked)
+            continue;
+        int rc = c.call(comm);
+        if (!(MXH_TEST_PLAIN && c.plain_differs))
+            check_error(c.what, c.fn, rc, c.cls);
+        check_comm_works(comm, c.what);
+    }
+}
+
+// Buffers big enough for every case (count <= 4 per rank, up to 64 ranks).
+struct Bufs {
+    double s[256], r[256];
+    Bufs()
+    {
+        for (int i = 0; i < 256; i++)
+            s[i] = r[i] = i;
+    }
+};
+Bufs B;
+
+MPI_Datatype uncommitted()
+{
+    static MPI_Datatype t = MPI_DATATYPE_NULL;
+    if (t == MPI_DATATYPE_NULL)
+        MPI_Type_contiguous(2, MPI_INT, &t); // deliberately never committed
+    return t;
+}
+
+#define AR(sb, rb, n, ty, op) [](MPI_Comm c) { return MPIX_Hier_allreduce(sb, rb, n, ty, op, c); }
+#define RSB(sb, rb, n, ty, op)                                                                 \
+    [](MPI_Comm c) { return MPIX_Hier_reduce_scatter_block(sb, rb, n, ty, op, c); }
+#define AG(sb, sn, st, rb, rn, rt)                                                             \
+    [](MPI_Comm c) { return MPIX_Hier_allgather(sb, sn, st, rb, rn, rt, c); }
+#define BC(b, n, ty, root) [](MPI_Comm c) { return MPIX_Hier_bcast(b, n, ty, root, c); }
+#define RD(sb, rb, n, ty, op, root)                                                            \
+    [](MPI_Comm c) { return MPIX_Hier_reduce(sb, rb, n, ty, op, root, c); }
+
+int comm_size(MPI_Comm c)
+{
+    int s;
+    MPI_Comm_size(c, &s);
+    return s;
+}
+
+TEST_F(Errors, Allreduce)
+{
+    const char *f = "MPIX_Hier_allreduce";
+    run_cases({
+        {"count=-1", f, MPI_ERR_COUNT, true, false, AR(B.s, B.r, -1, MPI_DOUBLE, MPI_SUM)},
+        {"MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, true,
+         AR(B.s, B.r, 1, MPI_DATATYPE_NULL, MPI_SUM)},
+        {"uncommitted datatype", f, MPI_ERR_TYPE, false, true,
+         AR(B.s, B.r, 1, uncommitted(), MPI_SUM)},
+        {"MPI_OP_NULL", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 1, MPI_INT, MPI_OP_NULL)},
+        {"MPI_BYTE + MPI_SUM", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 4, MPI_BYTE, MPI_SUM)},
+        {"MPI_FLOAT + MPI_BAND", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 2, MPI_FLOAT, MPI_BAND)},
+        {"MPI_DOUBLE + MPI_LXOR", f, MPI_ERR_OP, false, true,
+         AR(B.s, B.r, 2, MPI_DOUBLE, MPI_LXOR)},
+        {"MPI_INT + MPI_MINLOC", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 2, MPI_INT, MPI_MINLOC)},
+        {"MPI_REPLACE", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 1, MPI_INT, MPI_REPLACE)},
+        {"MPI_NO_OP", f, MPI_ERR_OP, false, false, AR(B.s, B.r, 1, MPI_INT, MPI_NO_OP)},
+        {"sendbuf=NULL", f, MPI_ERR_BUFFER, false, false, AR(nullptr, B.r, 1, MPI_INT, MPI_SUM)},
+        {"recvbuf=NULL", f, MPI_ERR_BUFFER, false, false, AR(B.s, nullptr, 1, MPI_INT, MPI_SUM)},
+        {"recvbuf=MPI_IN_PLACE", f, MPI_ERR_BUFFER, false, false,
+         AR(B.s, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM)},
+        {"sendbuf=recvbuf=MPI_IN_PLACE", f, MPI_ERR_BUFFER, false, false,
+         AR(MPI_IN_PLACE, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM)},
+        {"aliased sendbuf and recvbuf", f, MPI_ERR_BUFFER, false, false,
+         AR(B.r, B.r, 1, MPI_INT, MPI_SUM)},
+    });
+}
+
+TEST_F(Errors, ReduceScatterBlock)
+{
+    const char *f = "MPIX_Hier_reduce_scatter_block";
+    run_cases({
+        {"recvcount=-1", f, MPI_ERR_COUNT, true, false, RSB(B.s, B.r, -1, MPI_INT, MPI_SUM)},
+        {"MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, true,
+         RSB(B.s, B.r, 1, MPI_DATATYPE_NULL, MPI_SUM)},
+        {"MPI_OP_NULL", f, MPI_ERR_OP, false, false, RSB(B.s, B.r, 1, MPI_INT, MPI_OP_NULL)},
+        {"MPI_BYTE + MPI_SUM", f, MPI_ERR_OP, false, false, RSB(B.s, B.r, 1, MPI_BYTE, MPI_SUM)},
+        {"MPI_FLOAT + MPI_BAND", f, MPI_ERR_OP, false, false,
+         RSB(B.s, B.r, 1, MPI_FLOAT, MPI_BAND)},
+        {"MPI_REPLACE", f, MPI_ERR_OP, false, false, RSB(B.s, B.r, 1, MPI_INT, MPI_REPLACE)},
+        {"sendbuf=NULL", f, MPI_ERR_BUFFER, false, false, RSB(nullptr, B.r, 1, MPI_INT, MPI_SUM)},
+        {"recvbuf=NULL", f, MPI_ERR_BUFFER, false, false, RSB(B.s, nullptr, 1, MPI_INT, MPI_SUM)},
+        {"recvbuf=MPI_IN_PLACE", f, MPI_ERR_BUFFER, false, false,
+         RSB(B.s, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM)},
+    });
+}
+
+TEST_F(Errors, Allgather)
+{
+    const char *f = "MPIX_Hier_allgather";
+    run_cases({
+        {"sendcount=-1", f, MPI_ERR_COUNT, false, false, AG(B.s, -1, MPI_INT, B.r, 1, MPI_INT)},
+        {"recvcount=-1", f, MPI_ERR_COUNT, false, false, AG(B.s, 1, MPI_INT, B.r, -1, MPI_INT)},
+        {"sendtype=MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, false,
+         AG(B.s, 1, MPI_DATATYPE_NULL, B.r, 1, MPI_INT)},
+        {"recvtype=MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, false,
+         AG(B.s, 1, MPI_INT, B.r, 1, MPI_DATATYPE_NULL)},
+        {"uncommitted sendtype", f, MPI_ERR_TYPE, false, false,
+         AG(B.s, 1, uncommitted(), B.r, 2, MPI_INT)},
+        {"sendbuf=NULL", f, MPI_ERR_BUFFER, false, false, AG(nullptr, 1, MPI_INT, B.r, 1, MPI_INT)},
+        {"recvbuf=NULL", f, MPI_ERR_BUFFER, false, false, AG(B.s, 1, MPI_INT, nullptr, 1, MPI_INT)},
+        {"recvbuf=MPI_IN_PLACE", f, MPI_ERR_BUFFER, false, false,
+         AG(B.s, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT)},
+    });
+}
+
+TEST_F(Errors, Bcast)
+{
+    const char *f = "MPIX_Hier_bcast";
+    run_cases({
+        {"count=-1", f, MPI_ERR_COUNT, false, false, BC(B.r, -1, MPI_INT, 0)},
+        {"MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, false, BC(B.r, 1, MPI_DATATYPE_NULL, 0)},
+        {"uncommitted datatype", f, MPI_ERR_TYPE, false, false, BC(B.r, 1, uncommitted(), 0)},
+        {"buffer=NULL", f, MPI_ERR_BUFFER, false, false, BC(nullptr, 1, MPI_INT, 0)},
+        {"root=-1", f, MPI_ERR_ROOT, false, false, BC(B.r, 1, MPI_INT, -1)},
+        {"root=size", f, MPI_ERR_ROOT, false, false,
+         [](MPI_Comm c) { return MPIX_Hier_bcast(B.r, 1, MPI_INT, comm_size(c), c); }},
+        {"root=size+5", f, MPI_ERR_ROOT, false, false,
+         [](MPI_Comm c) { return MPIX_Hier_bcast(B.r, 1, MPI_INT, comm_size(c) + 5, c); }},
+    });
+}
+
+TEST_F(Errors, Reduce)
+{
+    const char *f = "MPIX_Hier_reduce";
+    run_cases({
+        {"count=-1", f, MPI_ERR_COUNT, true, false, RD(B.s, B.r, -1, MPI_INT, MPI_SUM, 0)},
+        {"MPI_DATATYPE_NULL", f, MPI_ERR_TYPE, false, true,
+         RD(B.s, B.r, 1, MPI_DATATYPE_NULL, MPI_SUM, 0)},
+        {"MPI_OP_NULL", f, MPI_ERR_OP, false, false, RD(B.s, B.r, 1, MPI_INT, MPI_OP_NULL, 0)},
+        {"MPI_FLOAT + MPI_BAND", f, MPI_ERR_OP, false, false,
+         RD(B.s, B.r, 1, MPI_FLOAT, MPI_BAND, 0)},
+        {"MPI_NO_OP", f, MPI_ERR_OP, false, false, RD(B.s, B.r, 1, MPI_INT, MPI_NO_OP, 0)},
+        {"root=-1", f, MPI_ERR_ROOT, false, false, RD(B.s, B.r, 1, MPI_INT, MPI_SUM, -1)},
+        {"root=size", f, MPI_ERR_ROOT, false, false,
+         [](MPI_Comm c) { return MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, comm_size(c), c); }},
+        {"sendbuf=NULL", f, MPI_ERR_BUFFER, false, false,
+         RD(nullptr, B.r, 1, MPI_INT, MPI_SUM, 0)},
+    });
+}
+
+// Erroneous on one side only: only the erroneous ranks call (the error is
+// detected before any communication, so they must return without the others).
+TEST_F(Errors, ReduceOneSided)
+{
+    MPI_Comm comm = err_comm();
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int root = 0;
+    if (!MXH_TEST_PLAIN && size > 1) { // MPICH 4.0.2 segfaults on this one
+        if (rank != root) {
+            int rc = MPIX_Hier_reduce(MPI_IN_PLACE, B.r, 1, MPI_INT, MPI_SUM, root, comm);
+            check_error("MPI_IN_PLACE as sendbuf on a non-root", "MPIX_Hier_reduce", rc,
+                        MPI_ERR_BUFFER);
+        }
+        check_comm_works(comm, "MPI_IN_PLACE as sendbuf on a non-root");
+    }
+    if (rank == root) {
+        int rc = MPIX_Hier_reduce(B.s, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, root, comm);
+        check_error("MPI_IN_PLACE as recvbuf at the root", "MPIX_Hier_reduce", rc, MPI_ERR_BUFFER);
+    }
+    check_comm_works(comm, "MPI_IN_PLACE as recvbuf at the root");
+    if (rank == root) {
+        int rc = MPIX_Hier_reduce(B.s, nullptr, 1, MPI_INT, MPI_SUM, root, comm);
+        check_error("recvbuf=NULL at the root", "MPIX_Hier_reduce", rc, MPI_ERR_BUFFER);
+    }
+    check_comm_works(comm, "recvbuf=NULL at the root");
+}
+
+// MPI_COMM_NULL: reported through MPI_COMM_WORLD's error handler.
+int g_world_calls = 0, g_world_code = 0;
+void world_handler(MPI_Comm *, int *code, ...)
+{
+    g_world_calls++;
+    g_world_code = *code;
+}
+
+TEST_F(Errors, CommNullUsesWorldHandler)
+{
+    MPI_Errhandler old, eh;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_create_errhandler(world_handler, &eh);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+    struct {
+        const char *fn;
+        std::function<int()> call;
+    } calls[] = {
+        {"MPIX_Hier_allreduce",
+         [] { return MPIX_Hier_allreduce(B.s, B.r, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL); }},
+        {"MPIX_Hier_reduce_scatter_block",
+         [] { return MPIX_Hier_reduce_scatter_block(B.s, B.r, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL); }},
+        {"MPIX_Hier_allgather",
+         [] { return MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, 1, MPI_INT, MPI_COMM_NULL); }},
+        {"MPIX_Hier_bcast", [] { return MPIX_Hier_bcast(B.r, 1, MPI_INT, 0, MPI_COMM_NULL); }},
+        {"MPIX_Hier_reduce",
+         [] { return MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_NULL); }},
+        {"MPIX_Hier_comm_init", [] { return MPIX_Hier_comm_init(MPI_COMM_NULL, MPI_INFO_NULL); }},
+        {"MPIX_Hier_comm_get_num_levels",
+         [] {
+             int n;
+             return MPIX_Hier_comm_get_num_levels(MPI_COMM_NULL, &n);
+         }},
+    };
+    for (auto &c : calls) {
+        g_world_calls = 0;
+        int rc = c.call();
+        check_error(std::string("MPI_COMM_NULL to ") + c.fn, c.fn, rc, MPI_ERR_COMM);
+        EXPECT_EQ(g_world_calls, 1) << c.fn << "(MPI_COMM_NULL): MPI_COMM_WORLD's handler called "
+                                    << g_world_calls << " times";
+        if (g_world_calls == 1)
+            EXPECT_EQ(g_world_code, rc) << c.fn << ": handler got another code than returned";
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&eh);
+    MPI_Errhandler_free(&old);
+    check_comm_works(MPI_COMM_WORLD, "MPI_COMM_NULL errors");
+}
+
+TEST_F(Errors, Intercommunicator)
+{
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2 || MXH_TEST_PLAIN)
+        GTEST_SKIP() << (size < 2 ? "needs 2 ranks" : "plain MPI implements intercomm collectives");
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm half, inter;
+    int color = rank < size / 2;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? size / 2 : 0, 99, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    check_error("intercommunicator", "MPIX_Hier_allreduce",
+                MPIX_Hier_allreduce(B.s, B.r, 1, MPI_INT, MPI_SUM, inter), MPI_ERR_COMM);
+    check_error("intercommunicator", "MPIX_Hier_reduce_scatter_block",
+                MPIX_Hier_reduce_scatter_block(B.s, B.r, 1, MPI_INT, MPI_SUM, inter), MPI_ERR_COMM);
+    check_error("intercommunicator", "MPIX_Hier_allgather",
+                MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, 1, MPI_INT, inter), MPI_ERR_COMM);
+    check_error("intercommunicator", "MPIX_Hier_bcast", MPIX_Hier_bcast(B.r, 1, MPI_INT, 0, inter),
+                MPI_ERR_COMM);
+    check_error("intercommunicator", "MPIX_Hier_reduce",
+                MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, 0, inter), MPI_ERR_COMM);
+    check_error("intercommunicator", "MPIX_Hier_comm_init",
+                MPIX_Hier_comm_init(inter, MPI_INFO_NULL), MPI_ERR_COMM);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+    check_comm_works(err_comm(), "intercommunicator errors");
+}
+
+// A user error handler on the communicator is called exactly once per error.
+int g_calls = 0, g_code = 0;
+MPI_Comm g_handler_comm = MPI_COMM_NULL;
+void counting_handler(MPI_Comm *comm, int *code, ...)
+{
+    g_calls++;
+    g_code = *code;
+    g_handler_comm = *comm;
+}
+
+TEST_F(Errors, CustomHandlerCalledOnce)
+{
+    MPI_Comm comm = err_comm();
+    MPI_Errhandler eh;
+    MPI_Comm_create_errhandler(counting_handler, &eh);
+    MPI_Comm_set_errhandler(comm, eh);
+    struct {
+        const char *what, *fn;
+        std::function<int()> call;
+    } calls[] = {
+        {"MPI_BYTE + MPI_SUM", "MPIX_Hier_allreduce",
+         [comm] { return MPIX_Hier_allreduce(B.s, B.r, 4, MPI_BYTE, MPI_SUM, comm); }},
+        {"root=-1", "MPIX_Hier_bcast", [comm] { return MPIX_Hier_bcast(B.r, 1, MPI_INT, -1, comm); }},
+        {"recvcount=-1", "MPIX_Hier_allgather",
+         [comm] { return MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, -1, MPI_INT, comm); }},
+        {"MPI_OP_NULL", "MPIX_Hier_reduce_scatter_block",
+         [comm] { return MPIX_Hier_reduce_scatter_block(B.s, B.r, 1, MPI_INT, MPI_OP_NULL, comm); }},
+        {"root=size", "MPIX_Hier_reduce",
+         [comm] { return MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, comm_size(comm), comm); }},
+    };
+    for (auto &c : calls) {
+        g_calls = 0;
+        g_handler_comm = MPI_COMM_NULL;
+        int rc = c.call();
+        EXPECT_NE(rc, MPI_SUCCESS) << c.fn << " " << c.what;
+        EXPECT_EQ(g_calls, 1) << c.fn << " " << c.what << ": handler called " << g_calls
+                              << " times";
+        if (g_calls == 1) {
+            EXPECT_EQ(g_code, rc) << c.fn << " " << c.what
+                                  << ": handler got another code than returned";
+            int same = MPI_UNEQUAL;
+            MPI_Comm_compare(g_handler_comm, comm, &same);
+            EXPECT_EQ(same, MPI_IDENT) << c.fn << " " << c.what
+                                       << ": handler called on another communicator";
+        }
+        g_calls = 0;
+        check_comm_works(comm, std::string(c.fn) + " " + c.what);
+        EXPECT_EQ(g_calls, 0) << "handler called by a correct call";
+    }
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Errhandler_free(&eh);
+}
+
+// ---- configuration errors (MPIX_Hier_comm_init with an MPI_Info)
+
+int config_class()
+{
+    int cls = -1;
+    EXPECT_EQ(MPIX_Hier_get_error_class(&cls), MPI_SUCCESS);
+    return cls;
+}
+
+MPI_Comm fresh_comm()
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    return c;
+}
+
+TEST_F(Errors, ConfigMissingTopologyFile)
+{
+    const char *path = "/nonexistent-mxh-dir/mxh_missing_topology.conf";
+    MPI_Comm c = fresh_comm();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_topo_file", path);
+    int rc = MPIX_Hier_comm_init(c, info);
+    check_error("mpix_hier_topo_file naming a missing file", "MPIX_Hier_comm_init", rc,
+                config_class());
+    if (rc != MPI_SUCCESS) {
+        char s[MPI_MAX_ERROR_STRING + 1] = "";
+        int len = 0;
+        MPI_Error_string(rc, s, &len);
+        EXPECT_NE(std::string(s).find(path), std::string::npos)
+            << "the message does not name the file: \"" << s << "\"";
+    }
+    MPI_Info_free(&info);
+    check_comm_works(c, "missing topology file");
+    MPI_Comm_free(&c);
+}
+
+TEST_F(Errors, ConfigEnableDiffersAcrossRanks)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2)
+        GTEST_SKIP() << "needs 2 ranks";
+    MPI_Comm c = fresh_comm();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_enable", rank == 0 ? "yes" : "no");
+    int rc = MPIX_Hier_comm_init(c, info);
+    check_error("mpix_hier_enable differing across ranks", "MPIX_Hier_comm_init", rc,
+                config_class());
+    int nfail = mxh_collective_failures(c, rc != MPI_SUCCESS, nullptr, 0);
+    EXPECT_EQ(nfail, size) << "only " << nfail << " of " << size << " ranks got an error";
+    MPI_Info_free(&info);
+    check_comm_works(c, "mpix_hier_enable differing across ranks");
+    MPI_Comm_free(&c);
+}
+
+TEST_F(Errors, ConfigMalformedValue)
+{
+    MPI_Comm c = fresh_comm();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_enable", "perhaps");
+    int rc = MPIX_Hier_comm_init(c, info);
+    check_error("mpix_hier_enable=perhaps", "MPIX_Hier_comm_init", rc, config_class());
+    MPI_Info_free(&info);
+    check_comm_works(c, "malformed mpix_hier_enable");
+    MPI_Comm_free(&c);
+}
+
+// Positive controls: valid info keys are accepted.
+TEST_F(Errors, ConfigValidInfoAccepted)
+{
+    for (const char *v : {"no", "yes"}) {
+        MPI_Comm c = fresh_comm();
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpix_hier_enable", v);
+        EXPECT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS) << "mpix_hier_enable=" << v;
+        MPI_Info_free(&info);
+        check_comm_works(c, std::string("mpix_hier_enable=") + v);
+        MPI_Comm_free(&c);
+    }
+    MPI_Comm c = fresh_comm();
+    EXPECT_EQ(MPIX_Hier_comm_init(c, MPI_INFO_NULL), MPI_SUCCESS) << "MPI_INFO_NULL";
+    EXPECT_EQ(MPIX_Hier_comm_init(c, MPI_INFO_NULL), MPI_SUCCESS) << "rebuild";
+    check_comm_works(c, "MPIX_Hier_comm_init twice");
+    MPI_Comm_free(&c);
+}
+
+TEST_F(Errors, GetLevelOutOfRange)
+{
+    MPI_Comm comm = err_comm();
+    int n = -1;
+    EXPECT_EQ(MPIX_Hier_comm_get_num_levels(comm, &n), MPI_SUCCESS);
+    for (int level : {-1, n, MPIX_HIER_MAX_LEVELS}) {
+        MPI_Comm lc = MPI_COMM_NULL;
+        int rc = MPIX_Hier_comm_get_level(comm, level, &lc, nullptr);
+        EXPECT_NE(rc, MPI_SUCCESS) << "MPIX_Hier_comm_get_level(level=" << level << ") with "
+                                   << n << " levels";
+        if (rc != MPI_SUCCESS) {
+            char s[MPI_MAX_ERROR_STRING + 1] = "";
+            int len = 0;
+            MPI_Error_string(rc, s, &len);
+            EXPECT_TRUE(readable(s)) << "level " << level;
+            EXPECT_NE(std::string(s).find("MPIX_Hier_comm_get_level"), std::string::npos)
+                << "message does not name the function: \"" << s << "\"";
+        }
+    }
+    check_comm_works(comm, "MPIX_Hier_comm_get_level errors");
+}
+
+} // namespace

@@ -1,0 +1,419 @@
+// Introspection: the hierarchy MPIX_Hier_comm_* reports must match the fake
+// layout the job was started with (run_mpi_tests.sh), and its communicators
+// must be usable and freed with their parent.
+//
+// The layout as the test sees it (computed, not trusted):
+//   node  = same MPIX_HIER_HOSTNAME (else the processor name) AND same
+//           MPI_COMM_TYPE_SHARED group (MPIR_CVAR_NUM_CLIQUES fakes nodes that way);
+//   local = index of the rank among the ranks of its node (MPI_COMM_WORLD order);
+//   leaf  = $MXH_TEST_EXPECT_LEAF of the rank ("" when no topology file).
+// Expectations passed by the run script (all optional):
+//   MXH_TEST_EXPECT_NODES=N       number of fake nodes (checks the launch itself);
+//   MXH_TEST_EXPECT_LEVELS=a,b,c  exact level names, innermost first ("none": 0 levels);
+//   MXH_TEST_EXPECT_LEAF=name     per rank (MPMD -env), the leaf switch of its node.
+// Always checked, on any layout:
+//   level "node"  = exactly the ranks of my node;
+//   level "rail"  = exactly the ranks with my local index under my leaf;
+//   level "spine" = ranks with my local index, one per leaf, me included;
+//   a level that is absent would have had groups of size 1 only.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mxh_test_shim.h"
+
+namespace {
+
+struct Layout {
+    int rank = 0, size = 1;
+    std::vector<std::string> node; // node key of every WORLD rank
+    std::vector<std::string> leaf; // leaf of every WORLD rank
+    std::vector<int> local;        // local index of every WORLD rank
+    int num_nodes = 0;
+
+    std::set<int> same_node(int r) const
+    {
+        std::set<int> s;
+        for (int q = 0; q < size; q++)
+            if (node[(size_t)q] == node[(size_t)r])
+                s.insert(q);
+        return s;
+    }
+    std::set<int> same_rail(int r) const
+    {
+        std::set<int> s;
+        for (int q = 0; q < size; q++)
+            if (local[(size_t)q] == local[(size_t)r] && leaf[(size_t)q] == leaf[(size_t)r])
+                s.insert(q);
+        return s;
+    }
+    int leaves_with_local(int l) const
+    {
+        std::set<std::string> s;
+        for (int q = 0; q < size; q++)
+            if (local[(size_t)q] == l)
+                s.insert(leaf[(size_t)q]);
+        return (int)s.size();
+    }
+};
+
+std::vector<std::string> allgather_string(const std::string &mine, MPI_Comm comm)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    char buf[512] = "";
+    snprintf(buf, sizeof(buf), "%s", mine.c_str());
+    std::vector<char> all((size_t)size * 512);
+    MPI_Allgather(buf, 512, MPI_CHAR, all.data(), 512, MPI_CHAR, comm);
+    std::vector<std::string> out;
+    for (int r = 0; r < size; r++)
+        out.emplace_back(&all[(size_t)r * 512]);
+    return out;
+}
+
+const Layout &layout()
+{
+    static Layout L;
+    static bool done = false;
+    if (done)
+        return L;
+    done = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &L.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &L.size);
+    MPI_Comm shm;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, L.rank, MPI_INFO_NULL, &shm);
+    int first = L.rank; // lowest WORLD rank of my shared-memory group
+    MPI_Allreduce(&L.rank, &first, 1, MPI_INT, MPI_MIN, shm);
+    MPI_Comm_free(&shm);
+    char host[256];
+    mxh_node_name(host, sizeof(host));
+    L.node = allgather_string(std::string(host) + "#shm" + std::to_string(first), MPI_COMM_WORLD);
+    L.leaf = allgather_string(mxh_env("MXH_TEST_EXPECT_LEAF", ""), MPI_COMM_WORLD);
+    std::map<std::string, int> count;
+    for (int r = 0; r < L.size; r++)
+        L.local.push_back(count[L.node[(size_t)r]]++);
+    L.num_nodes = (int)count.size();
+    return L;
+}
+
+std::string set_str(const std::set<int> &s)
+{
+    std::ostringstream os;
+    os << "{";
+    bool first = true;
+    for (int r : s) {
+        os << (first ? "" : ",") << r;
+        first = false;
+    }
+    os << "}";
+    return os.str();
+}
+
+// WORLD ranks of the members of @c (MPI_COMM_NULL: empty).
+std::set<int> members(MPI_Comm c)
+{
+    std::set<int> s;
+    if (c == MPI_COMM_NULL)
+        return s;
+    MPI_Group g, w;
+    int n;
+    MPI_Comm_group(c, &g);
+    MPI_Comm_group(MPI_COMM_WORLD, &w);
+    MPI_Group_size(g, &n);
+    std::vector<int> in((size_t)n), out((size_t)n);
+    for (int i = 0; i < n; i++)
+        in[(size_t)i] = i;
+    MPI_Group_translate_ranks(g, n, in.data(), w, out.data());
+    for (int r : out)
+        s.insert(r);
+    MPI_Group_free(&g);
+    MPI_Group_free(&w);
+    return s;
+}
+
+struct Level {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::string name;
+};
+
+std::vector<Level> levels_of(MPI_Comm comm)
+{
+    std::vector<Level> v;
+    int n = -1;
+    EXPECT_EQ(MPIX_Hier_comm_get_num_levels(comm, &n), MPI_SUCCESS);
+    EXPECT_GE(n, 0);
+    EXPECT_LE(n, MPIX_HIER_MAX_LEVELS);
+    for (int l = 0; l < n && l <= MPIX_HIER_MAX_LEVELS; l++) {
+        Level lv;
+        char name[MPIX_HIER_MAX_LEVEL_NAME + 8];
+        memset(name, 0x7f, sizeof(name));
+        EXPECT_EQ(MPIX_Hier_comm_get_level(comm, l, &lv.comm, name), MPI_SUCCESS) << "level " << l;
+        EXPECT_NE(memchr(name, 0, MPIX_HIER_MAX_LEVEL_NAME), nullptr)
+            << "level " << l << ": name not NUL-terminated within MPIX_HIER_MAX_LEVEL_NAME";
+        name[MPIX_HIER_MAX_LEVEL_NAME - 1] = 0;
+        lv.name = name;
+        v.push_back(lv);
+    }
+    return v;
+}
+
+class Hier : public MxhMpiTest {};
+
+TEST_F(Hier, LaunchLayoutAsExpected)
+{
+    const Layout &L = layout();
+    int want = mxh_env_int("MXH_TEST_EXPECT_NODES", -1);
+    if (want >= 0)
+        EXPECT_EQ(L.num_nodes, want) << "the job was not started with the layout the run script "
+                                        "meant (MXH_TEST_EXPECT_NODES)";
+    if (L.rank == 0) {
+        std::printf("  layout: %d node(s):", L.num_nodes);
+        for (int r = 0; r < L.size; r++)
+            std::printf(" %d=%s/%d%s%s", r, L.node[(size_t)r].c_str(), L.local[(size_t)r],
+                        L.leaf[(size_t)r].empty() ? "" : "@", L.leaf[(size_t)r].c_str());
+        std::printf("\n");
+    }
+}
+
+TEST_F(Hier, NumLevelsAndNames)
+{
+    std::vector<Level> lv = levels_of(MPI_COMM_WORLD);
+    int n = (int)lv.size(), nmin, nmax;
+    MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(nmin, nmax) << "ranks disagree on the number of levels";
+    std::string joined;
+    for (size_t l = 0; l < lv.size(); l++)
+        joined += (l ? "," : "") + lv[l].name;
+    auto all = allgather_string(joined, MPI_COMM_WORLD);
+    for (size_t r = 0; r < all.size(); r++)
+        EXPECT_EQ(all[r], all[0]) << "rank " << r << " has levels " << all[r];
+    // names: known, distinct, in order node < rail < spine
+    const std::vector<std::string> order = {"node", "rail", "spine"};
+    int last = -1;
+    for (auto &l : lv) {
+        auto it = std::find(order.begin(), order.end(), l.name);
+        EXPECT_NE(it, order.end()) << "unknown level name '" << l.name << "'";
+        if (it != order.end()) {
+            int k = (int)(it - order.begin());
+            EXPECT_GT(k, last) << "levels out of order: " << joined;
+            last = k;
+        }
+    }
+    const char *want = getenv("MXH_TEST_EXPECT_LEVELS");
+    if (want && *want) {
+        std::string w = want;
+        if (w == "none")
+            w = "";
+        EXPECT_EQ(joined, w) << "levels";
+        // regular layouts: the level sizes multiply to the communicator size
+        long prod = 1;
+        for (auto &l : lv) {
+            int s;
+            MPI_Comm_size(l.comm, &s);
+            prod *= s;
+        }
+        if (!lv.empty())
+            EXPECT_EQ(prod, layout().size) << "product of the level sizes (" << joined << ")";
+    }
+    if (layout().rank == 0)
+        std::printf("  levels: %s\n", joined.empty() ? "(none)" : joined.c_str());
+}
+
+TEST_F(Hier, LevelMembersMatchLayout)
+{
+    const Layout &L = layout();
+    std::vector<Level> lv = levels_of(MPI_COMM_WORLD);
+    bool has_node = false, has_rail = false, has_spine = false;
+    for (auto &l : lv) {
+        std::set<int> got = members(l.comm);
+        EXPECT_TRUE(got.count(L.rank)) << "level " << l.name << " does not contain me";
+        if (l.name == "node") {
+            has_node = true;
+            std::set<int> want = L.same_node(L.rank);
+            EXPECT_EQ(got, want) << "node level: members " << set_str(got)
+                                 << ", ranks with my node " << set_str(want);
+        } else if (l.name == "rail") {
+            has_rail = true;
+            std::set<int> want = L.same_rail(L.rank);
+            EXPECT_EQ(got, want) << "rail level: members " << set_str(got)
+                                 << ", ranks with my local index and leaf " << set_str(want);
+        } else if (l.name == "spine") {
+            has_spine = true;
+            std::set<std::string> leaves;
+            for (int r : got) {
+                EXPECT_EQ(L.local[(size_t)r], L.local[(size_t)L.rank])
+                    << "spine level: rank " << r << " has another local index";
+                EXPECT_TRUE(leaves.insert(L.leaf[(size_t)r]).second)
+                    << "spine level: two members under leaf '" << L.leaf[(size_t)r] << "'";
+            }
+            if (getenv("MXH_TEST_EXPECT_LEVELS"))
+                EXPECT_EQ((int)got.size(), L.leaves_with_local(L.local[(size_t)L.rank]))
+                    << "spine level: one member per leaf expected";
+        }
+    }
+    // an absent level would have had groups of size 1 only
+    int max_node = 0, max_rail = 0;
+    for (int r = 0; r < L.size; r++) {
+        max_node = std::max(max_node, (int)L.same_node(r).size());
+        max_rail = std::max(max_rail, (int)L.same_rail(r).size());
+    }
+    const char *enabled = getenv("MPIX_HIER_ENABLE");
+    bool disabled = enabled && (!strcmp(enabled, "no") || !strcmp(enabled, "0"));
+    if (!disabled && getenv("MXH_TEST_EXPECT_LEVELS")) {
+        EXPECT_TRUE(has_node || max_node == 1) << "no node level but a node holds " << max_node
+                                               << " ranks";
+        EXPECT_TRUE(has_rail || max_rail == 1) << "no rail level but a rail group holds "
+                                               << max_rail << " ranks";
+    }
+    (void)has_spine;
+}
+
+TEST_F(Hier, LevelCommsCachedAndUsable)
+{
+    const Layout &L = layout();
+    std::vector<Level> lv = levels_of(MPI_COMM_WORLD);
+    std::vector<Level> again = levels_of(MPI_COMM_WORLD);
+    ASSERT_EQ(lv.size(), again.size()); // same on every rank (checked above): no collective skew
+    for (size_t l = 0; l < lv.size(); l++) {
+        EXPECT_EQ(lv[l].comm, again[l].comm) << "level " << l << ": a new communicator each call";
+        MPI_Comm c = lv[l].comm;
+        std::set<int> m = members(c);
+        long want = 0;
+        for (int r : m)
+            want += r + 1;
+        // the user communicates on the library's level communicator
+        long mine = L.rank + 1, got = -1, got2 = -1;
+        EXPECT_EQ(MPI_Allreduce(&mine, &got, 1, MPI_LONG, MPI_SUM, c), MPI_SUCCESS);
+        EXPECT_EQ(got, want) << "MPI_Allreduce on level " << lv[l].name;
+        // and calls the library on it (a hierarchy of a level communicator)
+        EXPECT_EQ(MPIX_Hier_allreduce(&mine, &got2, 1, MPI_LONG, MPI_SUM, c), MPI_SUCCESS);
+        EXPECT_EQ(got2, want) << "MPIX_Hier_allreduce on level " << lv[l].name;
+        // a dup of it is the user's own
+        MPI_Comm d;
+        MPI_Comm_dup(c, &d);
+        long got3 = -1;
+        EXPECT_EQ(MPIX_Hier_allreduce(&mine, &got3, 1, MPI_LONG, MPI_SUM, d), MPI_SUCCESS);
+        EXPECT_EQ(got3, want) << "MPIX_Hier_allreduce on a dup of level " << lv[l].name;
+        MPI_Comm_free(&d);
+    }
+}
+
+TEST_F(Hier, DescribeConsistent)
+{
+    std::vector<Level> lv = levels_of(MPI_COMM_WORLD);
+    int len = -1;
+    std::vector<char> buf(65536, 0x7f);
+    EXPECT_EQ(MPIX_Hier_comm_describe(MPI_COMM_WORLD, buf.data(), (int)buf.size(), &len),
+              MPI_SUCCESS);
+    EXPECT_GT(len, 0);
+    EXPECT_LT(len, (int)buf.size());
+    buf.back() = 0;
+    std::string d(buf.data());
+    EXPECT_EQ((int)d.size(), len) << "resultlen differs from the string length";
+    uint64_t h = mxh_hash_bytes_fnv(MXH_FNV_INIT, d.data(), d.size());
+    int bad;
+    EXPECT_TRUE(mxh_hashes_agree(MPI_COMM_WORLD, &h, 1, &bad))
+        << "the description differs across ranks; mine: " << d;
+    for (auto &l : lv)
+        EXPECT_NE(d.find(l.name), std::string::npos) << "description does not name level "
+                                                     << l.name << ": " << d;
+    // truncation: at most buflen chars including the NUL, full length reported
+    char small[8];
+    memset(small, 0x7f, sizeof(small));
+    int len2 = -1;
+    EXPECT_EQ(MPIX_Hier_comm_describe(MPI_COMM_WORLD, small, 8, &len2), MPI_SUCCESS);
+    EXPECT_EQ(len2, len) << "resultlen with a short buffer";
+    EXPECT_NE(memchr(small, 0, 8), nullptr) << "truncated description not NUL-terminated";
+    if (memchr(small, 0, 8) && len >= 7)
+        EXPECT_EQ(std::string(small), d.substr(0, 7)) << "truncated description";
+    char one = 0x7f;
+    EXPECT_EQ(MPIX_Hier_comm_describe(MPI_COMM_WORLD, &one, 1, nullptr), MPI_SUCCESS);
+    EXPECT_EQ(one, 0) << "buflen=1 must give an empty string";
+    if (layout().rank == 0)
+        std::printf("  describe: %s\n", d.c_str());
+}
+
+// A dup of a level communicator stays valid after the parent is freed.
+TEST_F(Hier, LevelDupOutlivesParent)
+{
+    MPI_Comm parent;
+    MPI_Comm_dup(MPI_COMM_WORLD, &parent);
+    std::vector<Level> lv = levels_of(parent);
+    std::vector<MPI_Comm> keep;
+    for (auto &l : lv) {
+        MPI_Comm d;
+        MPI_Comm_dup(l.comm, &d);
+        keep.push_back(d);
+    }
+    MPI_Comm_free(&parent);
+    const Layout &L = layout();
+    for (size_t l = 0; l < keep.size(); l++) {
+        std::set<int> m = members(keep[l]);
+        long want = 0, mine = L.rank + 1, got = -1;
+        for (int r : m)
+            want += r + 1;
+        EXPECT_EQ(MPIX_Hier_allreduce(&mine, &got, 1, MPI_LONG, MPI_SUM, keep[l]), MPI_SUCCESS);
+        EXPECT_EQ(got, want) << "level " << l << " dup after freeing the parent";
+        MPI_Comm_free(&keep[l]);
+    }
+}
+
+// Free context ids: dup MPI_COMM_WORLD until MPICH runs out (2046 in 4.0),
+// then free them all. A leaked communicator per hierarchy shows up as fewer.
+int free_contexts()
+{
+    MPI_Errhandler old;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    std::vector<MPI_Comm> v;
+    MPI_Comm d;
+    while (v.size() < 100000 && MPI_Comm_dup(MPI_COMM_WORLD, &d) == MPI_SUCCESS)
+        v.push_back(d);
+    for (auto &c : v)
+        MPI_Comm_free(&c);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&old);
+    return (int)v.size();
+}
+
+void build_use_free(int i)
+{
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    if (i % 2)
+        EXPECT_EQ(MPIX_Hier_comm_init(d, MPI_INFO_NULL), MPI_SUCCESS);
+    long one = 1, n = 0;
+    EXPECT_EQ(MPIX_Hier_allreduce(&one, &n, 1, MPI_LONG, MPI_SUM, d), MPI_SUCCESS);
+    EXPECT_EQ(n, layout().size) << "iteration " << i;
+    int nl = 0;
+    EXPECT_EQ(MPIX_Hier_comm_get_num_levels(d, &nl), MPI_SUCCESS);
+    for (int l = 0; l < nl; l++) {
+        MPI_Comm lc;
+        EXPECT_EQ(MPIX_Hier_comm_get_level(d, l, &lc, nullptr), MPI_SUCCESS);
+    }
+    MPI_Comm_free(&d);
+}
+
+TEST_F(Hier, FreeReleasesHierarchy)
+{
+    const int iters = mxh_env_int("MXH_TEST_FREE_ITERS", 50);
+    for (int i = 0; i < 3; i++) // warm-up: lazily created library-wide state
+        build_use_free(i);
+    int before = free_contexts();
+    for (int i = 0; i < iters; i++)
+        build_use_free(i);
+    int after = free_contexts();
+    EXPECT_EQ(after, before) << "communicators leaked: " << (before - after) << " over " << iters
+                             << " create/free cycles of a hierarchy";
+    if (layout().rank == 0)
+        std::printf("  %d hierarchies created and freed; free communicator ids %d -> %d\n", iters,
+                    before, after);
+}
+
+} // namespace
