@@ -206,6 +206,15 @@ show_failed_logs() {
     fi
 }
 
+# "N passed, N failed" over the test programs make check ran (from the .trs files).
+summary_line() {
+    local pass fail skip
+    pass=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -h '^:test-result: PASS' {} + 2>/dev/null | wc -l)
+    fail=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -hE '^:test-result: (FAIL|ERROR|XPASS)' {} + 2>/dev/null | wc -l)
+    skip=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -h '^:test-result: SKIP' {} + 2>/dev/null | wc -l)
+    printf '\ncheck: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+}
+
 run_check() {
     local rc=0 progs
     # Compile the test programs with JOBS jobs, then let 'make check' run the
@@ -223,10 +232,12 @@ run_check() {
     make -C "$BUILD_DIR" -j"$CHECK_JOBS" check </dev/null || rc=$?
     if [ "$rc" -ne 0 ]; then
         show_failed_logs
+        summary_line
         printf '\nquickstart: make check FAILED (exit %d); logs under %s/tests\n' "$rc" "$BUILD_DIR" >&2
         exit "$rc"
     fi
     step "make check passed"
+    summary_line
 }
 
 # ---------------------------------------------------------------- main

@@ -8,6 +8,7 @@
 #include "util/log.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHECK(_expr)                                                           \
@@ -31,6 +32,78 @@ static mxh_hier_t *hier_for(MPI_Comm comm, size_t bytes, size_t elements, const 
     if (!mxh_hier_active(h) || bytes < h->config.min_bytes || elements > INT_MAX)
         return NULL;
     return h;
+}
+
+/* A private copy of @count elements of @dt at @buf (any datatype: the copy is
+ * made by MPI on MPI_COMM_SELF). *base_p gets the buffer to free. */
+static int typed_copy(const void *buf, int count, MPI_Datatype dt, void **copy_p, void **base_p)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    char *base;
+    size_t bytes;
+    int rc;
+
+    MPI_Type_get_extent(dt, &lb, &extent);
+    MPI_Type_get_true_extent(dt, &tlb, &textent);
+    bytes = (size_t)textent + (count > 0 ? (size_t)(count - 1) * (size_t)extent : 0);
+    base  = malloc(bytes ? bytes : 1);
+    if (base == NULL)
+        return MPI_ERR_NO_MEM;
+    *base_p = base;
+    *copy_p = base - tlb;
+    rc = MPI_Sendrecv(buf, count, dt, 0, 0, *copy_p, count, dt, 0, 0, MPI_COMM_SELF,
+                      MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        free(base);
+        *base_p = NULL;
+    }
+    return rc;
+}
+
+/* Plain MPI_Reduce. MPI_IN_PLACE at a root other than 0 crashes MPICH 4.0.2
+ * (reduce_scatter_gather algorithm), so the root reduces from a copy instead. */
+static int plain_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                        MPI_Op op, int root, MPI_Comm comm, const char *func)
+{
+    void *copy = NULL, *base = NULL;
+    int rank, rc;
+
+    MPI_Comm_rank(comm, &rank);
+    if (sendbuf != MPI_IN_PLACE || rank != root || root == 0 || count == 0)
+        return MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
+    rc = typed_copy(recvbuf, count, dt, &copy, &base);
+    if (rc != MPI_SUCCESS) {
+        /* keep the collective matched, then report */
+        MPI_Reduce(MPI_IN_PLACE, recvbuf, count, dt, op, root, comm);
+        return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot copy the in-place buffer");
+    }
+    rc = MPI_Reduce(copy, recvbuf, count, dt, op, root, comm);
+    free(base);
+    return rc;
+}
+
+/* Plain MPI_Reduce_scatter_block; in place through a copy (MPICH 4.0.2 asserts on
+ * overlapping memcpy in some in-place reduce-scatter paths). */
+static int plain_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                      MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                      const char *func)
+{
+    void *copy = NULL, *base = NULL;
+    int size, rc;
+
+    if (sendbuf != MPI_IN_PLACE || recvcount == 0)
+        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
+    MPI_Comm_size(comm, &size);
+    if ((size_t)recvcount * (size_t)size > INT_MAX)
+        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
+    rc = typed_copy(recvbuf, recvcount * size, dt, &copy, &base);
+    if (rc != MPI_SUCCESS) {
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, recvbuf, recvcount, dt, op, comm);
+        return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot copy the in-place buffer");
+    }
+    rc = MPI_Reduce_scatter_block(copy, recvbuf, recvcount, dt, op, comm);
+    free(base);
+    return rc;
 }
 
 static int run(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int root,
@@ -99,7 +172,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
-        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+        return plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
     if (recvcount == 0)
         return MPI_SUCCESS;
     MPI_Comm_size(comm, &size);
@@ -109,7 +182,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     if (h == NULL)
         return rc != MPI_SUCCESS
                    ? rc
-                   : MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+                   : plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
 
     const char *in = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf : (const char *)sendbuf;
     size_t block = rc_sz * tsize;
@@ -242,12 +315,13 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     }
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
-        return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+        return plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
     if (count == 0)
         return MPI_SUCCESS;
     h = hier_for(comm, (size_t)count * tsize, (size_t)count, F, &rc);
     if (h == NULL)
-        return rc != MPI_SUCCESS ? rc : MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+        return rc != MPI_SUCCESS ? rc
+                                 : plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
 
     void *work = recvbuf;
     if (rank != root) {
