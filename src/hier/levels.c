@@ -12,12 +12,12 @@ void mxh_record_init(mxh_record_t *rec)
     memset(rec, 0, sizeof(*rec));
     rec->shm_id = -1;
     rec->rail   = -1;
-    rec->island = -1;
+    rec->gpu    = -1;
 }
 
 const char *mxh_level_type_name(mxh_level_type_t type)
 {
-    static const char *const names[] = {"node", "rail", "spine"};
+    static const char *const names[] = {"node", "rail", "spine", "island"};
     return (type >= 0 && type < MXH_LEVEL_TYPE_COUNT) ? names[type] : "?";
 }
 
@@ -149,10 +149,19 @@ static void name_keys(const mxh_record_t *recs, const int *sel, int n,
     free(order);
 }
 
-static int cmp_int(const void *a, const void *b)
+/* ranks inside a node: by rail, island, GPU, then local index */
+static const mxh_layout_t *sort_layout;
+static int cmp_in_node(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
+    const mxh_layout_t *L = sort_layout;
+    if (L->rail[x] != L->rail[y])
+        return L->rail[x] < L->rail[y] ? -1 : 1;
+    if (L->island_of[x] != L->island_of[y])
+        return L->island_of[x] < L->island_of[y] ? -1 : 1;
+    if (L->gpu_of[x] != L->gpu_of[y])
+        return L->gpu_of[x] < L->gpu_of[y] ? -1 : 1;
+    return L->local_index[x] - L->local_index[y];
 }
 
 void mxh_layout_destroy(mxh_layout_t *layout)
@@ -168,6 +177,8 @@ void mxh_layout_destroy(mxh_layout_t *layout)
     free(layout->node_of);
     free(layout->local_index);
     free(layout->rail);
+    free(layout->gpu_of);
+    free(layout->island_of);
     free(layout->leaf_of_node);
     free(layout->node_pos);
     free(layout->node_first_rank);
@@ -196,7 +207,7 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     mxh_layout_t *L = NULL;
     int64_t *keys = NULL;
     int *sel = NULL, *c0 = NULL, *node_size = NULL, *rails_sorted = NULL, *node_off = NULL;
-    int *fill = NULL, *cand_color[MXH_LEVEL_TYPE_COUNT] = {0};
+    int *fill = NULL, *isl_idx = NULL, *isl_pos = NULL, *cand_color[MXH_LEVEL_TYPE_COUNT] = {0};
     int *cand_coord[MXH_LEVEL_TYPE_COUNT] = {0}, cand_ngroups[MXH_LEVEL_TYPE_COUNT] = {0};
     int use_leaves = (levels_mask >> MXH_LEVEL_SPINE) & 1;
 
@@ -220,6 +231,8 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     ALLOC_INTS(L->node_of, n);
     ALLOC_INTS(L->local_index, n);
     ALLOC_INTS(L->rail, n);
+    ALLOC_INTS(L->gpu_of, n);
+    ALLOC_INTS(L->island_of, n);
     ALLOC_INTS(c0, n);
 
     /* ---- nodes, in order of first appearance */
@@ -233,42 +246,110 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     ALLOC_INTS(L->node_first_rank, L->nnodes);
     for (int r = n - 1; r >= 0; r--)
         L->node_first_rank[L->node_of[r]] = r;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < n; r++)
         L->local_index[r] = node_size[L->node_of[r]]++;
-        L->rail[r]        = recs[r].rail >= 0 ? recs[r].rail : L->local_index[r];
+
+    /* ---- GPU, rail and NVLink island of every rank */
+    for (int r = 0; r < n; r++) {
+        const mxh_record_t *rec = &recs[r];
+        int g = rec->gpu, ng = rec->ngpus < MXH_REC_MAX_GPUS ? rec->ngpus : MXH_REC_MAX_GPUS;
+        if (g < 0 && ng > 0) {
+            if (rec->nvisible > 0)
+                g = rec->visible[L->local_index[r] % rec->nvisible];
+            else
+                g = L->local_index[r] % ng;
+        }
+        if (g >= ng)
+            g = -1;
+        L->gpu_of[r]    = g;
+        L->island_of[r] = g >= 0 ? rec->gpu_island[g] : -1;
+        if (rec->rail >= 0)
+            L->rail[r] = rec->rail;
+        else if (g >= 0 && rec->gpu_rail[g] >= 0)
+            L->rail[r] = rec->gpu_rail[g];
+        else
+            L->rail[r] = L->local_index[r];
     }
 
-    /* ---- rails: regular when every node has the same set of distinct rails */
+    /* ---- order inside each node by (rail, island, GPU, local index); the node level is
+     * regular when every node has the same size and the same rails in that order (ranks
+     * may share a rail: the k-th rank of a rail then pairs with the k-th elsewhere) */
     ALLOC_INTS(node_off, L->nnodes + 1);
-    ALLOC_INTS(rails_sorted, n);
+    ALLOC_INTS(rails_sorted, n); /* ranks of each node, in order */
     ALLOC_INTS(fill, L->nnodes);
     for (int v = 0; v < L->nnodes; v++)
         node_off[v + 1] = node_off[v] + node_size[v];
     for (int r = 0; r < n; r++) {
         int v = L->node_of[r];
-        rails_sorted[node_off[v] + fill[v]++] = L->rail[r];
+        rails_sorted[node_off[v] + fill[v]++] = r;
     }
+    sort_layout = L;
     L->node_regular = 1;
     for (int v = 0; v < L->nnodes; v++) {
         int *rs = rails_sorted + node_off[v];
-        qsort(rs, (size_t)node_size[v], sizeof(int), cmp_int);
+        qsort(rs, (size_t)node_size[v], sizeof(int), cmp_in_node);
         if (node_size[v] != node_size[0])
             L->node_regular = 0;
-        for (int i = 1; i < node_size[v]; i++)
-            if (rs[i] == rs[i - 1])
+        for (int k = 0; L->node_regular && k < node_size[v]; k++)
+            if (L->rail[rs[k]] != L->rail[rails_sorted[k]])
                 L->node_regular = 0;
-        if (L->node_regular && memcmp(rs, rails_sorted, sizeof(int) * (size_t)node_size[v]))
-            L->node_regular = 0;
     }
-    for (int r = 0; r < n; r++) {
-        if (L->node_regular) {
-            int *rs = rails_sorted + node_off[L->node_of[r]];
-            int *hit = bsearch(&L->rail[r], rs, (size_t)node_size[L->node_of[r]], sizeof(int),
-                               cmp_int);
-            c0[r] = (int)(hit - rs);
-        } else {
-            c0[r] = L->local_index[r];
+    for (int v = 0; v < L->nnodes; v++)
+        for (int k = 0; k < node_size[v]; k++) {
+            int r = rails_sorted[node_off[v] + k];
+            c0[r] = L->node_regular ? k : L->local_index[r];
         }
+
+    /* ---- NVLink islands: split the node level into island -> node when all nodes have
+     * the same island pattern, at least two islands and islands of equal size > 1 */
+    ALLOC_INTS(isl_idx, n);
+    ALLOC_INTS(isl_pos, n);
+    if (L->node_regular && (levels_mask & (1 << MXH_LEVEL_ISLAND))) {
+        int s = node_size[0], ok = 1, nisl = 0, *pat, *cnt, *cur;
+        ALLOC_INTS(pat, s);
+        ALLOC_INTS(cnt, s);
+        ALLOC_INTS(cur, s);
+        /* canonical pattern of a node: island labels renumbered by first appearance */
+        for (int v = 0; v < L->nnodes && ok; v++) {
+            int *rs = rails_sorted + node_off[v], next = 0;
+            for (int k = 0; k < s && ok; k++) {
+                int isl = L->island_of[rs[k]], id = -1;
+                if (isl < 0) {
+                    ok = 0;
+                    break;
+                }
+                for (int j2 = 0; j2 < k && id < 0; j2++)
+                    if (L->island_of[rs[j2]] == isl)
+                        id = cur[j2];
+                cur[k] = id >= 0 ? id : next++;
+            }
+            if (!ok)
+                break;
+            if (v == 0) {
+                memcpy(pat, cur, sizeof(int) * (size_t)s);
+                nisl = next;
+            } else if (memcmp(pat, cur, sizeof(int) * (size_t)s) != 0) {
+                ok = 0;
+            }
+        }
+        free(cur);
+        for (int k = 0; ok && k < s; k++)
+            cnt[pat[k]]++;
+        for (int i2 = 1; ok && i2 < nisl; i2++)
+            if (cnt[i2] != cnt[0])
+                ok = 0;
+        if (ok && nisl >= 2 && cnt[0] >= 2) {
+            L->nislands = nisl;
+            for (int r = 0; r < n; r++) {
+                int k = c0[r], pos = 0;
+                for (int j = 0; j < k; j++)
+                    pos += pat[j] == pat[k];
+                isl_idx[r] = pat[k];
+                isl_pos[r] = pos;
+            }
+        }
+        free(pat);
+        free(cnt);
     }
 
     /* ---- leaves (the leaf of a node is its first rank's) */
@@ -293,25 +374,37 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
         free(cnt);
     }
 
-    /* ---- candidate levels */
-    int maxc0 = 0, maxpos = 0;
-    for (int r = 0; r < n; r++)
+    /* ---- candidate levels, inner to outer */
+    int maxc0 = 0, maxpos = 0, maxisl = 0;
+    for (int r = 0; r < n; r++) {
         if (c0[r] > maxc0)
             maxc0 = c0[r];
+        if (isl_pos[r] > maxisl)
+            maxisl = isl_pos[r];
+    }
     for (int v = 0; v < L->nnodes; v++)
         if (L->node_pos[v] > maxpos)
             maxpos = L->node_pos[v];
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-        if (t == MXH_LEVEL_SPINE && !use_leaves)
+        if ((t == MXH_LEVEL_SPINE && !use_leaves) || (t == MXH_LEVEL_ISLAND && !L->nislands))
             continue;
         ALLOC_INTS(cand_color[t], n);
         ALLOC_INTS(cand_coord[t], n);
         for (int r = 0; r < n; r++) {
             int v = L->node_of[r];
             switch (t) {
+            case MXH_LEVEL_ISLAND:
+                keys[r]            = (int64_t)v * (maxc0 + 1) + isl_idx[r];
+                cand_coord[t][r]   = isl_pos[r];
+                break;
             case MXH_LEVEL_NODE:
-                keys[r]            = v;
-                cand_coord[t][r]   = c0[r];
+                if (L->nislands) { /* across the islands of the node */
+                    keys[r]          = (int64_t)v * (maxisl + 1) + isl_pos[r];
+                    cand_coord[t][r] = isl_idx[r];
+                } else {
+                    keys[r]          = v;
+                    cand_coord[t][r] = c0[r];
+                }
                 break;
             case MXH_LEVEL_RAIL:
                 keys[r]            = (int64_t)L->leaf_of_node[v] * (maxc0 + 1) + c0[r];
@@ -332,8 +425,10 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     {
         int *size;
         ALLOC_INTS(size, n);
-        for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-            int maxsize = 0;
+        static const int order[] = {MXH_LEVEL_ISLAND, MXH_LEVEL_NODE, MXH_LEVEL_RAIL,
+                                    MXH_LEVEL_SPINE};
+        for (int oi = 0; oi < MXH_LEVEL_TYPE_COUNT; oi++) {
+            int t = order[oi], maxsize = 0;
             if (cand_color[t] == NULL)
                 continue;
             memset(size, 0, sizeof(int) * (size_t)n);
@@ -422,6 +517,8 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     free(rails_sorted);
     free(node_off);
     free(fill);
+    free(isl_idx);
+    free(isl_pos);
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
         free(cand_color[t]);
         free(cand_coord[t]);
@@ -438,6 +535,8 @@ err_nomem:
     free(rails_sorted);
     free(node_off);
     free(fill);
+    free(isl_idx);
+    free(isl_pos);
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
         free(cand_color[t]);
         free(cand_coord[t]);

@@ -19,6 +19,7 @@ typedef enum mxh_level_type {
     MXH_LEVEL_NODE = 0, /* ranks of one node */
     MXH_LEVEL_RAIL,     /* same rail, nodes under one leaf switch */
     MXH_LEVEL_SPINE,    /* same rail and position, across leaf switches */
+    MXH_LEVEL_ISLAND,   /* ranks of one NVLink island inside a node (innermost) */
     MXH_LEVEL_TYPE_COUNT
 } mxh_level_type_t;
 
@@ -49,7 +50,10 @@ typedef struct mxh_layout {
     int  nnodes, nleaves;
     int *node_of;                         /* [rank] node index (first appearance order) */
     int *local_index;                     /* [rank] index among the ranks of its node */
-    int *rail;                            /* [rank] rail used (record rail or local index) */
+    int *rail;                            /* [rank] rail: forced, the GPU's NIC, or local index */
+    int *gpu_of;                          /* [rank] GPU index on its node, -1 none */
+    int *island_of;                       /* [rank] NVLink island of its GPU, -1 none */
+    int  nislands;                        /* islands per node when the island level is used */
     int *leaf_of_node;                    /* [node] leaf index */
     int *node_pos;                        /* [node] position among the nodes of its leaf */
     int *node_first_rank;                 /* [node] lowest rank of the node */

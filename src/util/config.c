@@ -10,7 +10,7 @@
 
 extern char **environ;
 
-#define MXH_LEVELS_ALL 0x7
+#define MXH_LEVELS_ALL 0xF /* node, rail, spine, island */
 
 const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_ENABLE", "yes",
@@ -28,14 +28,15 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_MIN_BYTES", "0",
      "Messages smaller than this many bytes (per rank) use the plain MPI collective. "
      "Accepts k/m/g suffixes.", 1},
-    {"MPIX_HIER_LEVELS", "node,rail,spine",
+    {"MPIX_HIER_LEVELS", "island,node,rail,spine",
      "Comma-separated levels the hierarchy may use: node and rail are required; without "
-     "spine, leaf switches are ignored and rails span all nodes.", 1},
+     "spine, leaf switches are ignored and rails span all nodes; without island, NVLink "
+     "islands inside a node are not separated.", 1},
     {"MPIX_HIER_PLAN_CACHE_SIZE", "16",
      "Plans (per collective shape) cached per communicator.", 0},
     {NULL, NULL, NULL, 0}};
 
-static const char *const level_names[] = {"node", "rail", "spine"};
+static const char *const level_names[] = {"node", "rail", "spine", "island"};
 
 static int parse_bool(const char *s, int *out)
 {
@@ -103,7 +104,7 @@ static int parse_levels(const char *s, int *mask)
     strcpy(buf, s);
     for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
         int found = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             if (!strcasecmp(tok, level_names[i])) {
                 m |= 1 << i;
                 found = 1;
@@ -227,7 +228,7 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%zu", cfg->min_bytes);
     } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
         size_t off = 0;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (cfg->levels_mask & (1 << i))
                 off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s",
                                         off ? "," : "", level_names[i]);

@@ -699,3 +699,167 @@ TEST(Plan, RejectsBadRequests)
     EXPECT_EQ(MXH_ERR_INVALID_PARAM, mxh_plan_create(L.p, 4, MXH_COLL_ALLREDUCE, 1, -1, &p));
     EXPECT_EQ(MXH_ERR_INVALID_PARAM, mxh_plan_create(L.p, 0, MXH_COLL_BCAST, 1, 9, &p));
 }
+
+// ---- GPUs, rails and NVLink islands from discovery --------------------------------
+
+namespace {
+
+const int kWithIslands = 0xF;
+
+// A node whose discovery found @ngpus GPUs with the given rails and islands;
+// @ranks ranks on it, GPU chosen by local index (gpu = -1) unless @gpus given.
+void add_gpu_node(Layout &lay, const std::string &node, const std::string &leaf, int ranks,
+                  const std::vector<int> &rails, const std::vector<int> &islands,
+                  const std::vector<int> &gpus = {})
+{
+    for (int k = 0; k < ranks; k++) {
+        lay.add(node, leaf);
+        mxh_record_t &r = lay.recs.back();
+        r.ngpus = (int16_t)rails.size();
+        for (size_t g = 0; g < rails.size(); g++) {
+            r.gpu_rail[g] = (int8_t)rails[g];
+            r.gpu_island[g] = (int8_t)islands[g];
+        }
+        if (!gpus.empty())
+            r.gpu = (int16_t)gpus[k];
+    }
+}
+
+}  // namespace
+
+TEST(Discovery, IslandsSplitTheNodeLevel)
+{
+    // 2 nodes x 8 GPUs in two NVLink islands of 4 (GPU 0-3, 4-7), one NIC per GPU
+    Layout lay;
+    std::vector<int> rails = {0, 1, 2, 3, 4, 5, 6, 7}, isl = {0, 0, 0, 0, 1, 1, 1, 1};
+    add_gpu_node(lay, "a", "", 8, rails, isl);
+    add_gpu_node(lay, "b", "", 8, rails, isl);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kWithIslands, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_ISLAND, L.p->type[0]);
+    EXPECT_EQ(MXH_LEVEL_NODE, L.p->type[1]);
+    EXPECT_EQ(MXH_LEVEL_RAIL, L.p->type[2]);
+    EXPECT_EQ(2, L.p->nislands);
+    EXPECT_EQ(4, L.p->gsize[0][0]);
+    EXPECT_EQ(2, L.p->gsize[1][0]);
+    EXPECT_EQ(L.p->color[0][0], L.p->color[0][3]);  // GPUs 0 and 3 share an island
+    EXPECT_NE(L.p->color[0][0], L.p->color[0][4]);
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][4]);  // node level pairs GPU 0 with GPU 4
+    EXPECT_EQ(L.p->color[2][0], L.p->color[2][8]);  // rail 0 on both nodes
+    for (int r = 0; r < 16; r++)
+        EXPECT_EQ(r % 8, L.p->rail[r]);
+    check_all_colls(lay, kWithIslands, {1, 13, 64}, false);
+    // without the island level the node is one level
+    LayoutPtr L2;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, 0x7, &L2.p));
+    EXPECT_EQ(2, L2.p->nlevels);
+}
+
+TEST(Discovery, OneIslandPerNodeIsTheNodeLevel)
+{
+    Layout lay;
+    add_gpu_node(lay, "a", "", 4, {0, 1, 2, 3}, {0, 0, 0, 0});
+    add_gpu_node(lay, "b", "", 4, {0, 1, 2, 3}, {0, 0, 0, 0});
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kWithIslands, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_NODE, L.p->type[0]);
+}
+
+TEST(Discovery, RailsFollowTheGpusNic)
+{
+    // the NIC nearest GPU 0 is NIC 1 and vice versa: rank 0 (GPU 0) is on rail 1
+    Layout lay;
+    add_gpu_node(lay, "a", "", 2, {1, 0}, {0, 1});
+    add_gpu_node(lay, "b", "", 2, {1, 0}, {0, 1});
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kWithIslands, &L.p));
+    EXPECT_EQ(1, L.p->rail[0]);
+    EXPECT_EQ(0, L.p->rail[1]);
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(L.p->color[1][0], L.p->color[1][2]);
+    EXPECT_EQ(1, L.p->coord[0][0]);  // ordered by rail inside the node
+    check_all_colls(lay, kWithIslands, {1, 9});
+}
+
+TEST(Discovery, TwoGpusShareANic)
+{
+    // p4d-like: 8 GPUs, 4 EFA, GPU g on NIC g/2; 2 nodes x 8 ranks
+    Layout lay;
+    std::vector<int> rails = {0, 0, 1, 1, 2, 2, 3, 3}, isl = {0, 0, 0, 0, 0, 0, 0, 0};
+    add_gpu_node(lay, "a", "", 8, rails, isl);
+    add_gpu_node(lay, "b", "", 8, rails, isl);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kWithIslands, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[0]);
+    // each rail group pairs ranks of the same NIC, one per node
+    for (int r = 0; r < 16; r++) {
+        EXPECT_EQ(2, L.p->gsize[1][r]);
+        for (int x = 0; x < 16; x++) {
+            if (L.p->color[1][x] == L.p->color[1][r]) {
+                EXPECT_EQ(L.p->rail[r], L.p->rail[x]);
+            }
+        }
+    }
+    check_all_colls(lay, kWithIslands, {1, 31}, false);
+}
+
+TEST(Discovery, IrregularGpuLayoutsStayCorrect)
+{
+    // node a: 4 GPUs, 4 ranks; node b: 2 GPUs, 4 ranks (two ranks per GPU); node c: no
+    // GPU information, 2 ranks; node d: GPUs without NICs
+    Layout lay;
+    add_gpu_node(lay, "a", "leaf0", 4, {0, 1, 2, 3}, {0, 0, 1, 1});
+    add_gpu_node(lay, "b", "leaf0", 4, {0, 1}, {0, 0});
+    lay.add("c", "leaf1");
+    lay.add("c", "leaf1");
+    add_gpu_node(lay, "d", "leaf1", 3, {-1, -1, -1}, {0, 1, 2});
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), kWithIslands,
+                                        &L.p));
+    EXPECT_EQ(0, L.p->node_regular);
+    EXPECT_EQ(0, L.p->nislands);
+    EXPECT_EQ(1, L.p->gpu_of[5]);  // b's second rank: GPU 1
+    EXPECT_EQ(0, L.p->gpu_of[6]);  // b's third rank shares GPU 0
+    EXPECT_EQ(-1, L.p->gpu_of[8]);
+    check_all_colls(lay, kWithIslands, {1, 7});
+}
+
+TEST(Discovery, VisibleDevicesPickTheGpu)
+{
+    Layout lay;
+    add_gpu_node(lay, "a", "", 2, {0, 1, 2, 3}, {0, 0, 0, 0});
+    for (auto &r : lay.recs) {
+        r.nvisible = 1;
+        r.visible[0] = 3;
+    }
+    lay.recs[1].visible[0] = 2;
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 2, kWithIslands, &L.p));
+    EXPECT_EQ(3, L.p->gpu_of[0]);
+    EXPECT_EQ(2, L.p->gpu_of[1]);
+    EXPECT_EQ(3, L.p->rail[0]);
+}
+
+TEST(Discovery, RandomGpuLayouts)
+{
+    std::mt19937 g(99);
+    for (int trial = 0; trial < 150; trial++) {
+        Layout lay;
+        int nn = 1 + (int)(g() % 5), ng = 1 + (int)(g() % 8), nics = 1 + (int)(g() % 4);
+        std::vector<int> rails, isl;
+        int per_island = 1 + (int)(g() % 4);
+        for (int k = 0; k < ng; k++) {
+            rails.push_back((int)(k * nics / ng));
+            isl.push_back(k / per_island);
+        }
+        bool same = g() % 2;
+        for (int v = 0; v < nn; v++)
+            add_gpu_node(lay, "n" + std::to_string(v), "leaf" + std::to_string(v / 2),
+                         same ? ng : 1 + (int)(g() % (ng + 1)), rails, isl);
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        check_all_colls(lay, kWithIslands, {1, 1 + (size_t)(g() % 17)}, false);
+    }
+}
