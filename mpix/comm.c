@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "mpix_internal.h"
+#include "topo/discover.h"
 #include "topo/topo_conf.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -10,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define MXH_SLURM_TOPO_DEFAULT "/etc/slurm/topology.conf"
 
 static int hier_keyval = MPI_KEYVAL_INVALID;
 static int self_keyval = MPI_KEYVAL_INVALID;
@@ -85,6 +89,7 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     if (hier_keyval != MPI_KEYVAL_INVALID)
         MPI_Comm_free_keyval(&hier_keyval);
     MPI_Comm_free_keyval(&keyval);
+    mxh_discover_cleanup();
     self_keyval     = MPI_KEYVAL_INVALID;
     lib_initialized = 0;
     return MPI_SUCCESS;
@@ -154,6 +159,8 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
         return MXH_ERR_CONFIG;
     }
 
+    if (h->config.topo_file[0] == '\0' && access(MXH_SLURM_TOPO_DEFAULT, R_OK) == 0)
+        mxh_strlcpy(h->config.topo_file, MXH_SLURM_TOPO_DEFAULT, sizeof(h->config.topo_file));
     if (h->config.topo_file[0] != '\0') {
         mxh_topo_conf_t *conf = NULL;
         st = mxh_topo_conf_parse_file(h->config.topo_file, &conf);
@@ -167,6 +174,13 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
                       h->config.topo_file);
         }
         mxh_topo_conf_destroy(conf);
+    }
+
+    if (h->config.discover) {
+        const mxh_machine_t *machine = NULL;
+        st = mxh_discover_machine(&h->config, &machine);
+        if (st == MXH_OK)
+            st = mxh_discover_fill_record(&h->config, machine, rec);
     }
     return st;
 }

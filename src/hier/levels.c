@@ -623,8 +623,18 @@ size_t mxh_layout_describe(const mxh_layout_t *L, const mxh_record_t *recs, char
         for (int r = fr; r < L->nranks; r++) {
             if (L->node_of[r] != v)
                 continue;
-            if (m < DESCRIBE_MAX_MEMBERS)
-                sb_printf(&sb, " %d(rail %d)", r, L->rail[r]);
+            if (m < DESCRIBE_MAX_MEMBERS) {
+                const mxh_record_t *rec = recs ? &recs[r] : NULL;
+                sb_printf(&sb, " %d(rail %d", r, L->rail[r]);
+                if (rec && rec->rail < 0 && L->gpu_of[r] >= 0 && L->rail[r] < rec->nnics &&
+                    rec->gpu_rail[L->gpu_of[r]] == L->rail[r])
+                    sb_printf(&sb, " %s", rec->nic_names[L->rail[r]]);
+                if (L->gpu_of[r] >= 0)
+                    sb_printf(&sb, ", gpu %d", L->gpu_of[r]);
+                if (L->nislands && L->island_of[r] >= 0)
+                    sb_printf(&sb, " nvlink island %d", L->island_of[r]);
+                sb_printf(&sb, ")");
+            }
             else if (m == DESCRIBE_MAX_MEMBERS)
                 sb_printf(&sb, " ...");
             m++;

@@ -23,8 +23,22 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Node identity of this rank (default: MPI_Get_processor_name refined by "
      "MPI_COMM_TYPE_SHARED). Set it per rank to fake several nodes on one machine.", 0},
     {"MPIX_HIER_TOPO_FILE", "",
-     "Slurm topology.conf (tree: SwitchName=, Nodes=, Switches=) giving the leaf switch of "
-     "each node. Empty: all nodes under one leaf.", 0},
+     "Slurm topology.conf (tree: SwitchName=, Nodes=, Switches=; block: BlockName=) giving the "
+     "leaf switch of each node. Empty: /etc/slurm/topology.conf if readable, else all nodes "
+     "under one leaf.", 0},
+    {"MPIX_HIER_HWLOC_XML", "",
+     "hwloc XML export to discover GPUs, NICs and NVLink from instead of this machine "
+     "(default: hwloc's HWLOC_XMLFILE, else the live machine).", 0},
+    {"MPIX_HIER_NCCL_TOPO_FILE", "",
+     "NCCL topology XML (<system>) stating GPU/NIC/NVLink placement; preferred over hwloc "
+     "where they disagree (default: NCCL_TOPO_FILE).", 0},
+    {"MPIX_HIER_GPU_BUSID", "",
+     "PCI bus id of the GPU this rank drives (e.g. 0000:07:00.0), for codes that select GPUs "
+     "themselves and for tests. Default: CUDA's current device, else CUDA_VISIBLE_DEVICES / "
+     "local index over the node's GPUs.", 0},
+    {"MPIX_HIER_DISCOVER", "yes",
+     "Discover GPUs, NICs and NVLink with hwloc/CUDA/UCX (no: rails are local indices, nodes "
+     "are whole nodes).", 1},
     {"MPIX_HIER_MIN_BYTES", "0",
      "Messages smaller than this many bytes (per rank) use the plain MPI collective. "
      "Accepts k/m/g suffixes.", 1},
@@ -125,6 +139,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->min_bytes       = 0;
     cfg->levels_mask     = MXH_LEVELS_ALL;
     cfg->plan_cache_size = 16;
+    cfg->discover        = 1;
 }
 
 static const mxh_config_var_t *find_var(const char *name)
@@ -167,6 +182,14 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         return copy_str(cfg->hostname, sizeof(cfg->hostname), name, value);
     } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
         return copy_str(cfg->topo_file, sizeof(cfg->topo_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
+        return copy_str(cfg->hwloc_xml, sizeof(cfg->hwloc_xml), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {
+        return copy_str(cfg->nccl_topo_file, sizeof(cfg->nccl_topo_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
+        return copy_str(cfg->gpu_busid, sizeof(cfg->gpu_busid), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
+        rc = parse_bool(value, &cfg->discover);
     } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
         rc = parse_size(value, &cfg->min_bytes);
     } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
@@ -224,6 +247,14 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->hostname);
     } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
         snprintf(buf, len, "%s", cfg->topo_file);
+    } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
+        snprintf(buf, len, "%s", cfg->hwloc_xml);
+    } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {
+        snprintf(buf, len, "%s", cfg->nccl_topo_file);
+    } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
+        snprintf(buf, len, "%s", cfg->gpu_busid);
+    } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
+        snprintf(buf, len, "%s", cfg->discover ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
         snprintf(buf, len, "%zu", cfg->min_bytes);
     } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
@@ -255,6 +286,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &cfg->enable, sizeof(cfg->enable));
     h = mxh_hash_bytes(h, &mb, sizeof(mb));
     h = mxh_hash_bytes(h, &cfg->levels_mask, sizeof(cfg->levels_mask));
+    h = mxh_hash_bytes(h, &cfg->discover, sizeof(cfg->discover));
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;
 }

@@ -22,6 +22,10 @@ typedef struct mxh_config {
     size_t min_bytes;                       /* MPIX_HIER_MIN_BYTES */
     int    levels_mask;                     /* MPIX_HIER_LEVELS (bit per mxh_level_type) */
     int    plan_cache_size;                 /* MPIX_HIER_PLAN_CACHE_SIZE */
+    char   hwloc_xml[MXH_CONFIG_STR_MAX];   /* MPIX_HIER_HWLOC_XML ("" = HWLOC_XMLFILE or live) */
+    char   nccl_topo_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_NCCL_TOPO_FILE ("" = NCCL_TOPO_FILE) */
+    char   gpu_busid[64];                   /* MPIX_HIER_GPU_BUSID */
+    int    discover;                        /* MPIX_HIER_DISCOVER */
 } mxh_config_t;
 
 typedef struct mxh_config_var {

@@ -52,6 +52,7 @@ int mxh_log_level_parse(const char *s, mxh_log_level_t *level)
 
 void mxh_log_set_level(mxh_log_level_t level) { mxh_log_level_current = (int)level; }
 void mxh_log_set_rank(int rank) { log_rank = rank; }
+int mxh_log_get_rank(void) { return log_rank; }
 
 void mxh_log_set_hook(mxh_log_hook_t hook, void *arg)
 {

@@ -25,6 +25,7 @@ int mxh_log_level_parse(const char *s, mxh_log_level_t *level);
 void mxh_log_set_level(mxh_log_level_t level);
 /* World rank shown in the prefix; -1 before MPI is known. */
 void mxh_log_set_rank(int rank);
+int mxh_log_get_rank(void);
 
 void mxh_log_emit(mxh_log_level_t level, const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__)
