@@ -245,7 +245,8 @@ static void uct_query(mxh_caps_t *caps, uct_scan_t *scan)
         uct_md_resource_desc_t *mds = NULL;
 
         memset(&attr, 0, sizeof(attr));
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        attr.field_mask =
+            UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
         st = uct_component_query(comps[c], &attr);
         if (st != UCS_OK || attr.md_resource_count == 0)
             continue;
