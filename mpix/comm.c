@@ -181,6 +181,7 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
         st = mxh_discover_machine(&h->config, &machine);
         if (st == MXH_OK)
             st = mxh_discover_fill_record(&h->config, machine, rec);
+        mxh_discover_caps(rec);
     }
     return st;
 }

@@ -19,9 +19,38 @@ static struct {
 } cache;
 
 static int said_once;
+static int caps_valid;
+static mxh_caps_t caps_cache;
+
+const mxh_caps_t *mxh_discover_caps(mxh_record_t *rec)
+{
+    if (!caps_valid) {
+        mxh_caps_init(&caps_cache);
+        mxh_caps_query_ucx(&caps_cache);
+        mxh_caps_query_mpi(&caps_cache);
+        caps_valid = 1;
+        if (mxh_log_get_rank() <= 0 && mxh_log_level_current >= MXH_LOG_INFO) {
+            char buf[2048];
+            mxh_caps_describe(&caps_cache, buf, sizeof(buf));
+            mxh_info("transports: %s", buf);
+        }
+    }
+    if (rec != NULL) {
+        if (caps_cache.ucx_present)
+            rec->flags |= MXH_REC_UCX;
+        if (caps_cache.ucx_mem_cuda)
+            rec->flags |= MXH_REC_UCX_MEM_CUDA;
+        if (caps_cache.gpu_direct)
+            rec->flags |= MXH_REC_GPU_DIRECT;
+        if (caps_cache.mpi_cuda_aware == 1)
+            rec->flags |= MXH_REC_MPI_CUDA;
+    }
+    return &caps_cache;
+}
 
 void mxh_discover_cleanup(void)
 {
+    caps_valid = 0;
     mxh_machine_destroy(cache.hw);
     mxh_machine_destroy(cache.nccl);
     memset(&cache, 0, sizeof(cache));

@@ -7,6 +7,7 @@
 #define MXH_DISCOVER_H
 
 #include "hier/record.h"
+#include "topo/caps.h"
 #include "topo/machine.h"
 #include "util/config.h"
 #include "util/status.h"
@@ -27,6 +28,10 @@ mxh_status_t mxh_discover_fill_record(const mxh_config_t *cfg, const mxh_machine
 /* PCI bus id of CUDA's current device ("" when no CUDA device/runtime). The runtime
  * is loaded with dlopen, so the library does not depend on CUDA. */
 void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN]);
+
+/* UCX and MPICH transport capabilities, queried once per process (MPI must be
+ * initialized); sets the MXH_REC_* capability bits of @rec when given. */
+const mxh_caps_t *mxh_discover_caps(mxh_record_t *rec);
 
 /* Free the cached machine descriptions. */
 void mxh_discover_cleanup(void);
