@@ -181,7 +181,9 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
         st = mxh_discover_machine(&h->config, &machine);
         if (st == MXH_OK)
             st = mxh_discover_fill_record(&h->config, machine, rec);
-        mxh_discover_caps(rec);
+        /* transports matter for GPU buffers only; skip the UCX query on GPU-less nodes */
+        if (st == MXH_OK && rec->ngpus > 0)
+            mxh_discover_caps(rec);
     }
     return st;
 }

@@ -1,1 +1,22 @@
-# placeholder
+# MPI tests: GoogleTest binaries run under mpiexec by mpi/run_mpi_tests.sh on
+# fake multi-node layouts (see mpi/README.md). Included from tests/Makefile.am;
+# paths are relative to tests/. CXX is mpicxx (the configure default).
+MXH_MPI_COMMON = mpi/main_mpi.cc shim/mxh_test_shim.c shim/mxh_test_shim.h
+MXH_MPI_LIBS = $(top_builddir)/libmpixhier.la $(GTEST_LIBS) -lpthread -ldl
+# -no-install: real binaries, no libtool wrapper scripts racing under mpiexec
+MXH_MPI_NOINST = -no-install
+
+check_PROGRAMS += mpi/test_colls mpi/test_errors mpi/test_hier
+mpi_test_colls_SOURCES = mpi/test_colls.cc $(MXH_MPI_COMMON)
+mpi_test_colls_LDADD = $(MXH_MPI_LIBS)
+mpi_test_colls_LDFLAGS = $(MXH_MPI_NOINST)
+mpi_test_errors_SOURCES = mpi/test_errors.cc $(MXH_MPI_COMMON)
+mpi_test_errors_LDADD = $(MXH_MPI_LIBS)
+mpi_test_errors_LDFLAGS = $(MXH_MPI_NOINST)
+mpi_test_hier_SOURCES = mpi/test_hier.cc $(MXH_MPI_COMMON)
+mpi_test_hier_LDADD = $(MXH_MPI_LIBS)
+mpi_test_hier_LDFLAGS = $(MXH_MPI_NOINST)
+
+TESTS += mpi/run_mpi_tests.sh
+EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf
+CLEANFILES += mpi/mxh-*.log

@@ -128,12 +128,23 @@ MPI_Comm err_comm()
     return g_comm;
 }
 
+MPI_Datatype g_uncommitted = MPI_DATATYPE_NULL;
+
+MPI_Datatype uncommitted()
+{
+    if (g_uncommitted == MPI_DATATYPE_NULL)
+        MPI_Type_contiguous(2, MPI_INT, &g_uncommitted); // deliberately never committed
+    return g_uncommitted;
+}
+
 class CommEnv : public ::testing::Environment {
   public:
     void TearDown() override
     {
         if (g_comm != MPI_COMM_NULL)
             MPI_Comm_free(&g_comm);
+        if (g_uncommitted != MPI_DATATYPE_NULL)
+            MPI_Type_free(&g_uncommitted);
     }
 };
 ::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new CommEnv);
@@ -172,14 +183,6 @@ struct Bufs {
     }
 };
 Bufs B;
-
-MPI_Datatype uncommitted()
-{
-    static MPI_Datatype t = MPI_DATATYPE_NULL;
-    if (t == MPI_DATATYPE_NULL)
-        MPI_Type_contiguous(2, MPI_INT, &t); // deliberately never committed
-    return t;
-}
 
 #define AR(sb, rb, n, ty, op) [](MPI_Comm c) { return MPIX_Hier_allreduce(sb, rb, n, ty, op, c); }
 #define RSB(sb, rb, n, ty, op)                                                                 \
@@ -367,8 +370,9 @@ TEST_F(Errors, CommNullUsesWorldHandler)
         check_error(std::string("MPI_COMM_NULL to ") + c.fn, c.fn, rc, MPI_ERR_COMM);
         EXPECT_EQ(g_world_calls, 1) << c.fn << "(MPI_COMM_NULL): MPI_COMM_WORLD's handler called "
                                     << g_world_calls << " times";
-        if (g_world_calls == 1)
+        if (g_world_calls == 1) {
             EXPECT_EQ(g_world_code, rc) << c.fn << ": handler got another code than returned";
+        }
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
     MPI_Errhandler_free(&eh);

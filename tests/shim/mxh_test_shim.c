@@ -408,16 +408,15 @@ void mxh_fill(const mxh_type_t *t, MPI_Op op, void *buf, size_t count, int rank,
             if (op == MPI_SUM) {
                 re = (double)((int)(h % 17) - 8);
                 im = (double)((int)((h >> 12) % 17) - 8);
-            } else { /* PROD: a unit, times (1+i) once per 8 ranks */
-                static const double ur[4] = {1, 0, -1, 0}, ui[4] = {0, 1, 0, -1};
+            } else {
+                /* PROD: (2+i) times a unit. No partial product of such
+                 * numbers has a zero component ((2+i) is a Gaussian prime
+                 * not associated with its conjugate), so no signed zero can
+                 * depend on the order; components stay below 5^(p/2). */
+                static const double ur[4] = {2, -1, -2, 1}, ui[4] = {1, 2, -1, -2};
                 int u = (int)((h >> 7) % 4);
                 re = ur[u];
                 im = ui[u];
-                if (two) {
-                    double r2 = re - im, i2 = re + im;
-                    re = r2;
-                    im = i2;
-                }
             }
             put_fp(e, t->fp, re);
             put_fp(e + ps, t->fp, im);
@@ -798,10 +797,25 @@ unsigned ucp_worker_progress(void *worker)
 /* ============================================ plain-MPI stand-in (harness) */
 #ifdef MXH_TEST_PLAIN_MPI
 
+/* Fault injection to check that the harness catches failures:
+ * MXH_TEST_PLAIN_INJECT = corrupt (allreduce result wrong on rank 1),
+ * hang (rank 1 never returns from bcast -> watchdog), leak (level
+ * communicators never freed), nonroot (reduce writes a non-root recvbuf). */
+static int inject(const char *what)
+{
+    const char *v = getenv("MXH_TEST_PLAIN_INJECT");
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return v && !strcmp(v, what) && (rank == 1 || !strcmp(what, "leak"));
+}
+
 int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm)
 {
-    return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (count > 0 && inject("corrupt"))
+        ((unsigned char *)recvbuf)[0] ^= 1;
+    return rc;
 }
 
 int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -818,6 +832,8 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 
 int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    while (inject("hang"))
+        sleep(1);
     return MPI_Bcast(buffer, count, datatype, root, comm);
 }
 
@@ -839,7 +855,11 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         free(tmp);
         return rc;
     }
-    return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    int rc = MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    if (count > 0 && recvbuf && inject("nonroot") && MPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+        rank != root)
+        ((unsigned char *)recvbuf)[0] ^= 1;
+    return rc;
 }
 
 int MPIX_Hier_get_version(int *major, int *minor, int *patch)
@@ -862,10 +882,11 @@ int MPIX_Hier_get_error_class(int *errorclass)
     return MPI_SUCCESS;
 }
 
-static int plain_raise(MPI_Comm comm, int cls, const char *msg)
+/* Raise @code; with @msg, a new code of the stand-in's configuration class
+ * carrying @msg (@code is then ignored). */
+static int plain_raise(MPI_Comm comm, int code, const char *msg)
 {
-    int code = cls;
-    if (cls == plain_class || cls < 0) {
+    if (msg) {
         int c;
         MPIX_Hier_get_error_class(&c);
         MPI_Add_error_code(c, &code);
@@ -893,7 +914,7 @@ static int plain_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm; (void)keyval; (void)extra;
     plain_hier_t *h = (plain_hier_t *)attr;
-    for (int l = 0; l < h->nlevels; l++)
+    for (int l = 0; l < h->nlevels && !inject("leak"); l++)
         MPI_Comm_free(&h->level[l]);
     free(h);
     return MPI_SUCCESS;
@@ -971,15 +992,19 @@ static plain_hier_t *plain_get(MPI_Comm comm)
     return flag ? (plain_hier_t *)v : plain_build(comm);
 }
 
+/* MPICH 4.0.2: a code made by MPI_Add_error_code on a predefined class gets a
+ * garbage MPI_Error_string (the dynamic-code bit is missing), so codes of
+ * predefined classes come from MPICH's own (exported) MPIR_Err_create_code,
+ * which records the function name in the error stack. */
+int MPIR_Err_create_code(int lastcode, int fatal, const char fcname[], int line, int error_class,
+                         const char generic_msg[], const char specific_msg[], ...);
+
 static int plain_check_comm(MPI_Comm comm, const char *fn)
 {
     if (comm == MPI_COMM_NULL) {
-        char msg[256];
-        snprintf(msg, sizeof(msg), "%s: null communicator", fn);
-        int code;
-        MPI_Add_error_code(MPI_ERR_COMM, &code);
-        MPI_Add_error_string(code, msg);
-        return plain_raise(MPI_COMM_NULL, code, msg);
+        int code = MPIR_Err_create_code(MPI_SUCCESS, 0, fn, __LINE__, MPI_ERR_COMM, "**commnull",
+                                        NULL);
+        return plain_raise(MPI_COMM_NULL, code, NULL);
     }
     return MPI_SUCCESS;
 }
@@ -1033,9 +1058,7 @@ int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info)
         snprintf(msg, sizeof(msg),
                  "MPIX_Hier_comm_init: mpix_hier_enable differs across ranks (must be equal)");
     if (msg[0]) {
-        int cls;
-        MPIX_Hier_get_error_class(&cls);
-        return plain_raise(comm, cls, msg);
+        return plain_raise(comm, 0, msg);
     }
     if (plain_keyval != MPI_KEYVAL_INVALID) {
         void *v;
@@ -1064,13 +1087,10 @@ int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *level_comm, cha
         return rc;
     plain_hier_t *h = plain_get(comm);
     if (level < 0 || level >= h->nlevels) {
-        char msg[200];
-        snprintf(msg, sizeof(msg), "MPIX_Hier_comm_get_level: level %d out of range [0, %d)",
-                 level, h->nlevels);
-        int code;
-        MPI_Add_error_code(MPI_ERR_ARG, &code);
-        MPI_Add_error_string(code, msg);
-        return plain_raise(comm, code, msg);
+        int code = MPIR_Err_create_code(MPI_SUCCESS, 0, "MPIX_Hier_comm_get_level", __LINE__,
+                                        MPI_ERR_ARG, "**argrange", "**argrange %s %d %d", "level",
+                                        level, h->nlevels - 1);
+        return plain_raise(comm, code, NULL);
     }
     *level_comm = h->level[level];
     if (name)

@@ -116,7 +116,8 @@ int mxh_op_mpich_ok(const mxh_type_t *t, MPI_Op op);
  * (i, rank, salt, op) only. Values are chosen so that every allowed
  * reduction is exact whatever the order, for up to 16 ranks:
  *   SUM: small integers (also for floats and complex parts);
- *   PROD: +-1 and at most one +-2 per 8 consecutive ranks (complex: units, 1+i);
+ *   PROD: +-1 and at most one +-2 per 8 consecutive ranks (complex: (2+i)*unit,
+ *     never a zero component, so no order-dependent signed zero);
  *   MAX/MIN: integers: arbitrary bits; floats: multiples of 1/4 in [-250, 250];
  *   LAND/LOR/LXOR: mostly-true / mostly-false / even mix, non-0/1 "true"
  *     values for C integers;
