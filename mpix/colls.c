@@ -106,6 +106,16 @@ static int plain_reduce_scatter_block(const void *sendbuf, void *recvbuf, int re
     return rc;
 }
 
+/* sendbuf == recvbuf is erroneous in MPI (MPI_IN_PLACE is the way to say it). */
+static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, int count,
+                       const char *func)
+{
+    if (count > 0 && sendbuf == recvbuf && sendbuf != MPI_IN_PLACE)
+        return mxh_raise(comm, MPI_ERR_BUFFER, func,
+                         "sendbuf and recvbuf are the same buffer (use MPI_IN_PLACE)");
+    return MPI_SUCCESS;
+}
+
 static int run(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int root,
                void *work, MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func,
                const mxh_plan_t **plan_p)
@@ -142,6 +152,7 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     CHECK(mxh_check_buf(comm, recvbuf, count, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
+    CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
@@ -171,6 +182,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
+    CHECK(check_alias(comm, sendbuf, recvbuf, recvcount, F));
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
     if (recvcount == 0)
@@ -219,6 +231,8 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     CHECK(mxh_check_count(comm, recvcount, "recvcount", F));
     CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
+    if (sendbuf != MPI_IN_PLACE)
+        CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
     if (!mxh_dtype_is_plain(recvtype, &tsize) ||
         (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount)))
         return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -307,6 +321,7 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         CHECK(mxh_check_buf(comm, recvbuf, count, "recvbuf (at the root)", F));
         if (sendbuf != MPI_IN_PLACE)
             CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
+        CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
     } else {
         if (sendbuf == MPI_IN_PLACE)
             return mxh_raise(comm, MPI_ERR_BUFFER, F,

@@ -90,6 +90,7 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
         MPI_Comm_free_keyval(&hier_keyval);
     MPI_Comm_free_keyval(&keyval);
     mxh_discover_cleanup();
+    mxh_errors_cleanup();
     self_keyval     = MPI_KEYVAL_INVALID;
     lib_initialized = 0;
     return MPI_SUCCESS;

@@ -214,10 +214,34 @@ int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func
     return MPI_SUCCESS;
 }
 
+/* A private MPI_COMM_SELF with MPI_ERRORS_RETURN to probe datatypes on. */
+static MPI_Comm probe_comm = MPI_COMM_NULL;
+
+void mxh_errors_cleanup(void)
+{
+    if (probe_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&probe_comm);
+}
+
 int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func)
 {
+    int ni, na, nd, combiner, size;
+
     if (dt == MPI_DATATYPE_NULL)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is MPI_DATATYPE_NULL", what);
+    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+        return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is not a valid datatype", what);
+    if (combiner == MPI_COMBINER_NAMED)
+        return MPI_SUCCESS;
+    /* derived: MPI has no query for "committed"; MPI_Pack_size checks it */
+    if (probe_comm == MPI_COMM_NULL) {
+        if (MPI_Comm_dup(MPI_COMM_SELF, &probe_comm) != MPI_SUCCESS)
+            return MPI_SUCCESS; /* cannot probe: MPI checks it in the plain collective */
+        MPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN);
+    }
+    if (MPI_Pack_size(1, dt, probe_comm, &size) != MPI_SUCCESS)
+        return mxh_raise(comm, MPI_ERR_TYPE, func,
+                         "%s is a derived datatype that is not committed (MPI_Type_commit)", what);
     return MPI_SUCCESS;
 }
 

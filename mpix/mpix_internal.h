@@ -51,6 +51,8 @@ int mxh_raise(MPI_Comm comm, int mpi_class, const char *func, const char *fmt, .
 int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func);
 /* The library's own error class for configuration/topology errors. */
 int mxh_config_error_class(void);
+/* Release what the checks keep (at MPI_Finalize). */
+void mxh_errors_cleanup(void);
 
 /* ---- argument checks (errors.c): return MPI_SUCCESS or a raised code ---- */
 
