@@ -8,6 +8,7 @@
 #include <float.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -772,12 +773,18 @@ unsigned long mxh_yield_polls(void) { return mxh_polls; }
 
 /* Interposes UCX's progress call made by MPICH ch4:ucx (the executable's
  * definition wins over libucp's): on an oversubscribed machine a rank that
- * spins without progress gives its time slice to the rank it waits for. */
+ * polls without progress gives the CPU to the rank it waits for. It yields at
+ * first and, once idle for more than 50 us, sleeps 20 us per poll: yielding
+ * alone is not enough when other jobs load the machine (8 ranks on 2 busy
+ * cores: allreduce ~9 ms with yield only, ~1.3 ms with the sleep; on an idle
+ * machine both ~50 us, against ~50 ms when spinning). */
 __attribute__((visibility("default"))) unsigned ucp_worker_progress(void *worker);
 unsigned ucp_worker_progress(void *worker)
 {
     static unsigned (*real)(void *);
     static int yield = -1;
+    static unsigned idle;
+    static struct timespec idle_since;
     if (!real) {
         real = (unsigned (*)(void *))dlsym(RTLD_NEXT, "ucp_worker_progress");
         if (!real)
@@ -786,11 +793,31 @@ unsigned ucp_worker_progress(void *worker)
     if (yield < 0) {
         const char *v = getenv("MXH_TEST_NO_YIELD");
         yield = !(v && *v && strcmp(v, "0") != 0);
+        if (yield)
+            prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* short sleeps stay short */
     }
     mxh_polls++;
     unsigned n = real(worker);
-    if (!n && yield)
+    if (n || !yield) {
+        idle = 0;
+        return n;
+    }
+    if (idle++ == 0)
+        clock_gettime(CLOCK_MONOTONIC, &idle_since);
+    if (idle < 16) {
         sched_yield();
+        return n;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long us = (long)(now.tv_sec - idle_since.tv_sec) * 1000000L +
+              (now.tv_nsec - idle_since.tv_nsec) / 1000;
+    if (us < 50) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
     return n;
 }
 

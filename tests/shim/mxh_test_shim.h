@@ -198,11 +198,12 @@ int mxh_watchdog_timeout(void);
 
 /* ---- oversubscription helper ------------------------------------------- */
 
-/* The shim interposes ucp_worker_progress (MPICH ch4:ucx's progress engine)
- * and calls sched_yield() when a poll made no progress, so that oversubscribed
- * ranks on a 2-core machine do not spin away each other's time slices (a
- * 4-rank allreduce goes from ~10 ms to ~15 us). MXH_TEST_NO_YIELD=1 turns it
- * off. Returns the number of intercepted polls (0: not active). */
+/* The shim interposes ucp_worker_progress (MPICH ch4:ucx's progress engine):
+ * a poll that made no progress yields the CPU (sched_yield, then 20 us sleeps
+ * after 50 us idle), so that oversubscribed ranks on a 2-core machine do not
+ * spin away each other's time slices (a 4-rank allreduce goes from ~10 ms to
+ * ~15 us). MXH_TEST_NO_YIELD=1 turns it off. Returns the number of
+ * intercepted polls (0: not active). */
 unsigned long mxh_yield_polls(void);
 
 #ifdef __cplusplus

@@ -1,0 +1,163 @@
+#!/bin/bash
+# Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls) under
+# mpiexec on fake multi-node layouts; see README.md next to this script.
+#
+#   run_mpi_tests.sh                 all layouts (make check runs it from tests/)
+#   MXH_TEST_LAYOUTS="2x2 3level-4x2" run_mpi_tests.sh     only these layouts
+#   MXH_TEST_BINARIES="test_hier"    only these binaries
+#   MXH_TEST_GTEST_FILTER='*Allreduce*'  gtest filter for every run
+#   MXH_TEST_BINDIR=/path/to/mpi     where the binaries are (default: ./mpi)
+#   MPIEXEC=mpiexec                  the launcher (set by make check)
+#   MXH_TEST_RUN_TIMEOUT=300         seconds per mpiexec run (MPIEXEC_TIMEOUT + timeout)
+#   MXH_TEST_TIMEOUT=120             seconds per test (the in-process watchdog)
+#   MXH_TEST_LOGDIR=./mpi            where mxh-<layout>-<binary>.log go
+#
+# Internal: run_mpi_tests.sh --interleave a,b,c PROG ARGS... sets
+# MPIX_HIER_HOSTNAME to the (rank mod 3)-th name (rank from PMI_RANK) and
+# execs PROG: ranks 0,1,2,3,... land on nodes a,b,c,a,...
+set -u
+
+if [ "${1:-}" = "--interleave" ]; then
+    IFS=, read -r -a hosts <<<"$2"
+    shift 2
+    rank=${PMI_RANK:-${MPI_LOCALRANKID:-0}}
+    export MPIX_HIER_HOSTNAME="${hosts[$((rank % ${#hosts[@]}))]}"
+    exec "$@"
+fi
+
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+srcdir_mpi=$(dirname "$self")
+datadir=${MXH_TEST_DATADIR:-$srcdir_mpi/../data}
+bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
+logdir=${MXH_TEST_LOGDIR:-$bindir}
+MPIEXEC=${MPIEXEC:-mpiexec}
+run_timeout=${MXH_TEST_RUN_TIMEOUT:-300}
+export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
+export MPIEXEC_TIMEOUT=$run_timeout
+
+if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
+    echo "SKIP: $MPIEXEC not found"
+    exit 77
+fi
+mkdir -p "$logdir"
+
+# The layout comes from this script only.
+unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES
+unset MXH_TEST_EXPECT_NODES MXH_TEST_EXPECT_LEVELS MXH_TEST_EXPECT_LEAF MXH_TEST_LAYOUT
+
+npass=0
+nfail=0
+failed=()
+
+want() { # want WORD LIST: LIST empty or containing WORD
+    [ -z "$2" ] && return 0
+    case " $2 " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
+# run LAYOUT BINARY FILTER ENV... -- MPIEXEC-ARGS (the word BIN stands for the
+# binary and its gtest arguments)
+run() {
+    local layout=$1 bin=$2 filter=$3
+    shift 3
+    want "$layout" "${MXH_TEST_LAYOUTS:-}" || return 0
+    want "$bin" "${MXH_TEST_BINARIES:-}" || return 0
+    local envs=() args=() a
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    [ -n "${MXH_TEST_GTEST_FILTER:-}" ] && filter=$MXH_TEST_GTEST_FILTER
+    for a in "$@"; do
+        if [ "$a" = BIN ]; then
+            args+=("$bindir/$bin" "--gtest_filter=$filter" --gtest_color=no)
+        else
+            args+=("$a")
+        fi
+    done
+    if [ ! -x "$bindir/$bin" ]; then
+        printf 'FAIL  %-22s %-12s missing binary %s\n' "$layout" "$bin" "$bindir/$bin"
+        nfail=$((nfail + 1))
+        failed+=("$layout/$bin")
+        return 0
+    fi
+    local log=$logdir/mxh-$layout-$bin.log t0 t1 rc
+    t0=$(date +%s)
+    {
+        echo "# layout $layout: ${envs[*]} $MPIEXEC ${args[*]}"
+        env MXH_TEST_LAYOUT="$layout" "${envs[@]}" \
+            timeout -k 10 $((run_timeout + 30)) $MPIEXEC "${args[@]}"
+    } >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s)
+    local summary
+    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
+    if [ $rc -eq 0 ]; then
+        printf 'PASS  %-22s %-12s %4ds  %s\n' "$layout" "$bin" $((t1 - t0)) "$summary"
+        npass=$((npass + 1))
+    else
+        local why="exit $rc"
+        [ $rc -eq 124 ] && why="timeout/hang (exit 124)"
+        grep -q 'mxh watchdog' "$log" && why="hang: $(grep -m1 'mxh watchdog' "$log")"
+        printf 'FAIL  %-22s %-12s %4ds  %s  %s  (log: %s)\n' "$layout" "$bin" $((t1 - t0)) \
+            "$why" "$summary" "$log"
+        # the failed tests, then the first failure in full (the rest: in the log)
+        grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/ ([0-9]* ms)$//' | sort -u |
+            head -n 15 | sed 's/^/      /'
+        grep -m1 -E -A6 'Failure|BAD TERMINATION|EXIT STRING|mxh watchdog' "$log" |
+            head -n 8 | sed 's/^/      | /'
+        nfail=$((nfail + 1))
+        failed+=("$layout/$bin")
+    fi
+}
+
+topo=$datadir/slurm/mpi_3level.conf
+H=MPIX_HIER_HOSTNAME
+L=MXH_TEST_EXPECT_LEAF
+
+# Per layout: hier (introspection) and colls (the full matrix) everywhere,
+# errors on the layouts that change the hierarchy's shape. Fast binaries first.
+# MXH_TEST_QUICK=1 (exported by the caller) trims test_colls' matrix.
+for bin in test_hier test_errors test_colls; do
+
+    # one node
+    run 1rank $bin '*' MXH_TEST_EXPECT_NODES=1 -- -n 1 BIN
+    run 1node-2 $bin '*' MXH_TEST_EXPECT_NODES=1 MXH_TEST_EXPECT_LEVELS=node -- -n 2 BIN
+    [ $bin != test_errors ] &&
+        run 1node-3 $bin '*' MXH_TEST_EXPECT_NODES=1 MXH_TEST_EXPECT_LEVELS=node -- -n 3 BIN
+
+    # fake nodes from MPMD segments (each segment: contiguous ranks)
+    run 2x2 $bin '*' MXH_TEST_EXPECT_NODES=2 MXH_TEST_EXPECT_LEVELS=node,rail -- \
+        -n 2 -env $H a BIN : -n 2 -env $H b BIN
+    [ $bin != test_errors ] &&
+        run 1+1 $bin '*' MXH_TEST_EXPECT_NODES=2 MXH_TEST_EXPECT_LEVELS=rail -- \
+            -n 1 -env $H a BIN : -n 1 -env $H b BIN
+    run 3+1 $bin '*' MXH_TEST_EXPECT_NODES=2 -- \
+        -n 3 -env $H a BIN : -n 1 -env $H b BIN
+    run 1+2+3 $bin '*' MXH_TEST_EXPECT_NODES=3 -- \
+        -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+
+    # interleaved rank order: a b a b / a b c a b c (hostname from PMI_RANK)
+    [ $bin != test_errors ] &&
+        run interleaved-2x2 $bin '*' MXH_TEST_EXPECT_NODES=2 MXH_TEST_EXPECT_LEVELS=node,rail -- \
+            -n 4 /bin/bash "$self" --interleave a,b BIN
+    [ $bin != test_errors ] &&
+        run interleaved-3x2 $bin '*' MXH_TEST_EXPECT_NODES=3 MXH_TEST_EXPECT_LEVELS=node,rail -- \
+            -n 6 /bin/bash "$self" --interleave a,b,c BIN
+
+    # MPICH splits MPI_COMM_TYPE_SHARED round-robin into 2 cliques: {0,2} {1,3}
+    [ $bin != test_errors ] &&
+        run cliques-2x2 $bin '*' MPIR_CVAR_NUM_CLIQUES=2 MXH_TEST_EXPECT_NODES=2 \
+            MXH_TEST_EXPECT_LEVELS=node,rail -- -n 4 BIN
+
+    # 3 levels: nodes a b under leaf0, c d under leaf1, one spine (topology.conf)
+    run 3level-4x2 $bin '*' MPIX_HIER_TOPO_FILE="$topo" MXH_TEST_EXPECT_NODES=4 \
+        MXH_TEST_EXPECT_LEVELS=node,rail,spine -- \
+        -n 2 -env $H a -env $L leaf0 BIN : -n 2 -env $H b -env $L leaf0 BIN : \
+        -n 2 -env $H c -env $L leaf1 BIN : -n 2 -env $H d -env $L leaf1 BIN
+done
+
+echo "$npass passed, $nfail failed"
+[ $nfail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
+exit 0
