@@ -11,6 +11,7 @@
 #   MXH_TEST_RUN_TIMEOUT=300         seconds per mpiexec run (MPIEXEC_TIMEOUT + timeout)
 #   MXH_TEST_TIMEOUT=120             seconds per test (the in-process watchdog)
 #   MXH_TEST_LOGDIR=./mpi            where mxh-<layout>-<binary>.log go
+#   MXH_TEST_WRAPPER="valgrind ..."  run every rank under this command (make check-valgrind)
 #
 # Internal: run_mpi_tests.sh --interleave a,b,c PROG ARGS... sets
 # MPIX_HIER_HOSTNAME to the (rank mod 3)-th name (rank from PMI_RANK) and
@@ -71,7 +72,8 @@ run() {
     [ -n "${MXH_TEST_GTEST_FILTER:-}" ] && filter=$MXH_TEST_GTEST_FILTER
     for a in "$@"; do
         if [ "$a" = BIN ]; then
-            args+=("$bindir/$bin" "--gtest_filter=$filter" --gtest_color=no)
+            # shellcheck disable=SC2206 # MXH_TEST_WRAPPER is a command line (valgrind ...)
+            args+=(${MXH_TEST_WRAPPER:-} "$bindir/$bin" "--gtest_filter=$filter" --gtest_color=no)
         else
             args+=("$a")
         fi

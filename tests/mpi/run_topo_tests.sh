@@ -7,6 +7,9 @@ set -u
 self=$(cd "$(dirname "$0")" && pwd)
 data=${MXH_TEST_DATADIR:-$self/../data}/topologies
 bin=${MXH_TEST_BINDIR:-$(pwd)/mpi}/test_topo
+logdir=$(dirname $bin)
+# MXH_TEST_WRAPPER="valgrind ..." runs every rank under that command (make check-valgrind)
+[ -n "${MXH_TEST_WRAPPER:-}" ] && bin="$MXH_TEST_WRAPPER $bin"
 MPIEXEC=${MPIEXEC:-mpiexec}
 export MPIEXEC_TIMEOUT=${MXH_TEST_RUN_TIMEOUT:-300}
 export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
@@ -21,7 +24,7 @@ run() {
     local envs=()
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    local log=${MXH_TEST_LOGDIR:-$(dirname "$bin")}/mxh-topo-$name.log
+    local log=${MXH_TEST_LOGDIR:-$logdir}/mxh-topo-$name.log
     if env "${envs[@]}" MXH_TEST_LAYOUT="$name" timeout $((MPIEXEC_TIMEOUT + 30)) \
            $MPIEXEC "$@" >"$log" 2>&1; then
         echo "PASS: topo $name"; npass=$((npass + 1))
@@ -35,32 +38,32 @@ H=MPIX_HIER_HOSTNAME; G=MPIX_HIER_GPU_BUSID; R=MXH_TEST_EXPECT_RAIL; I=MXH_TEST_
 # (rail 0), 0006/0007:01:00.0 on socket 1 next to mlx5_1 (rail 1).
 coral=$data/coral-ea-hwloc1.xml
 run coral-2x2 MPIX_HIER_HWLOC_XML="$coral" MXH_TEST_EXPECT_LEVELS=node,rail MXH_TEST_EXPECT_NIC=mlx5_1 -- \
-    -n 1 -env $H a -env $G 0002:01:00.0 -env $R 0 "$bin" : -n 1 -env $H a -env $G 0006:01:00.0 -env $R 1 "$bin" : \
-    -n 1 -env $H b -env $G 0003:01:00.0 -env $R 0 "$bin" : -n 1 -env $H b -env $G 0007:01:00.0 -env $R 1 "$bin"
+    -n 1 -env $H a -env $G 0002:01:00.0 -env $R 0 $bin : -n 1 -env $H a -env $G 0006:01:00.0 -env $R 1 $bin : \
+    -n 1 -env $H b -env $G 0003:01:00.0 -env $R 0 $bin : -n 1 -env $H b -env $G 0007:01:00.0 -env $R 1 $bin
 # the same GPUs in the opposite local order on node b: rails follow the NIC, not the rank
 run coral-swapped MPIX_HIER_HWLOC_XML="$coral" MXH_TEST_EXPECT_LEVELS=node,rail -- \
-    -n 1 -env $H a -env $G 0002:01:00.0 -env $R 0 "$bin" : -n 1 -env $H a -env $G 0006:01:00.0 -env $R 1 "$bin" : \
-    -n 1 -env $H b -env $G 0007:01:00.0 -env $R 1 "$bin" : -n 1 -env $H b -env $G 0002:01:00.0 -env $R 0 "$bin"
+    -n 1 -env $H a -env $G 0002:01:00.0 -env $R 0 $bin : -n 1 -env $H a -env $G 0006:01:00.0 -env $R 1 $bin : \
+    -n 1 -env $H b -env $G 0007:01:00.0 -env $R 1 $bin : -n 1 -env $H b -env $G 0002:01:00.0 -env $R 0 $bin
 # nvidiaDGX2: GPUs 0-7 (buses 34..5e) and 8-15 (b7..e7) form two NVSwitch islands; no
 # NICs in the export, so rails are the order inside the node. GPUs by CUDA_VISIBLE_DEVICES.
 dgx=$data/nvidiaDGX2.xml
 run dgx2-islands MPIX_HIER_HWLOC_XML="$dgx" CUDA_VISIBLE_DEVICES=0,1,8,9 MXH_TEST_EXPECT_LEVELS=island,node,rail -- \
-    -n 1 -env $H a -env $R 0 -env $I 0 "$bin" : -n 1 -env $H a -env $R 1 -env $I 0 "$bin" : \
-    -n 1 -env $H a -env $R 2 -env $I 1 "$bin" : -n 1 -env $H a -env $R 3 -env $I 1 "$bin" : \
-    -n 1 -env $H b -env $R 0 -env $I 0 "$bin" : -n 1 -env $H b -env $R 1 -env $I 0 "$bin" : \
-    -n 1 -env $H b -env $R 2 -env $I 1 "$bin" : -n 1 -env $H b -env $R 3 -env $I 1 "$bin"
+    -n 1 -env $H a -env $R 0 -env $I 0 $bin : -n 1 -env $H a -env $R 1 -env $I 0 $bin : \
+    -n 1 -env $H a -env $R 2 -env $I 1 $bin : -n 1 -env $H a -env $R 3 -env $I 1 $bin : \
+    -n 1 -env $H b -env $R 0 -env $I 0 $bin : -n 1 -env $H b -env $R 1 -env $I 0 $bin : \
+    -n 1 -env $H b -env $R 2 -env $I 1 $bin : -n 1 -env $H b -env $R 3 -env $I 1 $bin
 # g4dn.metal: 8 PCIe T4 (18,19,35,36 | e7,e8,f4,f5), one EFA (rdmap197s0) for all:
 # every GPU is on rail 0; the ranks of a node pair by their order on the shared rail.
 g4=$data/g4dnmetal.xml
 run g4dn-shared-nic MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail MXH_TEST_EXPECT_NIC=rdmap197s0 -- \
-    -n 1 -env $H a -env $G 0000:18:00.0 -env $R 0 "$bin" : -n 1 -env $H a -env $G 0000:e7:00.0 -env $R 0 "$bin" : \
-    -n 1 -env $H b -env $G 0000:19:00.0 -env $R 0 "$bin" : -n 1 -env $H b -env $G 0000:f5:00.0 -env $R 0 "$bin"
+    -n 1 -env $H a -env $G 0000:18:00.0 -env $R 0 $bin : -n 1 -env $H a -env $G 0000:e7:00.0 -env $R 0 $bin : \
+    -n 1 -env $H b -env $G 0000:19:00.0 -env $R 0 $bin : -n 1 -env $H b -env $G 0000:f5:00.0 -env $R 0 $bin
 # NCCL topology of OCI BM.GPU.H100.8: GPU 0f:00.0 -> mlx5_0 (rail 0), 2d:00.0 -> mlx5_3
 # (rail 2 of the 16 ports); one NVLink island (NVSwitches) per node.
 h100=$data/H100-topology.xml
 run h100-nccl MPIX_HIER_NCCL_TOPO_FILE="$h100" MXH_TEST_EXPECT_LEVELS=node,rail MXH_TEST_EXPECT_NIC=mlx5_3 -- \
-    -n 1 -env $H a -env $G 0000:0f:00.0 -env $R 0 -env $I 0 "$bin" : -n 1 -env $H a -env $G 0000:2d:00.0 -env $R 2 -env $I 0 "$bin" : \
-    -n 1 -env $H b -env $G 0000:2d:00.0 -env $R 2 -env $I 0 "$bin" : -n 1 -env $H b -env $G 0000:0f:00.0 -env $R 0 -env $I 0 "$bin"
+    -n 1 -env $H a -env $G 0000:0f:00.0 -env $R 0 -env $I 0 $bin : -n 1 -env $H a -env $G 0000:2d:00.0 -env $R 2 -env $I 0 $bin : \
+    -n 1 -env $H b -env $G 0000:2d:00.0 -env $R 2 -env $I 0 $bin : -n 1 -env $H b -env $G 0000:0f:00.0 -env $R 0 -env $I 0 $bin
 
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
