@@ -1,0 +1,54 @@
+#!/bin/bash
+# mpix_info as a user runs it: on real servers' exports, as JSON, and under mpiexec.
+set -u
+info=${MPIX_INFO:-$(pwd)/../src/tools/mpix_info}
+data=${MXH_TEST_DATADIR:-$(cd "$(dirname "$0")/../data" && pwd)}/topologies
+MPIEXEC=${MPIEXEC:-mpiexec}
+export MPIEXEC_TIMEOUT=120
+unset MPIX_HIER_HWLOC_XML MPIX_HIER_NCCL_TOPO_FILE NCCL_TOPO_FILE HWLOC_XMLFILE MPIX_HIER_GPU_BUSID
+npass=0; nfail=0
+check() { # check NAME EXPECTED-REGEX OUTPUT
+    if grep -Eq -- "$2" <<<"$3"; then npass=$((npass + 1)); else
+        nfail=$((nfail + 1)); echo "FAIL: $1: no match for /$2/ in:"; echo "$3" | head -n 40; fi
+}
+
+out=$("$info" --hwloc-xml "$data/coral-ea-hwloc1.xml" 2>&1)
+check "coral GPUs" 'GPUs: 4' "$out"
+check "coral rail 1" 'rail 1 +mlx5_1 +0004:01:00.0 .*serves GPUs: 2, 3' "$out"
+check "coral gpu 0 rail" 'gpu 0 +0002:01:00.0 .*rail 0 \(mlx5_0' "$out"
+check "config listed" 'MPIX_HIER_TOPO_FILE=' "$out"
+
+out=$("$info" --hwloc-xml "$data/nvidiaDGX2.xml" 2>&1)
+check "dgx2 islands" 'gpu 8 +0000:b7:00.0 .*nvlink island 1' "$out"
+check "dgx2 no nic" 'NICs \(rails, in PCI bus order\): 0' "$out"
+
+out=$("$info" --nccl-topo "$data/p4d-24xl-topo.xml" 2>&1)
+check "p4d shared EFA" 'serves GPUs: 0, 1$' "$out"
+
+out=$("$info" --hwloc-xml "$data/cts1-quartz-smt1.xml" 2>&1)
+check "quartz cpu only" 'GPUs: 0' "$out"
+check "quartz hfi" 'hfi1_0' "$out"
+
+out=$("$info" --hwloc-xml "$data/does-not-exist.xml" 2>&1); rc=$?
+check "missing file names it" 'does-not-exist.xml' "$out"
+[ $rc -ne 0 ] && npass=$((npass + 1)) || { nfail=$((nfail + 1)); echo "FAIL: missing file exit 0"; }
+
+out=$("$info" -c 2>&1)
+check "-c documents" '# default: .yes.; must be equal on all ranks' "$out"
+
+if command -v python3 >/dev/null 2>&1; then
+    out=$("$info" --json --hwloc-xml "$data/g4dnmetal.xml" 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin); m=d["machine"]; print(len(m["gpus"]), m["nics"][0]["name"], m["nics"][0]["gpus"])' 2>&1)
+    check "json g4dn" '^8 rdmap197s0 \[0, 1, 2, 3, 4, 5, 6, 7\]$' "$out"
+fi
+
+if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
+    out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --count 1000 : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --count 1000 2>&1)
+    check "mpiexec hierarchy" 'level 1 rail +top +2 groups of 2: \{0,2\} \{1,3\}' "$out"
+    check "mpiexec plan" 'Plan of rank 0: allreduce count=1000' "$out"
+    out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --json : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --json 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin); print([l["name"] for l in d["hierarchy"]["levels"]], len(d["plans"]))' 2>&1)
+    check "mpiexec json" "^\['node', 'rail'\] 5$" "$out"
+fi
+echo "$npass passed, $nfail failed"
+[ $nfail -eq 0 ]

@@ -1,0 +1,3 @@
+# mpix_info as a user runs it (tests/tools/test_mpix_info.sh)
+TESTS += tools/test_mpix_info.sh
+EXTRA_DIST += tools/test_mpix_info.sh
