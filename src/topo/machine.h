@@ -68,6 +68,20 @@ int mxh_busid_normalize(const char *in, char out[MXH_BUSID_LEN]);
 
 const char *mxh_pci_distance_name(mxh_pci_distance_t d);
 
+/* ---- for the loaders ---- */
+
+/* GPU -> NIC for every GPU from @dist[g * nnics + k] (NULL: no NIC): the nearest NIC;
+ * among equally near ones the one serving the fewest GPUs so far, ties in bus order,
+ * so equally near GPUs spread one-to-one and GPUs outnumbering NICs share them. */
+void mxh_machine_assign_rails(mxh_machine_t *machine, const mxh_pci_distance_t *dist);
+
+/* Union-find (path halving; the smaller index becomes the root). */
+int mxh_uf_find(int *parent, int x);
+void mxh_uf_union(int *parent, int a, int b);
+/* Number the islands of GPUs 0..ngpus-1 from a union-find over them (and possibly
+ * more elements); @scratch has as many ints as @parent. Returns nislands. */
+int mxh_machine_number_islands(mxh_machine_t *machine, int *parent, int *scratch);
+
 #ifdef __cplusplus
 }
 #endif

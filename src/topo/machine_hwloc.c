@@ -51,112 +51,6 @@
 #include "topo/hwloc_compat.h"
 #endif
 
-/* ------------------------------------------------------------------------ */
-/* helpers that need no hwloc                                               */
-
-/* Reads 1..@maxdigits hex digits at *@p; advances *@p. */
-static int parse_hex(const char **p, int maxdigits, unsigned long *val)
-{
-    unsigned long v = 0;
-    int n = 0;
-    while (isxdigit((unsigned char)**p)) {
-        int c = tolower((unsigned char)**p);
-        if (n == maxdigits)
-            return -1;
-        v = v * 16 + (unsigned long)(isdigit(c) ? c - '0' : c - 'a' + 10);
-        n++;
-        (*p)++;
-    }
-    if (n == 0)
-        return -1;
-    *val = v;
-    return 0;
-}
-
-int mxh_busid_normalize(const char *in, char out[MXH_BUSID_LEN])
-{
-    unsigned long f[3], func;
-    const char *p = in;
-    int nfields = 0, n;
-
-    if (out == NULL)
-        return -1;
-    out[0] = '\0';
-    if (in == NULL)
-        return -1;
-    while (isspace((unsigned char)*p))
-        p++;
-    /* [domain:]bus:dev.func; the domain has up to 8 digits (NVML writes
-     * "00000000:07:00.0"), bus and dev up to 2, func 1. */
-    for (;;) {
-        if (parse_hex(&p, 8, &f[nfields]) != 0)
-            return -1;
-        nfields++;
-        if (*p == ':' && nfields < 3) {
-            p++;
-            continue;
-        }
-        break;
-    }
-    if (nfields < 2 || *p != '.')
-        return -1;
-    p++;
-    if (parse_hex(&p, 1, &func) != 0 || func > 7)
-        return -1;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p != '\0')
-        return -1;
-    if (nfields == 2) { /* no domain */
-        f[2] = f[1];
-        f[1] = f[0];
-        f[0] = 0;
-    }
-    if (f[1] > 0xff || f[2] > 0x1f)
-        return -1;
-    n = snprintf(out, MXH_BUSID_LEN, "%04lx:%02lx:%02lx.%lx", f[0], f[1], f[2], func);
-    if (n < 0 || n >= MXH_BUSID_LEN) {
-        out[0] = '\0';
-        return -1;
-    }
-    return 0;
-}
-
-const char *mxh_pci_distance_name(mxh_pci_distance_t d)
-{
-    switch (d) {
-    case MXH_PCI_SAME_SWITCH:     return "same-switch";
-    case MXH_PCI_SAME_HOSTBRIDGE: return "same-hostbridge";
-    case MXH_PCI_SAME_NUMA:       return "same-numa";
-    case MXH_PCI_SAME_PACKAGE:    return "same-package";
-    case MXH_PCI_OTHER_SOCKET:    return "other-socket";
-    case MXH_PCI_UNKNOWN:         return "unknown";
-    }
-    return "unknown";
-}
-
-void mxh_machine_destroy(mxh_machine_t *machine)
-{
-    if (machine == NULL)
-        return;
-    free(machine->nics);
-    free(machine->gpus);
-    free(machine);
-}
-
-int mxh_machine_find_gpu(const mxh_machine_t *machine, const char *busid)
-{
-    char norm[MXH_BUSID_LEN];
-    int i;
-
-    if (machine == NULL || mxh_busid_normalize(busid, norm) != 0)
-        return -1;
-    for (i = 0; i < machine->ngpus; i++)
-        if (strcmp(machine->gpus[i].busid, norm) == 0)
-            return i;
-    return -1;
-}
-
 #ifdef HAVE_HWLOC
 
 /* ------------------------------------------------------------------------ */
@@ -372,53 +266,27 @@ static mxh_status_t collect_nics(hwloc_topology_t topo, mxh_hwloc_osdev_kind_t k
 }
 
 /* GPU -> NIC: nearest NIC, spreading equally near GPUs over equally near
- * NICs (see the file comment). */
-static void assign_rails(mxh_machine_t *m, const dev_ref_t *gpus, const dev_ref_t *nics)
+ * NICs (see the file comment and mxh_machine_assign_rails). */
+static mxh_status_t assign_rails(mxh_machine_t *m, const dev_ref_t *gpus, const dev_ref_t *nics)
 {
-    int g, k;
+    mxh_pci_distance_t *dist;
 
-    for (g = 0; g < m->ngpus; g++) {
-        mxh_gpu_t *gpu = &m->gpus[g];
-        mxh_pci_distance_t best = MXH_PCI_UNKNOWN;
-        int pick = -1;
-
-        gpu->nic = -1;
-        gpu->nic_distance = MXH_PCI_UNKNOWN;
-        for (k = 0; k < m->nnics; k++) {
-            mxh_pci_distance_t d = pci_distance(gpus[g].obj, gpu, nics[k].obj, &m->nics[k]);
-            if (pick < 0 || d < best || (d == best && m->nics[k].ngpus < m->nics[pick].ngpus)) {
-                best = d;
-                pick = k;
-            }
-        }
-        if (pick >= 0) {
-            gpu->nic = pick;
-            gpu->nic_distance = best;
-            m->nics[pick].ngpus++;
-        }
+    if (m->ngpus == 0 || m->nnics == 0) {
+        mxh_machine_assign_rails(m, NULL);
+        return MXH_OK;
     }
-}
-
-/* Union-find over GPUs (0..ngpus-1) and NVSwitches (ngpus..). */
-static int uf_find(int *parent, int x)
-{
-    while (parent[x] != x) {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
+    dist = malloc(sizeof(*dist) * (size_t)m->ngpus * (size_t)m->nnics);
+    if (dist == NULL) {
+        mxh_error("hwloc discovery: out of memory");
+        return MXH_ERR_NO_MEMORY;
     }
-    return x;
-}
-
-static void uf_union(int *parent, int a, int b)
-{
-    a = uf_find(parent, a);
-    b = uf_find(parent, b);
-    if (a != b) {
-        if (a < b)
-            parent[b] = a;
-        else
-            parent[a] = b;
-    }
+    for (int g = 0; g < m->ngpus; g++)
+        for (int k = 0; k < m->nnics; k++)
+            dist[(size_t)g * (size_t)m->nnics + (size_t)k] =
+                pci_distance(gpus[g].obj, &m->gpus[g], nics[k].obj, &m->nics[k]);
+    mxh_machine_assign_rails(m, dist);
+    free(dist);
+    return MXH_OK;
 }
 
 /* Adds the links of one NVLink matrix to the union-find. Returns whether
@@ -463,7 +331,7 @@ static int nvlink_matrix_links(const struct hwloc_distances_s *d, const dev_ref_
                 continue;
             if (d->values[i * nb + j] == 0 && d->values[j * nb + i] == 0)
                 continue;
-            uf_union(parent, node[i], node[j]);
+            mxh_uf_union(parent, node[i], node[j]);
         }
     }
     return has_gpu;
@@ -524,13 +392,7 @@ static mxh_status_t compute_islands(hwloc_topology_t topo, mxh_machine_t *m, con
         if (nvlink_matrix_links(dist[k], gpus, m->ngpus, parent, node, switches, &nswitches))
             m->has_nvlink = 1;
     }
-    /* islands numbered in bus order of their first GPU */
-    for (g = 0; g < m->ngpus; g++) {
-        int r = uf_find(parent, g);
-        if (island_of_root[r] < 0)
-            island_of_root[r] = m->nislands++;
-        m->gpus[g].island = island_of_root[r];
-    }
+    mxh_machine_number_islands(m, parent, island_of_root);
 
 out:
     free(switches);

@@ -908,25 +908,6 @@ static mxh_pci_distance_t dev_distance(const ndev_t *g, const ndev_t *n)
     return MXH_PCI_UNKNOWN;
 }
 
-static int uf_find(int *parent, int i)
-{
-    while (parent[i] != i) {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    return i;
-}
-
-static void uf_union(int *parent, int a, int b)
-{
-    a = uf_find(parent, a);
-    b = uf_find(parent, b);
-    if (a < b)
-        parent[b] = a;
-    else if (b < a)
-        parent[a] = b;
-}
-
 /* NVLink islands over the sorted GPUs @g[0..ng). */
 static mxh_status_t nvlink_islands(const char *path, const ndev_t *g, int ng, mxh_machine_t *m)
 {
@@ -959,9 +940,9 @@ static mxh_status_t nvlink_islands(const char *path, const ndev_t *g, int ng, mx
                     if (strcmp(g[j].busid, tb) == 0)
                         tgpu = j;
             if (tclass == 0x068000) {
-                uf_union(parent, i, ng);
+                mxh_uf_union(parent, i, ng);
             } else if (tgpu >= 0 && (tclass < 0 || (tclass >> 16) == 0x03)) {
-                uf_union(parent, i, tgpu);
+                mxh_uf_union(parent, i, tgpu);
             } else {
                 mxh_debug("%s:%d: <nvlink target=\"%.20s\" tclass=\"%.12s\"> ignored (not an "
                           "NVSwitch nor a GPU of this file)",
@@ -970,14 +951,7 @@ static mxh_status_t nvlink_islands(const char *path, const ndev_t *g, int ng, mx
             }
         }
     }
-    int nislands = 0;
-    for (int i = 0; i < ng; i++) {
-        int r = uf_find(parent, i);
-        if (id[r] < 0)
-            id[r] = nislands++;
-        m->gpus[i].island = id[r];
-    }
-    m->nislands = nislands;
+    mxh_machine_number_islands(m, parent, id);
     m->has_nvlink = nlinks > 0;
     free(parent);
     free(id);
@@ -1045,6 +1019,7 @@ mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
     mxh_machine_t *m = NULL;
     ndev_t        *gpus = NULL, *nics = NULL;
     int            ng = 0, nn = 0, nhpc = 0;
+    mxh_pci_distance_t *dist = NULL;
 
     if (path == NULL || machine_p == NULL) {
         mxh_error("mxh_machine_from_nccl: %s is NULL", path == NULL ? "path" : "machine_p");
@@ -1127,25 +1102,24 @@ mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
         n->ngpus = 0;
     }
     for (int i = 0; i < ng; i++) {
-        mxh_gpu_t         *g = &m->gpus[i];
-        int                best = -1;
-        mxh_pci_distance_t bestd = MXH_PCI_UNKNOWN;
+        mxh_gpu_t *g = &m->gpus[i];
         mxh_strlcpy(g->busid, gpus[i].busid, sizeof(g->busid));
         g->model[0] = '\0';
         g->numa = gpus[i].numa;
         g->package = -1;
-        for (int j = 0; j < nn; j++) {
-            mxh_pci_distance_t d = dev_distance(&gpus[i], &nics[j]);
-            if (best < 0 || d < bestd || (d == bestd && m->nics[j].ngpus < m->nics[best].ngpus)) {
-                best = j;
-                bestd = d;
-            }
-        }
-        g->nic = best;
-        g->nic_distance = best >= 0 ? bestd : MXH_PCI_UNKNOWN;
-        if (best >= 0)
-            m->nics[best].ngpus++;
     }
+    if (ng > 0 && nn > 0) {
+        dist = malloc(sizeof(*dist) * (size_t)ng * (size_t)nn);
+        if (dist == NULL) {
+            mxh_error("%s: out of memory", path);
+            st = MXH_ERR_NO_MEMORY;
+            goto out;
+        }
+        for (int i = 0; i < ng; i++)
+            for (int j = 0; j < nn; j++)
+                dist[(size_t)i * (size_t)nn + (size_t)j] = dev_distance(&gpus[i], &nics[j]);
+    }
+    mxh_machine_assign_rails(m, dist);
     st = nvlink_islands(path, gpus, ng, m);
     if (st != MXH_OK)
         goto out;
@@ -1164,6 +1138,7 @@ out:
         free(m->nics);
         free(m);
     }
+    free(dist);
     free(gpus);
     free(nics);
     free(c.devs);

@@ -26,6 +26,7 @@
 
 #include "topo/hwloc_compat.h"
 #include "topo/machine.h"
+#include "unit_util.hh"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -69,34 +70,7 @@ class LogCapture {
     }
 };
 
-// Sends stderr to /dev/null for its lifetime (the library prints every error,
-// and hwloc/libxml2 print their own parse errors).
-class QuietStderr {
-  public:
-    QuietStderr()
-    {
-        fflush(stderr);
-        saved_ = dup(2);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            close(fd);
-        }
-    }
-    ~QuietStderr()
-    {
-        fflush(stderr);
-        if (saved_ >= 0) {
-            dup2(saved_, 2);
-            close(saved_);
-        }
-    }
-    QuietStderr(const QuietStderr &) = delete;
-    QuietStderr &operator=(const QuietStderr &) = delete;
-
-  private:
-    int saved_;
-};
+using mxh_test::QuietStderr;
 
 struct MachineDeleter {
     void operator()(mxh_machine_t *m) const { mxh_machine_destroy(m); }

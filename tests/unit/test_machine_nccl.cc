@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "topo/machine.h"
+#include "unit_util.hh"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -45,33 +46,7 @@ std::string read_text(const std::string &path)
     return ss.str();
 }
 
-// Sends stderr to /dev/null for its lifetime (the library prints every error).
-class QuietStderr {
-  public:
-    QuietStderr()
-    {
-        fflush(stderr);
-        saved_ = dup(2);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            close(fd);
-        }
-    }
-    ~QuietStderr()
-    {
-        fflush(stderr);
-        if (saved_ >= 0) {
-            dup2(saved_, 2);
-            close(saved_);
-        }
-    }
-    QuietStderr(const QuietStderr &) = delete;
-    QuietStderr &operator=(const QuietStderr &) = delete;
-
-  private:
-    int saved_;
-};
+using mxh_test::QuietStderr;
 
 // Captures warnings and errors for its lifetime.
 class LogCapture {

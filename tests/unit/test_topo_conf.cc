@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "topo/topo_conf.h"
+#include "unit_util.hh"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -82,31 +83,7 @@ class LogCapture {
     }
 };
 
-// Sends stderr to /dev/null for its lifetime (the library prints every error).
-class QuietStderr {
-  public:
-    QuietStderr()
-    {
-        fflush(stderr);
-        saved_ = dup(2);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            close(fd);
-        }
-    }
-    ~QuietStderr()
-    {
-        fflush(stderr);
-        if (saved_ >= 0) {
-            dup2(saved_, 2);
-            close(saved_);
-        }
-    }
-
-  private:
-    int saved_;
-};
+using mxh_test::QuietStderr;
 
 struct ConfDeleter {
     void operator()(mxh_topo_conf_t *c) const { mxh_topo_conf_destroy(c); }

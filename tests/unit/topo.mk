@@ -1,7 +1,7 @@
 # Unit tests of src/topo (Slurm topology.conf parser, hostlist expansion).
 # Included from tests/Makefile.am; paths are relative to tests/.
 check_PROGRAMS += unit/test_topo_conf
-unit_test_topo_conf_SOURCES = unit/test_topo_conf.cc
+unit_test_topo_conf_SOURCES = unit/test_topo_conf.cc unit/unit_util.hh
 unit_test_topo_conf_LDADD = $(top_builddir)/src/libmxh.la -lgtest_main $(GTEST_LIBS)
 TESTS += unit/test_topo_conf
 EXTRA_DIST += data/slurm/README.md data/slurm/slurm_topology.txt data/slurm/topology.txt \
