@@ -209,9 +209,9 @@ show_failed_logs() {
 # "N passed, N failed" over the test programs make check ran (from the .trs files).
 summary_line() {
     local pass fail skip
-    pass=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -h '^:test-result: PASS' {} + 2>/dev/null | wc -l)
-    fail=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -hE '^:test-result: (FAIL|ERROR|XPASS)' {} + 2>/dev/null | wc -l)
-    skip=$(find "$BUILD_DIR/tests" -name '*.trs' -exec grep -h '^:test-result: SKIP' {} + 2>/dev/null | wc -l)
+    read -r pass fail skip < <(find "$BUILD_DIR/tests" -name '*.trs' -exec cat {} + 2>/dev/null |
+        awk '/^:test-result: PASS/ {p++} /^:test-result: (FAIL|ERROR|XPASS)/ {f++}
+             /^:test-result: SKIP/ {s++} END {print p + 0, f + 0, s + 0}')
     printf '\ncheck: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
 }
 
