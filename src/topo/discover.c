@@ -19,6 +19,7 @@ static struct {
 } cache;
 
 static int said_once;
+static void cuda_nvlink_islands(mxh_machine_t *m);
 static int caps_valid;
 static mxh_caps_t caps_cache;
 
@@ -114,6 +115,8 @@ mxh_status_t mxh_discover_machine(const mxh_config_t *cfg, const mxh_machine_t *
         if (cache.hw && cache.hw->ngpus > 0)
             compare_sources(cache.hw, cache.nccl);
     }
+    if (cache.hw != NULL && xml == NULL)
+        cuda_nvlink_islands(cache.hw); /* the live machine only: XML is another machine */
     cache.chosen = cache.nccl ? cache.nccl : cache.hw;
     cache.valid  = 1;
     mxh_strlcpy(cache.hwloc_xml, xml ? xml : "", sizeof(cache.hwloc_xml));
@@ -127,18 +130,88 @@ mxh_status_t mxh_discover_machine(const mxh_config_t *cfg, const mxh_machine_t *
 typedef int (*cuda_count_fn)(int *);
 typedef int (*cuda_get_fn)(int *);
 typedef int (*cuda_busid_fn)(char *, int, int);
+typedef int (*cuda_p2p_attr_fn)(int *, int, int, int);
 
-void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN])
+#define MXH_CUDA_P2P_ACCESS_SUPPORTED 2 /* cudaDevP2PAttrAccessSupported */
+#define MXH_CUDA_P2P_NATIVE_ATOMIC    3 /* cudaDevP2PAttrNativeAtomicSupported */
+
+/* The CUDA runtime if this process can load it (kept loaded: unloading CUDA under a
+ * live context is unsafe), else NULL. */
+static void *cuda_runtime(void)
 {
     static const char *const libs[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
                                        "libcudart.so.11.0"};
-    void *lib = NULL;
+    static void *lib;
+    static int tried;
+
+    if (!tried) {
+        tried = 1;
+        for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && lib == NULL; i++)
+            lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    }
+    return lib;
+}
+
+/* Without NVLink information from hwloc, NVLink islands from CUDA peer attributes:
+ * two visible GPUs are joined when peer access is supported with native atomics (which
+ * PCIe peer access does not offer). GPUs CUDA does not show keep their own island. */
+static void cuda_nvlink_islands(mxh_machine_t *m)
+{
+    void *lib = cuda_runtime();
+    cuda_count_fn count;
+    cuda_busid_fn bus;
+    cuda_p2p_attr_fn attr;
+    int n = 0, *gpu_of_dev = NULL, *parent = NULL, *scratch = NULL, links = 0;
+
+    if (lib == NULL || m->ngpus < 2 || m->has_nvlink)
+        return;
+    count = (cuda_count_fn)dlsym(lib, "cudaGetDeviceCount");
+    bus   = (cuda_busid_fn)dlsym(lib, "cudaDeviceGetPCIBusId");
+    attr  = (cuda_p2p_attr_fn)dlsym(lib, "cudaDeviceGetP2PAttribute");
+    if (!count || !bus || !attr || count(&n) != 0 || n < 2)
+        return;
+    gpu_of_dev = malloc(sizeof(int) * (size_t)n);
+    parent     = malloc(sizeof(int) * (size_t)m->ngpus);
+    scratch    = malloc(sizeof(int) * (size_t)m->ngpus);
+    if (gpu_of_dev == NULL || parent == NULL || scratch == NULL)
+        goto out;
+    for (int d = 0; d < n; d++) {
+        char raw[64], busid[MXH_BUSID_LEN];
+        gpu_of_dev[d] = -1;
+        if (bus(raw, (int)sizeof(raw), d) == 0 && mxh_busid_normalize(raw, busid) == 0)
+            gpu_of_dev[d] = mxh_machine_find_gpu(m, busid);
+    }
+    for (int g = 0; g < m->ngpus; g++)
+        parent[g] = g;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            int access = 0, atomics = 0;
+            if (gpu_of_dev[a] < 0 || gpu_of_dev[b] < 0)
+                continue;
+            if (attr(&access, MXH_CUDA_P2P_ACCESS_SUPPORTED, a, b) == 0 && access &&
+                attr(&atomics, MXH_CUDA_P2P_NATIVE_ATOMIC, a, b) == 0 && atomics) {
+                mxh_uf_union(parent, gpu_of_dev[a], gpu_of_dev[b]);
+                links++;
+            }
+        }
+    if (links > 0) {
+        mxh_machine_number_islands(m, parent, scratch);
+        m->has_nvlink = 1;
+        mxh_debug("discovery: %d NVLink island(s) from CUDA peer attributes", m->nislands);
+    }
+out:
+    free(gpu_of_dev);
+    free(parent);
+    free(scratch);
+}
+
+void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN])
+{
+    void *lib = cuda_runtime();
     char raw[64];
     int n = 0, dev = 0;
 
     busid[0] = '\0';
-    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && lib == NULL; i++)
-        lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL)
         return;
     cuda_count_fn count = (cuda_count_fn)dlsym(lib, "cudaGetDeviceCount");
@@ -147,7 +220,6 @@ void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN])
     if (count && get && bus && count(&n) == 0 && n > 0 && get(&dev) == 0 &&
         bus(raw, (int)sizeof(raw), dev) == 0 && mxh_busid_normalize(raw, busid) != 0)
         busid[0] = '\0';
-    /* the runtime stays loaded: unloading CUDA under a live context is unsafe */
 }
 
 /* ---- record ---------------------------------------------------------------------- */
