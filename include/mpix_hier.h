@@ -26,7 +26,10 @@
  *    MPI_ERR_TYPE, MPI_ERR_OP, MPI_ERR_COMM, MPI_ERR_ROOT, MPI_ERR_BUFFER,
  *    MPI_ERR_ARG, ...) or to the class returned by MPIX_Hier_get_error_class()
  *    for configuration errors; MPI_Error_string gives a readable message.
- *    The communicator stays usable after an error.
+ *    The communicator stays usable after an error. As with MPI's collectives, the
+ *    checks are local: when only some ranks pass a bad argument (e.g. MPI_IN_PLACE
+ *    on a non-root of a reduce), those ranks return the error at once and the
+ *    others may wait in the collective.
  *  - Memory: host memory buffers (device buffers arrive with the CUDA support).
  *  - Threads: calls on one communicator must not be concurrent (as for MPI
  *    collectives); the library itself is used from MPI_THREAD_FUNNELED code.
