@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_util.hh"
 #include "mxh_test_shim.h"
 
 namespace {
@@ -114,27 +115,7 @@ std::string set_str(const std::set<int> &s)
     return os.str();
 }
 
-// WORLD ranks of the members of @c (MPI_COMM_NULL: empty).
-std::set<int> members(MPI_Comm c)
-{
-    std::set<int> s;
-    if (c == MPI_COMM_NULL)
-        return s;
-    MPI_Group g, w;
-    int n;
-    MPI_Comm_group(c, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &w);
-    MPI_Group_size(g, &n);
-    std::vector<int> in((size_t)n), out((size_t)n);
-    for (int i = 0; i < n; i++)
-        in[(size_t)i] = i;
-    MPI_Group_translate_ranks(g, n, in.data(), w, out.data());
-    for (int r : out)
-        s.insert(r);
-    MPI_Group_free(&g);
-    MPI_Group_free(&w);
-    return s;
-}
+std::set<int> members(MPI_Comm c) { return mxh_test::world_members(c); }
 
 struct Level {
     MPI_Comm comm = MPI_COMM_NULL;

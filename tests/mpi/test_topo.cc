@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_util.hh"
 #include "mxh_test_shim.h"
 
 namespace {
@@ -45,25 +46,6 @@ Expect gather_expectations()
     return e;
 }
 
-std::set<int> world_members(MPI_Comm c)
-{
-    std::set<int> s;
-    if (c == MPI_COMM_NULL)
-        return s;
-    MPI_Group g, w;
-    int n;
-    MPI_Comm_group(c, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &w);
-    MPI_Group_size(g, &n);
-    std::vector<int> in((size_t)n), out((size_t)n);
-    for (int i = 0; i < n; i++)
-        in[(size_t)i] = i;
-    MPI_Group_translate_ranks(g, n, in.data(), w, out.data());
-    MPI_Group_free(&g);
-    MPI_Group_free(&w);
-    s.insert(out.begin(), out.end());
-    return s;
-}
 
 std::string str(const std::set<int> &s)
 {
@@ -88,7 +70,7 @@ TEST(Topo, LevelsMatchTheMachine)
         char name[MPIX_HIER_MAX_LEVEL_NAME];
         ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_get_level(MPI_COMM_WORLD, l, &c, name));
         names += (l ? "," : "") + std::string(name);
-        std::set<int> got = world_members(c), want;
+        std::set<int> got = mxh_test::world_members(c), want;
         if (!strcmp(name, "rail")) {
             seen_rail = true;
             // the ranks whose GPU is nearest my NIC index, one per node: all of them when
