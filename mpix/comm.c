@@ -325,7 +325,7 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
     for (int r = 1; r < h->size; r++) {
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
             rc = mxh_raise(comm, mxh_config_error_class(), func,
-                           "configuration differs between rank 0 and rank %d: MPIX_HIER_ENABLE, "
+                           "configuration differs between rank 0 and rank %d: MPIX_HIER_ENABLE, MPIX_HIER_DISCOVER, "
                            "MPIX_HIER_MIN_BYTES and MPIX_HIER_LEVELS (environment or MPI_Info) "
                            "must be equal on all ranks",
                            r);
