@@ -20,6 +20,8 @@ static int self_keyval = MPI_KEYVAL_INVALID;
 static int lib_initialized;
 static int unknown_warned;
 static mxh_config_t global_config;
+static mxh_status_t global_config_status; /* a malformed MPIX_HIER_* value fails builds */
+static char global_config_error[512];
 
 /* Every live hierarchy, so MPI_Finalize can release their communicators while
  * MPI is still fully up (MPI_COMM_SELF's attributes are deleted first). */
@@ -106,8 +108,11 @@ static int lib_init(void)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     mxh_log_set_rank(wrank);
     mxh_config_init_defaults(&global_config);
-    if (mxh_config_apply_env(&global_config, !unknown_warned && wrank == 0) == MXH_OK)
+    global_config_status = mxh_config_apply_env(&global_config, !unknown_warned && wrank == 0);
+    if (global_config_status == MXH_OK)
         mxh_log_set_level((mxh_log_level_t)global_config.log_level);
+    else
+        mxh_strlcpy(global_config_error, mxh_log_last_error(), sizeof(global_config_error));
     unknown_warned = 1;
     if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete_fn, &hier_keyval, NULL) !=
             MPI_SUCCESS ||
@@ -270,7 +275,9 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
      * records are exchanged, so that every rank fails together) */
     mxh_log_clear_last_error();
     h->config = global_config;
-    local = apply_info(&h->config, info);
+    local = global_config_status;
+    if (local == MXH_OK)
+        local = apply_info(&h->config, info);
     if (local == MXH_OK)
         mxh_log_set_level((mxh_log_level_t)h->config.log_level);
 
@@ -287,7 +294,8 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
         local = st;
     mine.status = (int32_t)local;
     if (local != MXH_OK)
-        mxh_strlcpy(msg, mxh_log_last_error(), sizeof(msg));
+        mxh_strlcpy(msg, global_config_status != MXH_OK ? global_config_error : mxh_log_last_error(),
+                    sizeof(msg));
 
     h->recs = malloc(sizeof(mxh_record_t) * (size_t)h->size);
     if (h->recs == NULL) {

@@ -101,35 +101,28 @@ static int cmp_leaf_name(const void *a, const void *b)
     return c ? c : i - j;
 }
 
-/* keys[i] = rank of recs[sel[i]] among distinct names (by cmp). */
-static void name_keys(const mxh_record_t *recs, const int *sel, int n,
-                      int (*cmp)(const void *, const void *), int by_leaf, int64_t *keys)
+/* keys[i] = rank of recs[sel[i]] among the distinct names (by @cmp); sel holds
+ * distinct ranks. Returns 0, or -1 when out of memory. */
+static int name_keys(const mxh_record_t *recs, const int *sel, int n,
+                     int (*cmp)(const void *, const void *), int by_leaf, int64_t *keys)
 {
     int *order = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *inv = NULL, maxr = 0;
     int64_t k = -1;
 
     if (order == NULL)
-        return;
-    memcpy(order, sel, sizeof(int) * (size_t)n);
-    sort_recs = recs;
-    qsort(order, (size_t)n, sizeof(int), cmp);
-    /* map back: position of sel[i] -> need inverse; keys indexed by i */
-    int *pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (pos == NULL) {
-        free(order);
-        return;
-    }
-    /* sel values are distinct ranks; find i for each order entry by a map */
-    int maxr = 0;
+        return -1;
     for (int i = 0; i < n; i++)
         if (sel[i] > maxr)
             maxr = sel[i];
-    int *inv = malloc(sizeof(int) * (size_t)(maxr + 1));
+    inv = malloc(sizeof(int) * (size_t)(maxr + 1));
     if (inv == NULL) {
         free(order);
-        free(pos);
-        return;
+        return -1;
     }
+    memcpy(order, sel, sizeof(int) * (size_t)n);
+    sort_recs = recs;
+    qsort(order, (size_t)n, sizeof(int), cmp);
     for (int i = 0; i < n; i++)
         inv[sel[i]] = i;
     for (int i = 0; i < n; i++) {
@@ -145,8 +138,8 @@ static void name_keys(const mxh_record_t *recs, const int *sel, int n,
         keys[inv[order[i]]] = k;
     }
     free(inv);
-    free(pos);
     free(order);
+    return 0;
 }
 
 /* ranks inside a node: by rail, island, GPU, then local index */
@@ -238,7 +231,8 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     /* ---- nodes, in order of first appearance */
     for (int r = 0; r < n; r++)
         sel[r] = r;
-    name_keys(recs, sel, n, cmp_node_name, 0, keys);
+    if (name_keys(recs, sel, n, cmp_node_name, 0, keys) != 0)
+        goto err_nomem;
     L->nnodes = dense_ids(keys, n, L->node_of);
     if (L->nnodes < 0)
         goto err_nomem;
@@ -356,7 +350,8 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     ALLOC_INTS(L->leaf_of_node, L->nnodes);
     ALLOC_INTS(L->node_pos, L->nnodes);
     if (use_leaves) {
-        name_keys(recs, L->node_first_rank, L->nnodes, cmp_leaf_name, 1, keys);
+        if (name_keys(recs, L->node_first_rank, L->nnodes, cmp_leaf_name, 1, keys) != 0)
+            goto err_nomem;
         L->nleaves = dense_ids(keys, L->nnodes, L->leaf_of_node);
         if (L->nleaves < 0)
             goto err_nomem;
