@@ -8,8 +8,9 @@
  * beyond MPI's:
  *
  *  - Hierarchy. On the first MPIX_Hier_ call on a communicator (or at
- *    MPIX_Hier_comm_init) the library gathers one record per rank (node name,
- *    rail, leaf switch), computes the levels node -> rail under one leaf switch
+ *    MPIX_Hier_comm_init) the library gathers one record per rank (node name, GPU,
+ *    rail, NVLink island, leaf switch), computes the levels NVLink island -> node
+ *    -> rail under one leaf switch
  *    -> spine, creates one sub-communicator per level and caches all of it on
  *    the communicator as an MPI attribute. It is freed by MPI_Comm_free. That
  *    first call is collective over the communicator, like every MPIX_Hier_ call.
@@ -31,6 +32,8 @@
  *    on a non-root of a reduce), those ranks return the error at once and the
  *    others may wait in the collective.
  *  - Memory: host memory buffers (device buffers arrive with the CUDA support).
+ *  - Datatypes: all ranks must pass the same datatype (as in NCCL); different but
+ *    matching type maps on different ranks are not supported.
  *  - Threads: calls on one communicator must not be concurrent (as for MPI
  *    collectives); the library itself is used from MPI_THREAD_FUNNELED code.
  */
@@ -90,7 +93,7 @@ MPIX_HIER_API int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels);
 
 /**
  * The calling rank's communicator at @p level (0 = innermost) and the level's
- * name ("node", "rail", "spine"; @p name may be NULL, else it must hold
+ * name ("island", "node", "rail", "spine"; @p name may be NULL, else it must hold
  * MPIX_HIER_MAX_LEVEL_NAME chars). The communicator belongs to the library and
  * lives until @p comm is freed: do not free it; MPI_Comm_dup it to keep it.
  */
