@@ -10,8 +10,8 @@
  *  - Hierarchy. On the first MPIX_Hier_ call on a communicator (or at
  *    MPIX_Hier_comm_init) the library gathers one record per rank (node name, GPU,
  *    rail, NVLink island, leaf switch), computes the levels NVLink island -> node
- *    -> rail under one leaf switch
- *    -> spine, creates one sub-communicator per level and caches all of it on
+ *    -> rail under one leaf switch -> spine, creates one sub-communicator per
+ *    level and caches all of it on
  *    the communicator as an MPI attribute. It is freed by MPI_Comm_free. That
  *    first call is collective over the communicator, like every MPIX_Hier_ call.
  *  - Results are bitwise identical on every rank: each element is reduced
