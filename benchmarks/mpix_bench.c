@@ -1,0 +1,865 @@
+/*
+ * mpix_bench: an nccl-tests-like benchmark comparing the MPIX_Hier_* collectives
+ * with the plain MPI collectives on MPI_COMM_WORLD.
+ *
+ * Copyright (c) 2026, The mpix-hier authors. BSD-3-Clause, see COPYING.
+ *
+ *   mpiexec -n 2 -env MPIX_HIER_HOSTNAME a ./mpix_bench -c all --check : \
+ *           -n 2 -env MPIX_HIER_HOSTNAME b ./mpix_bench -c all --check
+ *
+ * Timing: per size, WARMUP untimed then ITERS timed iterations; within an
+ * iteration the implementations are interleaved (hier, mpi), each call preceded
+ * by an MPI_Barrier and timed on every rank; an iteration's time is the maximum
+ * over ranks; the reported time is the median over iterations.
+ * algbw = size / time, busbw = algbw * factor with factor 2(p-1)/p (allreduce),
+ * (p-1)/p (reduce_scatter, allgather), 1 (bcast, reduce); GB = 1e9 B.
+ * size is the total buffer: count*typesize, where for reduce_scatter (block) and
+ * allgather count = per-rank count * nranks (as in nccl-tests).
+ * --check: inputs are small integers, so every result is exact; each result is
+ * compared bit for bit with the expected value (computed locally) on every rank
+ * in every iteration, so MPIX_Hier_* results equal MPI's bit for bit when both
+ * columns show 0. #wrong = the largest number of wrong elements seen in one
+ * iteration on one rank, summed over ranks.
+ * Exit status: 0 ok, 1 wrong elements found (--check), 2 usage error.
+ */
+#include <mpi.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpix_hier.h"
+
+extern char **environ;
+
+#define CHECK_MPI(call)                                                                 \
+    do {                                                                                \
+        int rc_ = (call);                                                               \
+        if (rc_ != MPI_SUCCESS)                                                         \
+            fail_mpi(#call, rc_, __LINE__);                                             \
+    } while (0)
+
+enum { IMPL_HIER = 0, IMPL_MPI = 1, NIMPL = 2 };
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BCAST, C_REDUCE, NCOLL };
+enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN };
+
+static const char *const coll_names[NCOLL] = {"allreduce", "reduce_scatter", "allgather",
+                                              "bcast", "reduce"};
+static const char *const impl_names[NIMPL] = {"hier", "mpi"};
+
+struct dtype {
+    const char *name;
+    MPI_Datatype type;
+    int size;
+    int is_float;
+};
+
+static int world_rank, world_size;
+
+static void fail_mpi(const char *what, int rc, int line)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof(msg), "error code %d", rc);
+    fprintf(stderr, "mpix_bench: rank %d: line %d: %s failed: %s\n", world_rank, line, what, msg);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, "mpix_bench: rank %d: out of memory (%zu bytes)\n", world_rank, n);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    return p;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+struct opts {
+    size_t minb, maxb;
+    int factor, iters, warmup, check, root;
+    int colls[NCOLL], ncolls;
+    int impl[NIMPL]; /* enabled */
+    struct dtype dt;
+    int op;
+    const char *csv, *json, *plot;
+};
+
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (*s == '-')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0')
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static const struct dtype dtypes[] = {
+    {"float", MPI_FLOAT, 4, 1},          {"double", MPI_DOUBLE, 8, 1},
+    {"int", MPI_INT, (int)sizeof(int), 0}, {"unsigned", MPI_UNSIGNED, (int)sizeof(unsigned), 0},
+    {"long", MPI_LONG, (int)sizeof(long), 0},
+    {"unsigned_long", MPI_UNSIGNED_LONG, (int)sizeof(unsigned long), 0},
+    {"short", MPI_SHORT, (int)sizeof(short), 0},
+    {"int8", MPI_INT8_T, 1, 0},          {"uint8", MPI_UINT8_T, 1, 0},
+    {"int16", MPI_INT16_T, 2, 0},        {"uint16", MPI_UINT16_T, 2, 0},
+    {"int32", MPI_INT32_T, 4, 0},        {"uint32", MPI_UINT32_T, 4, 0},
+    {"int64", MPI_INT64_T, 8, 0},        {"uint64", MPI_UINT64_T, 8, 0},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpix_bench [options]   (run under mpiexec; rank 0 prints)\n"
+            "  -b, --minbytes N     smallest size (default 8; k/m/g suffixes)\n"
+            "  -e, --maxbytes N     largest size (default 128M)\n"
+            "  -f, --stepfactor F   size multiplication factor (default 2)\n"
+            "  -c, --collective C   allreduce|reduce_scatter|allgather|bcast|reduce|all\n"
+            "                       (default allreduce)\n"
+            "  -d, --datatype T     float|double|int|unsigned|long|unsigned_long|short|int8|\n"
+            "                       uint8|int16|uint16|int32|uint32|int64|uint64 (default float)\n"
+            "  -o, --op OP          sum|prod|max|min (default sum)\n"
+            "  -m, --memory M       host|cuda (default host)\n"
+            "  -n, --iters N        timed iterations (default 20)\n"
+            "  -w, --warmup N       warm-up iterations (default 5)\n"
+            "  -r, --root R         root of bcast/reduce (default 0)\n"
+            "      --check          verify every result bit for bit (exit 1 if wrong)\n"
+            "      --impl LIST      hier,mpi (default), hier or mpi\n"
+            "      --csv FILE       write the results as CSV\n"
+            "      --json FILE      write the results as JSON\n"
+            "      --plot FILE.png  busbw plot via gnuplot (script FILE.png.gp, data FILE.png.dat)\n"
+            "  -h, --help           this help\n");
+}
+
+/* Returns 0, or 2 after printing a message (rank 0) on a usage error, or -1 for -h. */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option lopts[] = {
+        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'}, {"collective", required_argument, NULL, 'c'},
+        {"datatype", required_argument, NULL, 'd'}, {"op", required_argument, NULL, 'o'},
+        {"memory", required_argument, NULL, 'm'},   {"iters", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},   {"root", required_argument, NULL, 'r'},
+        {"check", no_argument, NULL, 'C'},          {"impl", required_argument, NULL, 'I'},
+        {"csv", required_argument, NULL, 'S'},      {"json", required_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const int say = world_rank == 0;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    o->minb = 8;
+    o->maxb = (size_t)128 << 20;
+    o->factor = 2;
+    o->iters = 20;
+    o->warmup = 5;
+    o->colls[0] = C_ALLREDUCE;
+    o->ncolls = 1;
+    o->impl[IMPL_HIER] = o->impl[IMPL_MPI] = 1;
+    o->dt = dtypes[0];
+    o->op = OP_SUM;
+    opterr = say;
+#define BAD(...)                                                                        \
+    do {                                                                                \
+        if (say) {                                                                      \
+            fprintf(stderr, "mpix_bench: " __VA_ARGS__);                                \
+            fprintf(stderr, "\n(mpix_bench -h for help)\n");                            \
+        }                                                                               \
+        return 2;                                                                       \
+    } while (0)
+    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:m:n:w:r:h", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (parse_bytes(optarg, &o->minb)) BAD("bad -b value '%s'", optarg);
+            break;
+        case 'e':
+            if (parse_bytes(optarg, &o->maxb)) BAD("bad -e value '%s'", optarg);
+            break;
+        case 'f':
+            if (parse_int(optarg, 2, 1 << 20, &o->factor))
+                BAD("bad -f value '%s' (an integer >= 2)", optarg);
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 1000000, &o->iters)) BAD("bad -n value '%s'", optarg);
+            break;
+        case 'w':
+            if (parse_int(optarg, 0, 1000000, &o->warmup)) BAD("bad -w value '%s'", optarg);
+            break;
+        case 'r':
+            if (parse_int(optarg, 0, INT_MAX - 1, &o->root)) BAD("bad -r value '%s'", optarg);
+            break;
+        case 'c':
+            if (!strcmp(optarg, "all")) {
+                for (int i = 0; i < NCOLL; i++)
+                    o->colls[i] = i;
+                o->ncolls = NCOLL;
+            } else {
+                int k = -1;
+                for (int i = 0; i < NCOLL; i++)
+                    if (!strcmp(optarg, coll_names[i]))
+                        k = i;
+                if (!strcmp(optarg, "reduce_scatter_block"))
+                    k = C_REDUCE_SCATTER;
+                if (k < 0) BAD("unknown collective '%s'", optarg);
+                o->colls[0] = k;
+                o->ncolls = 1;
+            }
+            break;
+        case 'd': {
+            int k = -1;
+            if (!strcmp(optarg, "bf16") || !strcmp(optarg, "bfloat16") ||
+                !strcmp(optarg, "fp16") || !strcmp(optarg, "float16") || !strcmp(optarg, "half"))
+                BAD("bf16/fp16 need MPIX_HIER_BFLOAT16/FLOAT16 (not available in this version)");
+            for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+                if (!strcmp(optarg, dtypes[i].name))
+                    k = (int)i;
+            if (k < 0) BAD("unknown datatype '%s'", optarg);
+            o->dt = dtypes[k];
+            break;
+        }
+        case 'o':
+            if (!strcmp(optarg, "sum")) o->op = OP_SUM;
+            else if (!strcmp(optarg, "prod")) o->op = OP_PROD;
+            else if (!strcmp(optarg, "max")) o->op = OP_MAX;
+            else if (!strcmp(optarg, "min")) o->op = OP_MIN;
+            else BAD("unknown op '%s' (sum|prod|max|min)", optarg);
+            break;
+        case 'm':
+            if (!strcmp(optarg, "cuda"))
+                BAD("-m cuda: device buffers are not supported yet");
+            if (strcmp(optarg, "host")) BAD("unknown memory kind '%s' (host|cuda)", optarg);
+            break;
+        case 'C': o->check = 1; break;
+        case 'I': {
+            char buf[64], *save = NULL;
+            o->impl[0] = o->impl[1] = 0;
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(t, "hier")) o->impl[IMPL_HIER] = 1;
+                else if (!strcmp(t, "mpi")) o->impl[IMPL_MPI] = 1;
+                else BAD("unknown implementation '%s' (hier,mpi)", t);
+            }
+            if (!o->impl[0] && !o->impl[1]) BAD("--impl: empty list");
+            break;
+        }
+        case 'S': o->csv = optarg; break;
+        case 'J': o->json = optarg; break;
+        case 'P': o->plot = optarg; break;
+        case 'h':
+            if (say) usage(stdout);
+            return -1;
+        default:
+            if (say) fprintf(stderr, "(mpix_bench -h for help)\n");
+            return 2;
+        }
+    }
+    if (optind < argc) BAD("unexpected argument '%s'", argv[optind]);
+    if (o->minb > o->maxb) BAD("-b %zu is larger than -e %zu", o->minb, o->maxb);
+    if (o->maxb / (size_t)o->dt.size > (size_t)INT_MAX)
+        BAD("-e %zu: more than INT_MAX elements of %s", o->maxb, o->dt.name);
+    if (o->root >= world_size) BAD("-r %d: not a rank (%d ranks)", o->root, world_size);
+#undef BAD
+    return 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+/* Small integers, so that every reduction is exact in every type. */
+static inline int64_t gen(int op, int r, size_t i)
+{
+    if (op == OP_PROD)
+        return ((int)(i % (size_t)world_size) == r && i % 3 == 0) ? 2 : 1;
+    return (int64_t)(((size_t)r * 7 + i * 13) % 5);
+}
+
+static inline void set_elem(const struct dtype *dt, void *buf, size_t i, int64_t v)
+{
+    char *p = (char *)buf + i * (size_t)dt->size;
+    if (dt->is_float) {
+        if (dt->size == 4) { float f = (float)v; memcpy(p, &f, 4); }
+        else { double d = (double)v; memcpy(p, &d, 8); }
+        return;
+    }
+    switch (dt->size) {
+    case 1: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+    case 2: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    default: { int64_t x = v; memcpy(p, &x, 8); break; }
+    }
+}
+
+static int64_t reduce_all(int op, size_t i)
+{
+    int64_t acc = gen(op, 0, i);
+    for (int r = 1; r < world_size; r++) {
+        int64_t v = gen(op, r, i);
+        switch (op) {
+        case OP_SUM: acc += v; break;
+        case OP_PROD: acc *= v; break;
+        case OP_MAX: acc = v > acc ? v : acc; break;
+        default: acc = v < acc ? v : acc; break;
+        }
+    }
+    return acc;
+}
+
+static size_t count_wrong(const void *got, const void *exp, size_t n, int ts)
+{
+    size_t w = 0;
+    if (memcmp(got, exp, n * (size_t)ts) == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        w += memcmp((const char *)got + i * (size_t)ts, (const char *)exp + i * (size_t)ts,
+                    (size_t)ts) != 0;
+    return w;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+struct result {
+    int coll;
+    size_t bytes, count;
+    double time_us[NIMPL], algbw[NIMPL], busbw[NIMPL];
+    long long wrong[NIMPL];
+};
+
+static struct result *results;
+static size_t nresults, capresults;
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort; n is small */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double bus_factor(int coll)
+{
+    double p = world_size;
+    switch (coll) {
+    case C_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case C_REDUCE_SCATTER:
+    case C_ALLGATHER: return (p - 1) / p;
+    default: return 1.0;
+    }
+}
+
+static MPI_Op mpi_op(int op)
+{
+    switch (op) {
+    case OP_PROD: return MPI_PROD;
+    case OP_MAX: return MPI_MAX;
+    case OP_MIN: return MPI_MIN;
+    default: return MPI_SUM;
+    }
+}
+
+static const char *op_name(int op)
+{
+    static const char *const n[] = {"sum", "prod", "max", "min"};
+    return n[op];
+}
+
+/* One call of collective @coll by implementation @impl. */
+static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
+                    size_t count, size_t per_rank)
+{
+    MPI_Datatype t = o->dt.type;
+    MPI_Op op = mpi_op(o->op);
+    int n = (int)count, pr = (int)per_rank;
+    MPI_Comm w = MPI_COMM_WORLD;
+
+    if (impl == IMPL_HIER) {
+        switch (coll) {
+        case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_allreduce(sbuf, rbuf, n, t, op, w)); break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPIX_Hier_reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
+        case C_ALLGATHER: CHECK_MPI(MPIX_Hier_allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
+        case C_BCAST: CHECK_MPI(MPIX_Hier_bcast(rbuf, n, t, o->root, w)); break;
+        default: CHECK_MPI(MPIX_Hier_reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
+        }
+    } else {
+        switch (coll) {
+        case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(sbuf, rbuf, n, t, op, w)); break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPI_Reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
+        case C_ALLGATHER: CHECK_MPI(MPI_Allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
+        case C_BCAST: CHECK_MPI(MPI_Bcast(rbuf, n, t, o->root, w)); break;
+        default: CHECK_MPI(MPI_Reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
+        }
+    }
+}
+
+static void print_table_header(int coll, const struct opts *o)
+{
+    printf("#\n# Collective: %s\n", coll_names[coll]);
+    printf("# %12s %12s %8s %6s %5s", "", "", "", "", "");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %s", k == IMPL_HIER ? "------------- hier -------------"
+                                          : "-------------- mpi -------------");
+    printf("\n# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %9s %7s %7s %7s", "time", "algbw", "busbw", "#wrong");
+    printf(" %9s\n# %12s %12s %8s %6s %5s", "hier/mpi", "(B)", "(elements)", "", "", "");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %9s %7s %7s %7s", "(us)", "(GB/s)", "(GB/s)", "");
+    printf(" %9s\n", "(time)");
+    fflush(stdout);
+}
+
+static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
+                       char *exp, int *any_wrong)
+{
+    const int ts = o->dt.size, p = world_size;
+    const int rooted = coll == C_BCAST || coll == C_REDUCE;
+    const int reduction = coll != C_BCAST && coll != C_ALLGATHER;
+    const int nt = o->warmup + o->iters;
+    double *tl = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
+    double *tg = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
+
+    if (world_rank == 0)
+        print_table_header(coll, o);
+    for (size_t size = o->minb;; size *= (size_t)o->factor) {
+        size_t count, per_rank, nexp = 0;
+        long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
+        int check_here;
+
+        if (coll == C_REDUCE_SCATTER || coll == C_ALLGATHER) {
+            per_rank = size / ((size_t)ts * (size_t)p);
+            count = per_rank * (size_t)p;
+        } else {
+            count = per_rank = size / (size_t)ts;
+        }
+        if (count == 0) {
+            if (world_rank == 0)
+                printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
+                       coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ? " per rank" : "");
+            goto next;
+        }
+        /* inputs */
+        switch (coll) {
+        case C_ALLGATHER:
+            for (size_t j = 0; j < per_rank; j++)
+                set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, (size_t)world_rank * per_rank + j));
+            break;
+        case C_BCAST:
+            for (int k = 0; k < NIMPL; k++)
+                if (o->impl[k])
+                    for (size_t j = 0; j < count; j++)
+                        set_elem(&o->dt, rbuf[k], j,
+                                 world_rank == o->root ? gen(o->op, o->root, j) : 0);
+            break;
+        default:
+            for (size_t j = 0; j < count; j++)
+                set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, j));
+            break;
+        }
+        /* expected output of this rank */
+        check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
+        if (check_here) {
+            switch (coll) {
+            case C_ALLREDUCE: case C_REDUCE:
+                nexp = count;
+                for (size_t j = 0; j < count; j++)
+                    set_elem(&o->dt, exp, j, reduce_all(o->op, j));
+                break;
+            case C_REDUCE_SCATTER:
+                nexp = per_rank;
+                for (size_t j = 0; j < per_rank; j++)
+                    set_elem(&o->dt, exp, j, reduce_all(o->op, (size_t)world_rank * per_rank + j));
+                break;
+            case C_ALLGATHER:
+                nexp = count;
+                for (size_t j = 0; j < count; j++)
+                    set_elem(&o->dt, exp, j, gen(o->op, (int)(j / per_rank), j));
+                break;
+            default:
+                nexp = count;
+                for (size_t j = 0; j < count; j++)
+                    set_elem(&o->dt, exp, j, gen(o->op, o->root, j));
+                break;
+            }
+        }
+        for (int it = 0; it < nt; it++) {
+            for (int k = 0; k < NIMPL; k++) {
+                double t0, t1;
+                if (!o->impl[k])
+                    continue;
+                if (o->check && !(coll == C_BCAST && world_rank == o->root))
+                    memset(rbuf[k], 0xA5, (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts);
+                CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                t0 = MPI_Wtime();
+                run_one(k, coll, o, sbuf, rbuf[k], count, per_rank);
+                t1 = MPI_Wtime();
+                if (it >= o->warmup)
+                    tl[k * o->iters + (it - o->warmup)] = t1 - t0;
+                if (check_here) {
+                    long long w = (long long)count_wrong(rbuf[k], exp, nexp, ts);
+                    if (w > wl[k])
+                        wl[k] = w;
+                }
+            }
+        }
+        CHECK_MPI(MPI_Allreduce(tl, tg, NIMPL * o->iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+        if (world_rank == 0) {
+            struct result r;
+            memset(&r, 0, sizeof(r));
+            r.coll = coll;
+            r.bytes = count * (size_t)ts;
+            r.count = count;
+            printf("  %12zu %12zu %8s %6s %5d", r.bytes, count, o->dt.name,
+                   reduction ? op_name(o->op) : "none", rooted ? o->root : -1);
+            for (int k = 0; k < NIMPL; k++) {
+                if (!o->impl[k])
+                    continue;
+                double t = median(tg + k * o->iters, o->iters);
+                r.time_us[k] = t * 1e6;
+                r.algbw[k] = t > 0 ? (double)r.bytes / t / 1e9 : 0.0;
+                r.busbw[k] = r.algbw[k] * bus_factor(coll);
+                r.wrong[k] = o->check ? wg[k] : -1;
+                if (wg[k])
+                    *any_wrong = 1;
+                printf("  %9.2f %7.3f %7.3f", r.time_us[k], r.algbw[k], r.busbw[k]);
+                if (o->check)
+                    printf(" %7lld", wg[k]);
+                else
+                    printf(" %7s", "N/A");
+            }
+            if (o->impl[0] && o->impl[1] && r.time_us[IMPL_MPI] > 0)
+                printf(" %9.3f\n", r.time_us[IMPL_HIER] / r.time_us[IMPL_MPI]);
+            else
+                printf(" %9s\n", "N/A");
+            fflush(stdout);
+            if (nresults == capresults) {
+                capresults = capresults ? 2 * capresults : 64;
+                results = realloc(results, capresults * sizeof(*results));
+                if (!results) {
+                    fprintf(stderr, "mpix_bench: out of memory\n");
+                    MPI_Abort(MPI_COMM_WORLD, 3);
+                }
+            }
+            results[nresults++] = r;
+        }
+    next:
+        if (size > o->maxb / (size_t)o->factor || size == 0)
+            break;
+        if (size * (size_t)o->factor > o->maxb)
+            break;
+    }
+    free(tl);
+    free(tg);
+}
+
+/* ---- header and output files ------------------------------------------- */
+
+static void print_header(const struct opts *o)
+{
+    int maj, min, pat, len = 0, n = 0;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    char *desc;
+
+    CHECK_MPI(MPIX_Hier_get_version(&maj, &min, &pat));
+    CHECK_MPI(MPI_Get_library_version(lib, &len));
+    lib[strcspn(lib, "\n")] = '\0';
+    for (char *c = lib; *c; c++)
+        if (*c == '\t')
+            *c = ' ';
+    /* collective on every rank */
+    CHECK_MPI(MPIX_Hier_comm_describe(MPI_COMM_WORLD, NULL, 0, &len));
+    desc = xmalloc((size_t)len + 1);
+    CHECK_MPI(MPIX_Hier_comm_describe(MPI_COMM_WORLD, desc, len + 1, NULL));
+    if (world_rank != 0) {
+        free(desc);
+        return;
+    }
+    printf("# mpix_bench: mpix-hier %d.%d.%d, %s\n", maj, min, pat, lib);
+    printf("# ranks: %d, type %s, op %s, root %d, sizes %zu..%zu x%d, iters %d, warmup %d, "
+           "check %s, impl %s%s%s, memory host\n",
+           world_size, o->dt.name, op_name(o->op), o->root, o->minb, o->maxb, o->factor, o->iters,
+           o->warmup, o->check ? "on" : "off", o->impl[0] ? "hier" : "",
+           o->impl[0] && o->impl[1] ? "," : "", o->impl[1] ? "mpi" : "");
+    printf("# hierarchy of MPI_COMM_WORLD (MPIX_Hier_comm_describe):\n");
+    for (char *line = desc, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (!nl) {
+            printf("#   %s\n", line);
+            break;
+        }
+        printf("#   %.*s\n", (int)(nl - line), line);
+    }
+    printf("# config (MPIX_HIER_* variables set on rank 0):\n");
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, "MPIX_HIER_", 10)) {
+            printf("#   %s\n", *e);
+            n++;
+        }
+    if (!n)
+        printf("#   (none: defaults)\n");
+    printf("# times: median over iterations of the max over ranks; GB = 1e9 B; busbw factors:\n"
+           "#   allreduce 2(p-1)/p, reduce_scatter/allgather (p-1)/p, bcast/reduce 1\n");
+    fflush(stdout);
+    free(desc);
+}
+
+static void put_num(FILE *f, double v, int on) /* CSV helper */
+{
+    if (on)
+        fprintf(f, "%.3f", v);
+}
+
+static int write_csv(const char *path, const struct opts *o)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "mpix_bench: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "collective,size_bytes,count,type,redop,root,hier_time_us,hier_algbw_gbs,"
+               "hier_busbw_gbs,hier_wrong,mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,mpi_wrong,"
+               "hier_over_mpi\n");
+    for (size_t i = 0; i < nresults; i++) {
+        const struct result *r = &results[i];
+        int rooted = r->coll == C_BCAST || r->coll == C_REDUCE;
+        int red = r->coll != C_BCAST && r->coll != C_ALLGATHER;
+        fprintf(f, "%s,%zu,%zu,%s,%s,%d", coll_names[r->coll], r->bytes, r->count, o->dt.name,
+                red ? op_name(o->op) : "none", rooted ? o->root : -1);
+        for (int k = 0; k < NIMPL; k++) {
+            fputc(',', f); put_num(f, r->time_us[k], o->impl[k]);
+            fputc(',', f); put_num(f, r->algbw[k], o->impl[k]);
+            fputc(',', f); put_num(f, r->busbw[k], o->impl[k]);
+            fputc(',', f);
+            if (o->impl[k] && r->wrong[k] >= 0)
+                fprintf(f, "%lld", r->wrong[k]);
+        }
+        fputc(',', f);
+        if (o->impl[0] && o->impl[1] && r->time_us[1] > 0)
+            fprintf(f, "%.4f", r->time_us[0] / r->time_us[1]);
+        fputc('\n', f);
+    }
+    return fclose(f) ? -1 : 0;
+}
+
+static int write_json(const char *path, const struct opts *o)
+{
+    int maj, min, pat;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "mpix_bench: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    MPIX_Hier_get_version(&maj, &min, &pat);
+    fprintf(f, "{\n  \"version\": \"%d.%d.%d\",\n  \"ranks\": %d,\n  \"type\": \"%s\",\n"
+               "  \"op\": \"%s\",\n  \"root\": %d,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
+               "  \"check\": %s,\n  \"results\": [",
+            maj, min, pat, world_size, o->dt.name, op_name(o->op), o->root, o->iters, o->warmup,
+            o->check ? "true" : "false");
+    for (size_t i = 0; i < nresults; i++) {
+        const struct result *r = &results[i];
+        fprintf(f, "%s\n    {\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu",
+                i ? "," : "", coll_names[r->coll], r->bytes, r->count);
+        for (int k = 0; k < NIMPL; k++) {
+            if (!o->impl[k])
+                continue;
+            fprintf(f, ", \"%s\": {\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, "
+                       "\"wrong\": ",
+                    impl_names[k], r->time_us[k], r->algbw[k], r->busbw[k]);
+            if (r->wrong[k] >= 0)
+                fprintf(f, "%lld}", r->wrong[k]);
+            else
+                fprintf(f, "null}");
+        }
+        if (o->impl[0] && o->impl[1] && r->time_us[1] > 0)
+            fprintf(f, ", \"hier_over_mpi\": %.4f", r->time_us[0] / r->time_us[1]);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return fclose(f) ? -1 : 0;
+}
+
+static int in_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        if (n > 0 && n < sizeof(buf) - strlen(prog) - 2) {
+            snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+            if (access(buf, X_OK) == 0)
+                return 1;
+        }
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return 0;
+}
+
+/* Writes PNG.dat and PNG.gp; runs gnuplot if it is in PATH. */
+static int write_plot(const char *png, const struct opts *o)
+{
+    size_t n = strlen(png) + 8;
+    char *dat = xmalloc(n), *gp = xmalloc(n), *cmd;
+    FILE *fd, *fg;
+    int nblocks = 0, blk[NCOLL], rc = 0;
+
+    snprintf(dat, n, "%s.dat", png);
+    snprintf(gp, n, "%s.gp", png);
+    fd = fopen(dat, "w");
+    fg = fopen(gp, "w");
+    if (!fd || !fg) {
+        fprintf(stderr, "mpix_bench: cannot write %s / %s\n", dat, gp);
+        if (fd) fclose(fd);
+        if (fg) fclose(fg);
+        free(dat); free(gp);
+        return -1;
+    }
+    for (int c = 0; c < NCOLL; c++) {
+        int any = 0;
+        for (size_t i = 0; i < nresults; i++) {
+            const struct result *r = &results[i];
+            if (r->coll != c)
+                continue;
+            if (!any)
+                fprintf(fd, "%s# %s: size_bytes hier_busbw mpi_busbw\n", nblocks ? "\n\n" : "",
+                        coll_names[c]);
+            any = 1;
+            fprintf(fd, "%zu", r->bytes);
+            for (int k = 0; k < NIMPL; k++)
+                if (o->impl[k])
+                    fprintf(fd, " %.6f", r->busbw[k]);
+                else
+                    fprintf(fd, " -");
+            fprintf(fd, "\n");
+        }
+        if (any)
+            blk[nblocks++] = c;
+    }
+    fclose(fd);
+    fprintf(fg, "set terminal png size 1000,600\nset output '%s'\nset datafile missing '-'\n"
+                "set logscale x 2\nset xlabel 'size (B)'\nset ylabel 'busbw (GB/s)'\n"
+                "set key left top\nset grid\n"
+                "set title 'mpix_bench: %d ranks, %s, %s'\nplot ",
+            png, world_size, o->dt.name, op_name(o->op));
+    int first = 1;
+    for (int b = 0; b < nblocks; b++)
+        for (int k = 0; k < NIMPL; k++) {
+            if (!o->impl[k])
+                continue;
+            fprintf(fg, "%s'%s' index %d using 1:%d with linespoints title '%s %s'",
+                    first ? "" : ", \\\n     ", dat, b, 2 + k, coll_names[blk[b]], impl_names[k]);
+            first = 0;
+        }
+    if (first)
+        fprintf(fg, "0 notitle");
+    fprintf(fg, "\n");
+    fclose(fg);
+    if (!in_path("gnuplot")) {
+        printf("# note: gnuplot not found in PATH: wrote %s and %s, skipped %s\n", gp, dat, png);
+    } else {
+        cmd = xmalloc(strlen(gp) + 32);
+        sprintf(cmd, "gnuplot '%s'", gp);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "mpix_bench: '%s' failed\n", cmd);
+            rc = -1;
+        } else {
+            printf("# plot: %s (script %s)\n", png, gp);
+        }
+        free(cmd);
+    }
+    free(dat);
+    free(gp);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    char *sbuf, *rbuf[NIMPL] = {NULL, NULL}, *exp = NULL;
+    int any_wrong = 0, bad_files = 0, rc;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+    rc = parse_opts(argc, argv, &o);
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc < 0 ? 0 : rc;
+    }
+    print_header(&o);
+
+    sbuf = xmalloc(o.maxb);
+    for (int k = 0; k < NIMPL; k++)
+        if (o.impl[k])
+            rbuf[k] = xmalloc(o.maxb);
+    if (o.check)
+        exp = xmalloc(o.maxb);
+    memset(sbuf, 0, o.maxb);
+
+    for (int i = 0; i < o.ncolls; i++)
+        bench_coll(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
+
+    free(sbuf);
+    free(rbuf[0]);
+    free(rbuf[1]);
+    free(exp);
+    CHECK_MPI(MPI_Bcast(&any_wrong, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (world_rank == 0) {
+        if (o.check)
+            printf("# check: %s\n", any_wrong ? "WRONG ELEMENTS FOUND" : "all results correct");
+        else
+            printf("# check: off (--check to verify results)\n");
+        if (o.csv && write_csv(o.csv, &o)) bad_files = 1;
+        if (o.json && write_json(o.json, &o)) bad_files = 1;
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    if (world_rank == 0 && o.plot && write_plot(o.plot, &o))
+        bad_files = 1;
+    free(results);
+    return any_wrong ? 1 : bad_files ? 3 : 0;
+}
