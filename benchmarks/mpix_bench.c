@@ -35,6 +35,9 @@
 
 #include "mpix_hier.h"
 
+#define BENCH_PROG "mpix_bench"
+#include "bench_util.h"
+
 extern char **environ;
 
 #define CHECK_MPI(call)                                                                 \
@@ -59,28 +62,7 @@ struct dtype {
     int is_float;
 };
 
-static int world_rank, world_size;
 
-static void fail_mpi(const char *what, int rc, int line)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof(msg), "error code %d", rc);
-    fprintf(stderr, "mpix_bench: rank %d: line %d: %s failed: %s\n", world_rank, line, what, msg);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, "mpix_bench: rank %d: out of memory (%zu bytes)\n", world_rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-    return p;
-}
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -94,43 +76,7 @@ struct opts {
     const char *csv, *json, *plot;
 };
 
-static int parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v;
 
-    if (*s == '-')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
 
 static const struct dtype dtypes[] = {
     {"float", MPI_FLOAT, 4, 1},          {"double", MPI_DOUBLE, 8, 1},

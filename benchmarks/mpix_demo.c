@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@
 
 #include "mpix_hier.h"
 
+#define BENCH_PROG "mpix_demo"
+#include "bench_util.h"
+
 #define CHECK_MPI(call)                                                                 \
     do {                                                                                \
         int rc_ = (call);                                                               \
@@ -39,64 +43,9 @@
             fail_mpi(#call, rc_, __LINE__);                                             \
     } while (0)
 
-static int world_rank, world_size;
 
-static void fail_mpi(const char *what, int rc, int line)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
 
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof(msg), "error code %d", rc);
-    fprintf(stderr, "mpix_demo: rank %d: line %d: %s failed: %s\n", world_rank, line, what, msg);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-}
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, "mpix_demo: rank %d: out of memory (%zu bytes)\n", world_rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-    return p;
-}
-
-static int parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-static int parse_int(const char *s, int lo, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > 1000000)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
 
 static void format_bytes(size_t b, char *buf, size_t len)
 {
@@ -267,8 +216,8 @@ int main(int argc, char **argv)
     opterr = world_rank == 0; /* one complaint, not one per rank */
     while ((opt = getopt(argc, argv, "n:w:e:h")) != -1) {
         switch (opt) {
-        case 'n': bad_usage |= parse_int(optarg, 1, &iters) != 0; break;
-        case 'w': bad_usage |= parse_int(optarg, 0, &warmup) != 0; break;
+        case 'n': bad_usage |= parse_int(optarg, 1, INT_MAX, &iters) != 0; break;
+        case 'w': bad_usage |= parse_int(optarg, 0, INT_MAX, &warmup) != 0; break;
         case 'e': bad_usage |= parse_bytes(optarg, &max_bytes) != 0; break;
         default: bad_usage = 1; break;
         }
