@@ -1,0 +1,1 @@
+# src/reduce fragment (owned by its subsystem); included from the Makefile.am above it

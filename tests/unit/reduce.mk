@@ -1,0 +1,1 @@
+# unit fragment (owned by its subsystem); included from the Makefile.am above it
