@@ -76,6 +76,33 @@ MPIX_HIER_API int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype
 MPIX_HIER_API int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
 
+/* ---- half precision datatypes ------------------------------------------ */
+
+/**
+ * MPIX_HIER_FLOAT16 (IEEE 754 binary16) and MPIX_HIER_BFLOAT16 (bfloat16): one
+ * 16-bit element each, stored as its bit pattern (uint16_t, _Float16, __half,
+ * __nv_bfloat16, ...). Usable with every MPIX_Hier_* collective; reductions
+ * accept MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN (others: MPI_ERR_OP) and
+ * commutative user ops. SUM and PROD are computed in float and rounded once
+ * per element to nearest, ties to even (overflow gives Inf; subnormals and NaN
+ * as IEEE); MAX/MIN return one of the inputs, NaN as for MPI_FLOAT.
+ *
+ * They are macros calling a function, not compile-time constants: valid
+ * between MPI_Init and MPI_Finalize, usable before any other MPIX_Hier_ call
+ * (the first use creates both types; MPI_DATATYPE_NULL before MPI_Init or
+ * after MPI_Finalize). The handle is the same on every call; the library owns
+ * it and frees it in MPI_Finalize: do not free it. With plain MPI functions
+ * the types are plain 2-byte derived datatypes: fine for point-to-point,
+ * bcast, gather; MPI's predefined reduction ops cannot be applied to them.
+ *
+ * MPICH's MPIX_C_FLOAT16 is not an alias: MPICH 4.0.2 aborts when it reduces
+ * it; MPIX_Hier_* reductions on it return MPI_ERR_OP.
+ */
+MPIX_HIER_API MPI_Datatype MPIX_Hier_type_float16(void);
+MPIX_HIER_API MPI_Datatype MPIX_Hier_type_bfloat16(void);
+#define MPIX_HIER_FLOAT16  (MPIX_Hier_type_float16())
+#define MPIX_HIER_BFLOAT16 (MPIX_Hier_type_bfloat16())
+
 /* ---- hierarchy management and introspection ---------------------------- */
 
 /**

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "mpix_internal.h"
+#include "reduce/reduce.h"
 #include "util/log.h"
 #include "util/str.h"
 
@@ -168,6 +169,8 @@ mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
 {
     int ni, na, nd, combiner;
 
+    if (mxh_half_kind(dt) != MXH_HALF_NONE)
+        return MXH_DT_HALF;
     for (size_t i = 0; i < sizeof(dt_table) / sizeof(dt_table[0]); i++)
         if (dt_table[i].dt != MPI_DATATYPE_NULL && dt_table[i].dt == dt)
             return dt_table[i].cls;
@@ -182,6 +185,10 @@ int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
     int ni, na, nd, combiner, sz;
     MPI_Aint lb, extent;
 
+    if (mxh_half_kind(dt) != MXH_HALF_NONE) {
+        *size = 2;
+        return 1;
+    }
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
         combiner != MPI_COMBINER_NAMED)
         return 0;
@@ -296,11 +303,18 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
         /* MPI checks the basic types of derived datatypes in the fallback */
         return MPI_SUCCESS;
     }
+#ifdef MPIX_C_FLOAT16
+    if (dt == MPIX_C_FLOAT16)
+        return mxh_raise(comm, MPI_ERR_OP, func,
+                         "%s is not defined for MPIX_C_FLOAT16 (MPICH cannot reduce it; "
+                         "use MPIX_HIER_FLOAT16)", name);
+#endif
     if (op == MPI_MAX || op == MPI_MIN)
-        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT;
+        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
+                  cls == MXH_DT_HALF;
     else if (op == MPI_SUM || op == MPI_PROD)
         allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
-                  cls == MXH_DT_COMPLEX;
+                  cls == MXH_DT_COMPLEX || cls == MXH_DT_HALF;
     else if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR)
         allowed = cls == MXH_DT_C_INT || cls == MXH_DT_LOGICAL;
     else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)

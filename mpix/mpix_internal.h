@@ -60,11 +60,13 @@ typedef enum mxh_dtype_class {
     MXH_DT_DERIVED = 0, /* not predefined: plain MPI decides */
     MXH_DT_C_INT, MXH_DT_F_INT, MXH_DT_FLOAT, MXH_DT_LOGICAL, MXH_DT_COMPLEX, MXH_DT_BYTE,
     MXH_DT_PAIR,        /* MINLOC/MAXLOC pair types */
-    MXH_DT_OTHER        /* predefined, not reducible (MPI_CHAR, MPI_PACKED, ...) */
+    MXH_DT_OTHER,       /* predefined, not reducible (MPI_CHAR, MPI_PACKED, ...) */
+    MXH_DT_HALF         /* MPIX_HIER_FLOAT16 / MPIX_HIER_BFLOAT16 (SUM, PROD, MAX, MIN) */
 } mxh_dtype_class_t;
 
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt);
-/* Predefined and contiguous without holes (size == extent, lb == 0). */
+/* Predefined and contiguous without holes (size == extent, lb == 0), or one of
+ * the half types (size 2). */
 int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size);
 
 int mxh_check_comm(MPI_Comm comm, const char *func);

@@ -1,1 +1,5 @@
-# src/reduce fragment (owned by its subsystem); included from the Makefile.am above it
+# src/reduce fragment (owned by its subsystem); included from the Makefile.am above it.
+# CPU reduction kernels and the half precision datatypes; they call MPI
+# (MPI_Reduce_local fallback, datatype/op creation), so they live in the core library.
+libmpixhier_core_la_SOURCES += \
+	src/reduce/reduce.h src/reduce/half.h src/reduce/reduce_cpu.c src/reduce/half_types.c
