@@ -1,0 +1,649 @@
+/* Shared-memory collectives among the ranks of one node; protocol and
+ * synchronisation are described in shm.h. */
+#include "coll/shm.h"
+#include "util/log.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM_LINE          128                 /* control word separation (2 lines: adjacent-line prefetch) */
+#define SHM_PAGE          4096
+#define SHM_UNIT          64                  /* sub-chunk granularity of the chunked allreduce */
+#define SHM_MAX_TSIZE     32                  /* largest predefined type (long double complex) */
+#define SHM_DEFAULT_CHUNK ((size_t)256 << 10)
+#define SHM_MAX_CHUNK     ((size_t)1 << 30)
+#define SHM_SMALL_DEFAULT ((size_t)16 << 10)
+
+/* waiting: polls with a pause, then sched_yield per poll; sleep once waiting is long */
+#define SHM_SPIN_POLLS        2048u
+#define SHM_SPIN_POLLS_OVERSUB 16u
+#define SHM_PROGRESS_EVERY    32u
+#define SHM_SLEEP_AFTER_NS    1000000L /* 1 ms */
+#define SHM_SLEEP_NS          10000L
+
+enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_COUNT };
+
+typedef struct shm_ctrl {
+    struct {
+        _Atomic uint64_t v;
+        char             pad[SHM_LINE - sizeof(uint64_t)];
+    } f[F_COUNT];
+} shm_ctrl_t;
+
+typedef struct shm_peer {
+    shm_ctrl_t *ctrl;
+    char       *in[2];  /* input slots */
+    char       *res[2]; /* reduced sub-chunks (allreduce/reduce chunked protocol) */
+} shm_peer_t;
+
+struct mxh_shm {
+    MPI_Win     win;
+    int         rank, size;
+    size_t      slot;      /* bytes per data slot */
+    size_t      small_max; /* one-phase allreduce/reduce up to this many bytes */
+    unsigned    spin_polls;
+    uint64_t    step;      /* last step used; the same on every rank between calls */
+    shm_peer_t *peers;     /* [size] */
+    void (*progress)(void *);
+    void       *progress_arg;
+};
+
+/* The one reduction entry point (to be switched to src/reduce's kernels). */
+static inline int shm_reduce_local(const void *in, void *inout, size_t count, MPI_Datatype dt,
+                                   MPI_Op op)
+{
+    return MPI_Reduce_local(in, inout, (int)count, dt, op);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static long elapsed_ns(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* ------------------------------------------------------------- flags */
+
+static inline uint64_t flag_get(const mxh_shm_t *shm, int p, int f)
+{
+    return atomic_load_explicit(&shm->peers[p].ctrl->f[f].v, memory_order_acquire);
+}
+
+static inline void flag_set(mxh_shm_t *shm, int f, uint64_t v)
+{
+    atomic_store_explicit(&shm->peers[shm->rank].ctrl->f[f].v, v, memory_order_release);
+}
+
+static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
+{
+    struct timespec t0 = {0, 0};
+    unsigned polls = 0, yields = 0;
+
+    while (flag_get(shm, p, f) < v) {
+        if (polls < shm->spin_polls) {
+            polls++;
+            cpu_relax();
+            if (shm->progress && polls % SHM_PROGRESS_EVERY == 0)
+                shm->progress(shm->progress_arg);
+            continue;
+        }
+        if (shm->progress)
+            shm->progress(shm->progress_arg);
+        if (yields == 0)
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (++yields % 64 == 0 && elapsed_ns(&t0) > SHM_SLEEP_AFTER_NS) {
+            struct timespec ts = {0, SHM_SLEEP_NS};
+            nanosleep(&ts, NULL);
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+/* Wait until peer @p's flag @f reached @v (acquire). */
+static inline void wait_flag(mxh_shm_t *shm, int p, int f, uint64_t v)
+{
+    if (flag_get(shm, p, f) < v)
+        wait_slow(shm, p, f, v);
+}
+
+static void wait_all(mxh_shm_t *shm, int f, uint64_t v)
+{
+    for (int i = 1; i < shm->size; i++)
+        wait_flag(shm, (shm->rank + i) % shm->size, f, v);
+}
+
+/* My slots of step @s may be written: every peer finished reading step s - 2. */
+static inline void slot_free(mxh_shm_t *shm, uint64_t s)
+{
+    if (s > 2)
+        wait_all(shm, F_DONE, s - 2);
+}
+
+static inline char *my_in(mxh_shm_t *shm, uint64_t s) { return shm->peers[shm->rank].in[s & 1]; }
+
+/* ------------------------------------------------------------ create/destroy */
+
+mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p)
+{
+    mxh_status_t st = MXH_OK;
+    mxh_shm_t *shm = NULL;
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Info info = MPI_INFO_NULL;
+    int rank, size, node_size = 0, rc;
+    /* agreed over comm (MAX): not shared, no memory, chunk, oversubscribed */
+    unsigned long long mine[4], all[4];
+    char *base = NULL;
+
+    if (shm_p == NULL || comm == MPI_COMM_NULL) {
+        mxh_error("mxh_shm_create: invalid argument");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *shm_p = NULL;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+
+    rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc == MPI_SUCCESS && node != MPI_COMM_NULL)
+        MPI_Comm_size(node, &node_size);
+    if (node != MPI_COMM_NULL)
+        MPI_Comm_free(&node);
+
+    shm = calloc(1, sizeof(*shm));
+    if (shm != NULL) {
+        shm->peers = calloc((size_t)size, sizeof(*shm->peers));
+        if (shm->peers == NULL) {
+            free(shm);
+            shm = NULL;
+        }
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    mine[0] = node_size != size;
+    mine[1] = shm == NULL;
+    mine[2] = chunk_bytes ? chunk_bytes : SHM_DEFAULT_CHUNK;
+    mine[3] = ncpu > 0 && node_size > ncpu;
+    rc = MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) {
+        mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
+        st = MXH_ERR_MPI;
+        goto cleanup;
+    }
+    if (all[0]) {
+        mxh_debug("mxh_shm_create: the %d ranks of the communicator do not all share memory "
+                  "(my shared-memory group: %d)", size, node_size);
+        st = MXH_ERR_UNSUPPORTED;
+        goto cleanup;
+    }
+    if (all[1]) {
+        mxh_error("mxh_shm_create: out of memory (on %s rank)", mine[1] ? "this" : "another");
+        st = MXH_ERR_NO_MEMORY;
+        goto cleanup;
+    }
+
+    shm->rank = rank;
+    shm->size = size;
+    shm->step = 0;
+    shm->spin_polls = all[3] ? SHM_SPIN_POLLS_OVERSUB : SHM_SPIN_POLLS;
+    shm->slot = all[2] < SHM_MAX_CHUNK ? (size_t)all[2] : SHM_MAX_CHUNK;
+    shm->slot = round_up(shm->slot, SHM_UNIT);
+    if (shm->slot < (size_t)SHM_UNIT * (size_t)size)
+        shm->slot = (size_t)SHM_UNIT * (size_t)size;
+    shm->small_max = SHM_SMALL_DEFAULT < shm->slot ? SHM_SMALL_DEFAULT : shm->slot;
+
+    /* my part: control page, then 4 slots (page aligned) */
+    size_t stride = round_up(shm->slot, SHM_PAGE);
+    size_t ctrl_bytes = round_up(sizeof(shm_ctrl_t), SHM_PAGE);
+    size_t seg = ctrl_bytes + 4 * stride;
+
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    rc = MPI_Win_allocate_shared((MPI_Aint)seg, 1, info, comm, &base, &shm->win);
+    MPI_Info_free(&info);
+    /* a failure is collective in MPICH (the window is created by all or none) */
+    int bad = rc != MPI_SUCCESS, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, comm);
+    if (anybad) {
+        mxh_error("mxh_shm_create: MPI_Win_allocate_shared of %zu bytes per rank failed%s", seg,
+                  bad ? "" : " on another rank");
+        if (!bad)
+            MPI_Win_free(&shm->win);
+        shm->win = MPI_WIN_NULL;
+        st = MXH_ERR_MPI;
+        goto cleanup;
+    }
+    for (int p = 0; p < size; p++) {
+        MPI_Aint psize = 0;
+        int disp = 0;
+        char *pb = NULL;
+        MPI_Win_shared_query(shm->win, p, &psize, &disp, &pb);
+        shm->peers[p].ctrl = (shm_ctrl_t *)pb;
+        for (int b = 0; b < 2; b++) {
+            shm->peers[p].in[b] = pb + ctrl_bytes + (size_t)b * stride;
+            shm->peers[p].res[b] = pb + ctrl_bytes + (size_t)(2 + b) * stride;
+        }
+    }
+    /* initialise (and first-touch) my part, then make it visible to all */
+    memset(base + ctrl_bytes, 0, 4 * stride);
+    for (int f = 0; f < F_COUNT; f++)
+        atomic_init(&shm->peers[rank].ctrl->f[f].v, 0);
+    atomic_thread_fence(memory_order_seq_cst);
+    MPI_Barrier(comm);
+
+    mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s", size, shm->slot,
+              shm->small_max, all[3] ? "oversubscribed" : "spinning");
+    *shm_p = shm;
+    return MXH_OK;
+
+cleanup:
+    if (shm != NULL) {
+        free(shm->peers);
+        free(shm);
+    }
+    return st;
+}
+
+void mxh_shm_destroy(mxh_shm_t *shm)
+{
+    if (shm == NULL)
+        return;
+    /* a barrier on the flags: nobody still reads a peer's slot of an earlier call */
+    if (shm->size > 1) {
+        uint64_t s = ++shm->step;
+        flag_set(shm, F_READY, s);
+        wait_all(shm, F_READY, s);
+    }
+    MPI_Win_free(&shm->win);
+    free(shm->peers);
+    free(shm);
+}
+
+void mxh_shm_set_progress(mxh_shm_t *shm, void (*fn)(void *), void *arg)
+{
+    if (shm == NULL)
+        return;
+    shm->progress = fn;
+    shm->progress_arg = arg;
+}
+
+size_t mxh_shm_slot_bytes(const mxh_shm_t *shm) { return shm ? shm->slot : 0; }
+size_t mxh_shm_get_small_max(const mxh_shm_t *shm) { return shm ? shm->small_max : 0; }
+
+void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes)
+{
+    if (shm != NULL)
+        shm->small_max = bytes < shm->slot ? bytes : shm->slot;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int check_args(const mxh_shm_t *shm, size_t tsize, const char *func)
+{
+    if (shm == NULL || tsize == 0 || tsize > SHM_MAX_TSIZE) {
+        mxh_error("%s: invalid argument (shm %p, type size %zu)", func, (const void *)shm, tsize);
+        return 0;
+    }
+    return 1;
+}
+
+static mxh_status_t reduce_status(int mpi_failed, const char *func)
+{
+    if (!mpi_failed)
+        return MXH_OK;
+    mxh_error("%s: MPI_Reduce_local failed", func);
+    return MXH_ERR_MPI;
+}
+
+/* Sub-chunk of rank @r when @count elements are split among @n ranks in units
+ * of 64 bytes (the last rank takes the remainder). */
+static void sub_chunk(size_t count, size_t tsize, int n, int r, size_t *lo, size_t *len)
+{
+    size_t unit = SHM_UNIT / tsize ? SHM_UNIT / tsize : 1;
+    size_t units = (count + unit - 1) / unit;
+    size_t a = units * (size_t)r / (size_t)n * unit, b = units * (size_t)(r + 1) / (size_t)n * unit;
+    if (a > count)
+        a = count;
+    if (b > count)
+        b = count;
+    *lo = a;
+    *len = b - a;
+}
+
+/* One phase: every rank (@root < 0) or only @root reduces all inputs into out. */
+static mxh_status_t reduce_small(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                                 MPI_Datatype dt, size_t tsize, MPI_Op op, int root,
+                                 const char *func)
+{
+    size_t bytes = count * tsize;
+    uint64_t s = ++shm->step;
+    int failed = 0;
+
+    slot_free(shm, s);
+    memcpy(my_in(shm, s), in, bytes);
+    flag_set(shm, F_READY, s);
+    if (root < 0 || root == shm->rank) {
+        wait_flag(shm, 0, F_READY, s);
+        memcpy(out, shm->peers[0].in[s & 1], bytes);
+        for (int p = 1; p < shm->size; p++) {
+            wait_flag(shm, p, F_READY, s);
+            failed |= shm_reduce_local(shm->peers[p].in[s & 1], out, count, dt, op) != MPI_SUCCESS;
+        }
+    }
+    flag_set(shm, F_DONE, s);
+    return reduce_status(failed, func);
+}
+
+/* Chunked: per chunk, rank r reduces sub-chunk r into its res slot; then all
+ * ranks (@root < 0) or the root copy the sub-chunks out. */
+static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                                   MPI_Datatype dt, size_t tsize, MPI_Op op, int root,
+                                   const char *func)
+{
+    const int n = shm->size, me = shm->rank;
+    const size_t C = shm->slot / tsize;
+    const size_t nchunks = (count + C - 1) / C;
+    const uint64_t base = shm->step;
+    const int gather = root < 0 || root == me;
+    int failed = 0;
+
+    shm->step += nchunks;
+    /* copy-in of chunk 0 */
+    slot_free(shm, base + 1);
+    memcpy(my_in(shm, base + 1), in, (count < C ? count : C) * tsize);
+    flag_set(shm, F_READY, base + 1);
+
+    for (size_t k = 0; k < nchunks; k++) {
+        const uint64_t s = base + 1 + k;
+        const int b = (int)(s & 1);
+        const size_t off = k * C, ck = count - off < C ? count - off : C;
+        size_t lo, len;
+
+        /* reduce my sub-chunk of all inputs, in rank order, into my res slot */
+        sub_chunk(ck, tsize, n, me, &lo, &len);
+        char *res = shm->peers[me].res[b];
+        wait_flag(shm, 0, F_READY, s);
+        if (len)
+            memcpy(res, shm->peers[0].in[b] + lo * tsize, len * tsize);
+        for (int p = 1; p < n; p++) {
+            wait_flag(shm, p, F_READY, s);
+            if (len)
+                failed |= shm_reduce_local(shm->peers[p].in[b] + lo * tsize, res, len, dt, op) !=
+                          MPI_SUCCESS;
+        }
+        flag_set(shm, F_RES, s);
+
+        /* copy-in of chunk k + 1 while the peers finish chunk k */
+        if (k + 1 < nchunks) {
+            const size_t noff = off + C, nck = count - noff < C ? count - noff : C;
+            slot_free(shm, s + 1);
+            memcpy(my_in(shm, s + 1), (const char *)in + noff * tsize, nck * tsize);
+            flag_set(shm, F_READY, s + 1);
+        }
+
+        if (gather) {
+            for (int i = 0; i < n; i++) {
+                int p = (me + i) % n;
+                sub_chunk(ck, tsize, n, p, &lo, &len);
+                if (p != me)
+                    wait_flag(shm, p, F_RES, s);
+                if (len)
+                    memcpy((char *)out + (off + lo) * tsize, shm->peers[p].res[b], len * tsize);
+            }
+        }
+        flag_set(shm, F_DONE, s);
+    }
+    return reduce_status(failed, func);
+}
+
+/* ------------------------------------------------------------ collectives */
+
+mxh_status_t mxh_shm_allreduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                               MPI_Datatype dt, size_t tsize, MPI_Op op)
+{
+    static const char func[] = "mxh_shm_allreduce";
+
+    if (!check_args(shm, tsize, func))
+        return MXH_ERR_INVALID_PARAM;
+    if (count == 0)
+        return MXH_OK;
+    if (shm->size == 1) {
+        if (in != out)
+            memmove(out, in, count * tsize);
+        return MXH_OK;
+    }
+    if (count * tsize <= shm->small_max)
+        return reduce_small(shm, in, out, count, dt, tsize, op, -1, func);
+    return reduce_chunked(shm, in, out, count, dt, tsize, op, -1, func);
+}
+
+mxh_status_t mxh_shm_reduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                            MPI_Datatype dt, size_t tsize, MPI_Op op, int root)
+{
+    static const char func[] = "mxh_shm_reduce";
+
+    if (!check_args(shm, tsize, func))
+        return MXH_ERR_INVALID_PARAM;
+    if (root < 0 || root >= shm->size) {
+        mxh_error("%s: root %d out of range (size %d)", func, root, shm->size);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    if (count == 0)
+        return MXH_OK;
+    if (shm->size == 1) {
+        if (in != out)
+            memmove(out, in, count * tsize);
+        return MXH_OK;
+    }
+    if (count * tsize <= shm->small_max)
+        return reduce_small(shm, in, out, count, dt, tsize, op, root, func);
+    return reduce_chunked(shm, in, out, count, dt, tsize, op, root, func);
+}
+
+/* Slice @j (of @ns) of a part of @c elements. */
+static inline void slice(size_t c, size_t j, size_t ns, size_t *lo, size_t *len)
+{
+    size_t a = c * j / ns, b = c * (j + 1) / ns;
+    *lo = a;
+    *len = b - a;
+}
+
+/* reduce_scatter: copy slice j of every part into my in slot, in rank order */
+static void rs_copy_in(mxh_shm_t *shm, const char *in, const int *counts, const int *displs,
+                       size_t tsize, size_t j, size_t ns, uint64_t s)
+{
+    char *dst = my_in(shm, s);
+    size_t lo, len;
+
+    slot_free(shm, s);
+    for (int q = 0; q < shm->size; q++) {
+        slice((size_t)counts[q], j, ns, &lo, &len);
+        if (len) {
+            memcpy(dst, in + ((size_t)displs[q] + lo) * tsize, len * tsize);
+            dst += len * tsize;
+        }
+    }
+    flag_set(shm, F_READY, s);
+}
+
+mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, const int *counts,
+                                    const int *displs, MPI_Datatype dt, size_t tsize, MPI_Op op)
+{
+    static const char func[] = "mxh_shm_reduce_scatter";
+    size_t total = 0;
+    int failed = 0;
+
+    if (!check_args(shm, tsize, func))
+        return MXH_ERR_INVALID_PARAM;
+    if (counts == NULL || displs == NULL) {
+        mxh_error("%s: counts/displs missing", func);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    for (int q = 0; q < shm->size; q++) {
+        if (counts[q] < 0 || displs[q] < 0) {
+            mxh_error("%s: negative count or displacement for rank %d", func, q);
+            return MXH_ERR_INVALID_PARAM;
+        }
+        total += (size_t)counts[q];
+    }
+    if (total == 0)
+        return MXH_OK;
+    const int n = shm->size, me = shm->rank;
+    if (n == 1) {
+        const char *src = (const char *)in + (size_t)displs[0] * tsize;
+        if (src != out)
+            memmove(out, src, (size_t)counts[0] * tsize);
+        return MXH_OK;
+    }
+
+    /* ns steps; slice j of part q: [cq*j/ns, cq*(j+1)/ns); the slices of one
+     * step fit a slot: sum <= total/ns + n <= C since C >= 2n. */
+    const size_t C = shm->slot / tsize;
+    const size_t ns = (total + (C - (size_t)n) - 1) / (C - (size_t)n);
+    const uint64_t base = shm->step;
+    const size_t cme = (size_t)counts[me];
+
+    shm->step += ns;
+    rs_copy_in(shm, in, counts, displs, tsize, 0, ns, base + 1);
+    for (size_t j = 0; j < ns; j++) {
+        const uint64_t s = base + 1 + j;
+        const int b = (int)(s & 1);
+        size_t myoff = 0, lo, len;
+
+        if (j + 1 < ns)
+            rs_copy_in(shm, in, counts, displs, tsize, j + 1, ns, s + 1);
+        for (int q = 0; q < me; q++) {
+            slice((size_t)counts[q], j, ns, &lo, &len);
+            myoff += len;
+        }
+        slice(cme, j, ns, &lo, &len);
+        char *dst = (char *)out + lo * tsize;
+        wait_flag(shm, 0, F_READY, s);
+        if (len)
+            memcpy(dst, shm->peers[0].in[b] + myoff * tsize, len * tsize);
+        for (int p = 1; p < n; p++) {
+            wait_flag(shm, p, F_READY, s);
+            if (len)
+                failed |= shm_reduce_local(shm->peers[p].in[b] + myoff * tsize, dst, len, dt,
+                                           op) != MPI_SUCCESS;
+        }
+        flag_set(shm, F_DONE, s);
+    }
+    return reduce_status(failed, func);
+}
+
+/* allgather: elements [jC, (j+1)C) of my part into my in slot */
+static void ag_copy_in(mxh_shm_t *shm, const char *part, size_t c, size_t C, size_t tsize,
+                       size_t j, uint64_t s)
+{
+    size_t lo = j * C, len = lo < c ? (c - lo < C ? c - lo : C) : 0;
+
+    slot_free(shm, s);
+    if (len)
+        memcpy(my_in(shm, s), part + lo * tsize, len * tsize);
+    flag_set(shm, F_READY, s);
+}
+
+mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, const int *counts,
+                               const int *displs, MPI_Datatype dt, size_t tsize)
+{
+    static const char func[] = "mxh_shm_allgather";
+    size_t maxc = 0;
+
+    (void)dt;
+    if (!check_args(shm, tsize, func))
+        return MXH_ERR_INVALID_PARAM;
+    if (counts == NULL || displs == NULL) {
+        mxh_error("%s: counts/displs missing", func);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    for (int q = 0; q < shm->size; q++) {
+        if (counts[q] < 0 || displs[q] < 0) {
+            mxh_error("%s: negative count or displacement for rank %d", func, q);
+            return MXH_ERR_INVALID_PARAM;
+        }
+        if ((size_t)counts[q] > maxc)
+            maxc = (size_t)counts[q];
+    }
+    const int n = shm->size, me = shm->rank;
+    const size_t cme = (size_t)counts[me];
+    char *myout = (char *)out + (size_t)displs[me] * tsize;
+
+    if (cme && (const char *)mine != myout)
+        memmove(myout, mine, cme * tsize);
+    if (maxc == 0 || n == 1)
+        return MXH_OK;
+
+    /* step j: elements [jC, (j+1)C) of every part */
+    const size_t C = shm->slot / tsize;
+    const size_t ns = (maxc + C - 1) / C;
+    const uint64_t base = shm->step;
+
+    shm->step += ns;
+    ag_copy_in(shm, myout, cme, C, tsize, 0, base + 1);
+    for (size_t j = 0; j < ns; j++) {
+        const uint64_t s = base + 1 + j;
+        if (j + 1 < ns)
+            ag_copy_in(shm, myout, cme, C, tsize, j + 1, s + 1);
+        for (int i = 1; i < n; i++) {
+            int p = (me + i) % n;
+            size_t cp = (size_t)counts[p], lo = j * C;
+            size_t len = lo < cp ? (cp - lo < C ? cp - lo : C) : 0;
+            if (len == 0)
+                continue;
+            wait_flag(shm, p, F_READY, s);
+            memcpy((char *)out + ((size_t)displs[p] + lo) * tsize, shm->peers[p].in[s & 1],
+                   len * tsize);
+        }
+        flag_set(shm, F_DONE, s);
+    }
+    return MXH_OK;
+}
+
+mxh_status_t mxh_shm_bcast(mxh_shm_t *shm, void *buf, size_t count, size_t tsize, int root)
+{
+    static const char func[] = "mxh_shm_bcast";
+
+    if (!check_args(shm, tsize, func))
+        return MXH_ERR_INVALID_PARAM;
+    if (root < 0 || root >= shm->size) {
+        mxh_error("%s: root %d out of range (size %d)", func, root, shm->size);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    const size_t bytes = count * tsize;
+    if (bytes == 0 || shm->size == 1)
+        return MXH_OK;
+
+    const size_t S = shm->slot, ns = (bytes + S - 1) / S;
+    const uint64_t base = shm->step;
+
+    shm->step += ns;
+    for (size_t j = 0; j < ns; j++) {
+        const uint64_t s = base + 1 + j;
+        const size_t off = j * S, len = bytes - off < S ? bytes - off : S;
+        if (shm->rank == root) {
+            slot_free(shm, s);
+            memcpy(my_in(shm, s), (char *)buf + off, len);
+            flag_set(shm, F_READY, s);
+        } else {
+            wait_flag(shm, root, F_READY, s);
+            memcpy((char *)buf + off, shm->peers[root].in[s & 1], len);
+        }
+        flag_set(shm, F_DONE, s);
+    }
+    return MXH_OK;
+}

@@ -1,0 +1,132 @@
+/* Shared-memory collectives among the ranks of one node (direct exchange).
+ *
+ * The host analogue of a CUDA IPC protocol: every rank copies its data into
+ * its own slot of a segment shared by the communicator, publishes a sequence
+ * number, and its peers read the slot directly (and reduce it). No MPI call
+ * on the data path.
+ *
+ * Segment (MPI_Win_allocate_shared on the communicator, "alloc_shared_noncontig"
+ * so each rank's part is first-touched by its owner; freed by destroy). Per
+ * rank, 4 KiB aligned:
+ *   3 control words, each on its own 128-byte line (only the owner writes):
+ *     ready  step whose input data is in my in-slot (step % 2)
+ *     res    step whose reduced sub-chunk is in my res-slot (step % 2)
+ *     done   step whose reads of peers' slots I have finished
+ *   in-slot[2], res-slot[2]: double-buffered data slots of `slot` bytes, where
+ *   slot = chunk_bytes rounded up to a multiple of 64 and to at least 64 * n
+ *   (n = size of the communicator; chunk_bytes is taken as the maximum over
+ *   the ranks, so every rank cuts messages identically).
+ *
+ * Synchronisation: C11 atomics, release stores by the owner, acquire loads by
+ * readers. Every rank keeps the same 64-bit step counter; each call advances it
+ * by its number of pipeline steps (the same on every rank: it depends only on
+ * the arguments, which must agree, and on `slot`). Step s uses slot s % 2. A
+ * flag is never reset, only raised, so back-to-back calls of different kinds
+ * and sizes cannot confuse each other. Before writing a slot for step s a rank
+ * waits until every peer's done >= s - 2 (nobody still reads what step s - 2
+ * left there); before reading a peer's slot for step s it waits until that
+ * peer's ready (or res) >= s. Ranks can therefore run up to two steps apart,
+ * which overlaps copy-in of step s + 1 with the reductions of step s.
+ *
+ * Protocols (C = slot / tsize elements per step):
+ *   allreduce, count * tsize <= small threshold (one slot, default <= 16 KiB
+ *     and <= slot): one phase: copy in, publish, every rank reduces the n inputs
+ *     itself into out.
+ *   allreduce, larger: chunks of C elements; per chunk the elements are split
+ *     into n sub-chunks (64-byte units); rank r reduces sub-chunk r of all n
+ *     inputs into its res-slot, publishes res, then every rank copies all
+ *     sub-chunks into out. Chunk k + 1 is copied in before waiting for the
+ *     sub-chunks of chunk k.
+ *   reduce: as allreduce, but only the root reads the results (small: only the
+ *     root reduces; non-roots leave as soon as their data is published).
+ *   reduce_scatter: step j holds slice j of every part (part q cut into nsteps
+ *     proportional slices, nsteps = ceil(total / (C - n))), laid out in rank
+ *     order in each rank's in-slot; rank q reduces slice j of part q from all n
+ *     in-slots straight into out.
+ *   allgather: step j holds elements [jC, (j+1)C) of each rank's own part;
+ *     every rank copies its peers' slices into out.
+ *   bcast: the root's in-slot carries `slot` bytes per step.
+ * Reductions run in rank order 0, 1, ..., n-1 (acc = x0; acc = x1 op acc; ...)
+ * whichever rank computes, so the results are bitwise identical on every rank
+ * and equal between the small and the chunked protocol.
+ *
+ * Waiting: spin with a pause instruction, call the progress hook every few
+ * polls, sched_yield() after a bounded number of polls and sleep briefly after
+ * about a millisecond, so oversubscribed ranks (8 ranks on 2 cores) hand their
+ * core to the peer they wait for.
+ *
+ * All calls are blocking and collective over the communicator, in the same
+ * order on every rank, with equal counts/roots/types on every rank; host
+ * memory only; dt a predefined contiguous type of tsize bytes (size == extent),
+ * op a predefined commutative op. Counts and displacements are in elements.
+ * Argument errors are detected locally (MXH_ERR_INVALID_PARAM) before any
+ * synchronisation, as with MPI; the peers may then wait. A reduction error
+ * (MPI_Reduce_local) does not abort the protocol: the call completes the
+ * synchronisation and returns MXH_ERR_MPI. No allocation per call. Not
+ * thread-safe: one call at a time per object. */
+#ifndef MXH_COLL_SHM_H
+#define MXH_COLL_SHM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mxh_shm mxh_shm_t;
+
+/* Collective over @comm. Every member must share memory with every other
+ * (checked with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); otherwise every
+ * rank returns MXH_ERR_UNSUPPORTED. @chunk_bytes: size of one data slot per
+ * rank (the pipelining chunk), see above; 0 selects the default (256 KiB).
+ * Allocation failures are agreed too (every rank fails). */
+mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p);
+/* Collective (a barrier, then the window is freed). NULL is ignored. */
+void mxh_shm_destroy(mxh_shm_t *shm);
+
+/* @fn(@arg) is called while waiting on peers (e.g. to progress outstanding
+ * nonblocking MPI requests); NULL = none. Local. */
+void mxh_shm_set_progress(mxh_shm_t *shm, void (*fn)(void *), void *arg);
+
+/* Slot size in bytes actually used (chunk_bytes after rounding). */
+size_t mxh_shm_slot_bytes(const mxh_shm_t *shm);
+/* Largest message (bytes) served by the one-phase allreduce/reduce protocol.
+ * Set it (local, but must be equal on all ranks) to tune; it is clamped to the
+ * slot size. */
+size_t mxh_shm_get_small_max(const mxh_shm_t *shm);
+void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes);
+
+/* out = in[0] op in[1] op ... op in[n-1] (count elements) on every rank.
+ * @in == @out (in place) or disjoint; other overlaps are not supported. */
+mxh_status_t mxh_shm_allreduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                               MPI_Datatype dt, size_t tsize, MPI_Op op);
+
+/* @in: the region of every rank, part q = counts[q] elements at displs[q]
+ * (parts must not overlap). @out: my part, counts[me] elements: the reduction
+ * of part me over all ranks. @out may be in + displs[me] elements (in place)
+ * or disjoint from @in. Zero counts are allowed. */
+mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, const int *counts,
+                                    const int *displs, MPI_Datatype dt, size_t tsize, MPI_Op op);
+
+/* @mine: counts[me] elements (may be out + displs[me] elements, in place, or
+ * disjoint from @out). @out: the whole region; part q lands at displs[q]
+ * (parts must not overlap). Only the parts are written. */
+mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, const int *counts,
+                               const int *displs, MPI_Datatype dt, size_t tsize);
+
+/* out (significant at @root only; may be NULL elsewhere) = reduction of in.
+ * At the root @in == @out or disjoint. */
+mxh_status_t mxh_shm_reduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                            MPI_Datatype dt, size_t tsize, MPI_Op op, int root);
+
+/* count * tsize bytes of @buf from @root to every rank. */
+mxh_status_t mxh_shm_bcast(mxh_shm_t *shm, void *buf, size_t count, size_t tsize, int root);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

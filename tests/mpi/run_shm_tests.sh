@@ -1,0 +1,74 @@
+#!/bin/bash
+# Runs mpi/test_shm (shared-memory collectives, src/coll/shm.h) under mpiexec
+# on 1, 2, 3, 4 and 8 ranks of this machine, and on 4 ranks split into two
+# shared-memory cliques by MPICH (MPIR_CVAR_NUM_CLIQUES=2: creating the object
+# on WORLD must then fail on every rank; the tests run on each clique).
+#
+#   MXH_TEST_SHM_RANKS="1 2 3 4 8"   rank counts to run (plus "cliques")
+#   MXH_TEST_GTEST_FILTER='*Allreduce*'  gtest filter
+#   MXH_TEST_BINDIR=/path/to/mpi     where test_shm is (default: ./mpi)
+#   MPIEXEC=mpiexec                  the launcher (set by make check)
+#   MXH_TEST_RUN_TIMEOUT=600         seconds per mpiexec run
+#   MXH_TEST_TIMEOUT=300             seconds per test (the in-process watchdog)
+#   MXH_TEST_WRAPPER="valgrind ..."  run every rank under this command
+#   MXH_TEST_QUICK=1                 smaller matrix
+set -u
+
+bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
+logdir=${MXH_TEST_LOGDIR:-$bindir}
+MPIEXEC=${MPIEXEC:-mpiexec}
+run_timeout=${MXH_TEST_RUN_TIMEOUT:-600}
+export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-300}
+export MPIEXEC_TIMEOUT=$run_timeout
+filter=${MXH_TEST_GTEST_FILTER:-*}
+
+if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
+    echo "SKIP: $MPIEXEC not found"
+    exit 77
+fi
+mkdir -p "$logdir"
+unset MPIX_HIER_HOSTNAME MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES
+
+npass=0
+nfail=0
+# run NAME NP ENV...
+run() {
+    local name=$1 np=$2 log rc t0 t1 summary
+    shift 2
+    log=$logdir/mxh-shm-$name.log
+    if [ ! -x "$bindir/test_shm" ]; then
+        echo "FAIL  shm-$name  missing binary $bindir/test_shm"
+        nfail=$((nfail + 1))
+        return
+    fi
+    t0=$(date +%s)
+    # shellcheck disable=SC2086 # MXH_TEST_WRAPPER is a command line
+    env MXH_TEST_LAYOUT="shm-$name" "$@" timeout -k 10 $((run_timeout + 30)) \
+        $MPIEXEC -n "$np" ${MXH_TEST_WRAPPER:-} "$bindir/test_shm" \
+        "--gtest_filter=$filter" --gtest_color=no >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s)
+    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
+    if [ $rc -eq 0 ]; then
+        printf 'PASS  shm-%-8s %4ds  %s\n' "$name" $((t1 - t0)) "$summary"
+        npass=$((npass + 1))
+    else
+        printf 'FAIL  shm-%-8s %4ds  exit %d  %s  (log: %s)\n' "$name" $((t1 - t0)) $rc \
+            "$summary" "$log"
+        grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | head -n 15 | sed 's/^/      /'
+        grep -m1 -E -A6 'Failure|BAD TERMINATION|mxh watchdog' "$log" | head -n 8 |
+            sed 's/^/      | /'
+        nfail=$((nfail + 1))
+    fi
+}
+
+for np in ${MXH_TEST_SHM_RANKS:-1 2 3 4 8 cliques}; do
+    if [ "$np" = cliques ]; then
+        run cliques 4 MPIR_CVAR_NUM_CLIQUES=2
+    else
+        run "$np" "$np"
+    fi
+done
+
+echo "$npass passed, $nfail failed"
+[ $nfail -eq 0 ]

@@ -1,0 +1,805 @@
+// Shared-memory collectives (src/coll/shm.h) against MPICH's own, bit for bit.
+//
+// Communicators: the ranks of this node (MPI_COMM_TYPE_SHARED of WORLD, so on
+// a launch with MPIR_CVAR_NUM_CLIQUES the cliques), in WORLD order ("node") or
+// reversed ("reversed"). Parameter: "<comm>/<chunk_bytes>" (0 = default);
+// small chunks (64 B, 4 KiB) push even moderate counts through many pipeline
+// steps. Data patterns (tests/shim) make every reduction exact in any order,
+// so results must equal MPICH's byte for byte; on top, every rank hashes its
+// results and the hashes must agree (bitwise identity across ranks), also on
+// random floats, and the one-phase and the chunked protocol must agree bit
+// for bit.
+//
+// MXH_TEST_QUICK=1 trims the matrix; MXH_TEST_TRACE=1 prints each case.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "mxh_test_shim.h"
+
+#include "coll/shm.h"
+
+namespace {
+
+bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
+
+std::string fmt(const char *f, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof(buf), f, ap);
+    va_end(ap);
+    return buf;
+}
+
+void trace(const std::string &label)
+{
+    static int on = mxh_env_int("MXH_TEST_TRACE", 0);
+    if (on) {
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        std::fprintf(stderr, "[rank %d] case: %s\n", rank, label.c_str());
+        std::fflush(stderr);
+    }
+}
+
+// ------------------------------------------------------------ communicators
+
+MPI_Comm make_node_comm(bool reversed)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm c;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, reversed ? size - rank : rank,
+                        MPI_INFO_NULL, &c);
+    return c;
+}
+
+struct ShmCtx {
+    MPI_Comm comm = MPI_COMM_NULL;
+    mxh_shm_t *shm = nullptr;
+};
+std::map<std::string, ShmCtx> g_ctx;
+
+// The communicator and shm object of a parameter "<comm>/<chunk>" (created once).
+ShmCtx &ctx_of(const std::string &param)
+{
+    auto it = g_ctx.find(param);
+    if (it != g_ctx.end())
+        return it->second;
+    ShmCtx c;
+    size_t slash = param.find('/');
+    c.comm = make_node_comm(param.substr(0, slash) == "reversed");
+    size_t chunk = std::stoul(param.substr(slash + 1));
+    mxh_status_t st = mxh_shm_create(c.comm, chunk, &c.shm);
+    EXPECT_EQ(st, MXH_OK) << "mxh_shm_create(" << param << ")";
+    g_ctx[param] = c;
+    return g_ctx[param];
+}
+
+class ShmEnv : public ::testing::Environment {
+  public:
+    void TearDown() override
+    {
+        for (auto &kv : g_ctx) { // same order on every rank
+            mxh_shm_destroy(kv.second.shm);
+            MPI_Comm_free(&kv.second.comm);
+        }
+        g_ctx.clear();
+    }
+};
+::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new ShmEnv);
+
+// ------------------------------------------------------------------ checker
+
+class Checker {
+  public:
+    explicit Checker(MPI_Comm c) : comm(c)
+    {
+        MPI_Comm_rank(c, &rank);
+        MPI_Comm_size(c, &size);
+    }
+    ~Checker() { EXPECT_TRUE(finished_) << "Checker::finish() not called"; }
+    void fail(const std::string &msg)
+    {
+        if (++failures_ <= 12)
+            ADD_FAILURE() << msg << " [rank " << rank << "/" << size << "]";
+    }
+    void st(mxh_status_t s, const std::string &what)
+    {
+        if (s != MXH_OK)
+            fail(what + ": returned " + mxh_status_string(s));
+    }
+    void same(const mxh_type_t *t, bool whole, const void *got, const void *want, size_t n,
+              const std::string &what)
+    {
+        char msg[512];
+        if (mxh_compare(t, whole, got, want, n, msg, sizeof(msg)) >= 0)
+            fail(what + ": differs from MPICH: " + msg);
+    }
+    void same_bytes(const void *got, const void *want, size_t n, const std::string &what)
+    {
+        long off = mxh_compare_bytes(got, want, n);
+        if (off >= 0)
+            fail(what + fmt(" (first differing byte at offset %ld of %zu)", off, n));
+    }
+    void guards(const mxh_buf_t &b, const std::string &what)
+    {
+        if (!mxh_buf_guards_ok(&b))
+            fail(what + ": wrote outside the buffer (guard zone damaged)");
+    }
+    void hash(uint64_t h, const std::string &label)
+    {
+        hashes_.push_back(h);
+        labels_.push_back(label);
+    }
+    // Collective: every rank recorded the same hashes as rank 0.
+    void finish()
+    {
+        finished_ = true;
+        int n = (int)hashes_.size(), nmin, nmax, bad = -1;
+        MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, comm);
+        MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, comm);
+        if (nmin != nmax) {
+            fail(fmt("ranks recorded different numbers of cases (%d..%d): test bug", nmin, nmax));
+            return;
+        }
+        if (!mxh_hashes_agree(comm, hashes_.data(), n, &bad))
+            fail("results not bitwise identical on all ranks; first case: " +
+                 labels_[(size_t)bad]);
+        if (failures_ > 12)
+            ADD_FAILURE() << failures_ << " failures in total (12 shown)";
+    }
+    int failures() const { return failures_; }
+
+    MPI_Comm comm;
+    int rank = 0, size = 1;
+
+  private:
+    int failures_ = 0;
+    bool finished_ = false;
+    std::vector<uint64_t> hashes_;
+    std::vector<std::string> labels_;
+};
+
+struct Buf {
+    mxh_buf_t b;
+    Buf(size_t bytes, int fill) { mxh_buf_alloc(&b, bytes, fill); }
+    ~Buf() { mxh_buf_free(&b); }
+    unsigned char *p() const { return (unsigned char *)b.p; }
+    Buf(const Buf &) = delete;
+    Buf &operator=(const Buf &) = delete;
+};
+
+uint64_t salt_of(const mxh_type_t *t, MPI_Op op, size_t count, int extra)
+{
+    uint64_t h = MXH_FNV_INIT;
+    h = mxh_hash_bytes_fnv(h, t->name, strlen(t->name));
+    const char *on = op == MPI_OP_NULL ? "none" : mxh_op_name(op);
+    h = mxh_hash_bytes_fnv(h, on, strlen(on));
+    h = mxh_hash_bytes_fnv(h, &count, sizeof(count));
+    return mxh_hash_bytes_fnv(h, &extra, sizeof(extra));
+}
+
+// The types the shm layer takes: predefined, contiguous (size == extent, lb 0).
+size_t plain_size(const mxh_type_t *t)
+{
+    int size = 0;
+    MPI_Aint lb = 0, extent = 0;
+    MPI_Type_size(t->type, &size);
+    MPI_Type_get_extent(t->type, &lb, &extent);
+    return (lb == 0 && (MPI_Aint)size == extent && size > 0 && size <= 32) ? (size_t)size : 0;
+}
+
+struct Pair {
+    const mxh_type_t *t;
+    MPI_Op op;
+    size_t tsize;
+};
+
+// Every pair MPI allows and MPICH accepts on a contiguous predefined type
+// (all predefined ops are commutative, MINLOC/MAXLOC on the contiguous pair
+// types included).
+std::vector<Pair> pairs()
+{
+    std::vector<Pair> v;
+    for (int i = 0; i < mxh_num_types(); i++)
+        for (int o = 0; o < mxh_num_ops(); o++) {
+            const mxh_type_t *t = mxh_type_at(i);
+            MPI_Op op = mxh_op_at(o);
+            size_t ts = plain_size(t);
+            if (ts && mxh_op_allowed(t, op) && mxh_op_mpich_ok(t, op))
+                v.push_back({t, op, ts});
+        }
+    return v;
+}
+
+std::vector<const mxh_type_t *> plain_types()
+{
+    std::vector<const mxh_type_t *> v;
+    for (int i = 0; i < mxh_num_types(); i++)
+        if (plain_size(mxh_type_at(i)))
+            v.push_back(mxh_type_at(i));
+    return v;
+}
+
+// ------------------------------------------------------------ case runners
+
+void allreduce_case(Checker &ck, mxh_shm_t *shm, const Pair &p, size_t n, bool inplace,
+                    uint64_t salt)
+{
+    const mxh_type_t *t = p.t;
+    size_t bytes = n * p.tsize;
+    std::string label = fmt("allreduce %s %s count=%zu%s", t->name, mxh_op_name(p.op), n,
+                            inplace ? " in-place" : "");
+    trace(label);
+    Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
+    mxh_fill(t, p.op, in.p(), n, ck.rank, salt);
+    std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
+    MPI_Allreduce(in.p(), ref.p(), (int)n, t->type, p.op, ck.comm);
+    mxh_status_t s;
+    if (inplace) {
+        memcpy(got.p(), in.p(), bytes);
+        s = mxh_shm_allreduce(shm, got.p(), got.p(), n, t->type, p.tsize, p.op);
+    } else {
+        s = mxh_shm_allreduce(shm, in.p(), got.p(), n, t->type, p.tsize, p.op);
+        ck.same_bytes(in.p(), pristine.data(), bytes, label + ": modified the input");
+    }
+    ck.st(s, label);
+    ck.same(t, false, got.p(), ref.p(), n, label);
+    ck.guards(got.b, label);
+    ck.guards(in.b, label);
+    ck.hash(mxh_hash(t, 0, got.p(), n), label);
+}
+
+// Non-root out: a canary that must stay untouched (NULL on odd ranks).
+void reduce_case(Checker &ck, mxh_shm_t *shm, const Pair &p, size_t n, bool inplace, int root,
+                 uint64_t salt)
+{
+    const mxh_type_t *t = p.t;
+    size_t bytes = n * p.tsize;
+    bool me_root = ck.rank == root;
+    std::string label = fmt("reduce %s %s count=%zu root=%d%s", t->name, mxh_op_name(p.op), n,
+                            root, inplace ? " in-place" : "");
+    trace(label);
+    Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
+    mxh_fill(t, p.op, in.p(), n, ck.rank, salt);
+    std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
+    MPI_Reduce(in.p(), ref.p(), (int)n, t->type, p.op, root, ck.comm);
+    mxh_status_t s;
+    if (inplace && me_root) {
+        memcpy(got.p(), in.p(), bytes);
+        s = mxh_shm_reduce(shm, got.p(), got.p(), n, t->type, p.tsize, p.op, root);
+    } else {
+        void *out = (me_root || ck.rank % 2 == 0) ? (void *)got.p() : nullptr;
+        s = mxh_shm_reduce(shm, in.p(), out, n, t->type, p.tsize, p.op, root);
+        ck.same_bytes(in.p(), pristine.data(), bytes, label + ": modified the input");
+    }
+    ck.st(s, label);
+    if (me_root) {
+        ck.same(t, false, got.p(), ref.p(), n, label);
+    } else {
+        std::vector<unsigned char> canary(bytes, 0xCD);
+        ck.same_bytes(got.p(), canary.data(), bytes, label + ": wrote into a non-root out");
+    }
+    ck.guards(got.b, label);
+}
+
+void bcast_case(Checker &ck, mxh_shm_t *shm, const mxh_type_t *t, size_t tsize, size_t n,
+                int root, uint64_t salt)
+{
+    size_t bytes = n * tsize;
+    std::string label = fmt("bcast %s count=%zu root=%d", t->name, n, root);
+    trace(label);
+    Buf ref(bytes, 0xCD), got(bytes, 0xCD);
+    if (ck.rank == root) {
+        mxh_fill(t, MPI_OP_NULL, ref.p(), n, root, salt);
+        memcpy(got.p(), ref.p(), bytes);
+    }
+    MPI_Bcast(ref.p(), (int)n, t->type, root, ck.comm);
+    ck.st(mxh_shm_bcast(shm, got.p(), n, tsize, root), label);
+    ck.same_bytes(got.p(), ref.p(), bytes, label);
+    ck.guards(got.b, label);
+    ck.hash(mxh_hash_bytes_fnv(MXH_FNV_INIT, got.p(), bytes), label);
+}
+
+// Part layouts for reduce_scatter / allgather (the same on every rank).
+// shape 0: uniform m; 1: non-uniform with zeros (every third rank 0, others
+// m + 7q); 2: only the last rank; 3: only rank 0. Parts are laid out in
+// reverse rank order with 3-element gaps (so displs are arbitrary).
+struct Parts {
+    std::vector<int> counts, displs;
+    size_t region = 0; // elements spanned
+    size_t total = 0;
+};
+
+Parts make_parts(int size, int shape, size_t m)
+{
+    Parts P;
+    P.counts.resize((size_t)size);
+    P.displs.resize((size_t)size);
+    for (int q = 0; q < size; q++) {
+        size_t c = 0;
+        switch (shape) {
+        case 0: c = m; break;
+        case 1: c = q % 3 == 1 ? 0 : m + 7 * (size_t)q; break;
+        case 2: c = q == size - 1 ? m : 0; break;
+        case 3: c = q == 0 ? m : 0; break;
+        }
+        P.counts[(size_t)q] = (int)c;
+        P.total += c;
+    }
+    size_t pos = 0;
+    for (int q = size - 1; q >= 0; q--) {
+        P.displs[(size_t)q] = (int)pos;
+        pos += (size_t)P.counts[(size_t)q] + 3;
+    }
+    P.region = pos;
+    return P;
+}
+
+const char *shape_name(int shape)
+{
+    static const char *const names[] = {"uniform", "ragged+zeros", "last-only", "first-only"};
+    return names[shape];
+}
+
+// in-place: out = in + displs[me] (the region is the caller's, modified).
+// (No cross-rank hash: every rank holds a different part.)
+void rs_case(Checker &ck, mxh_shm_t *shm, const Pair &p, int shape, size_t m, bool inplace,
+             uint64_t salt)
+{
+    const mxh_type_t *t = p.t;
+    size_t ts = p.tsize;
+    Parts P = make_parts(ck.size, shape, m);
+    size_t mine = (size_t)P.counts[(size_t)ck.rank], mydisp = (size_t)P.displs[(size_t)ck.rank];
+    std::string label = fmt("reduce_scatter %s %s %s m=%zu%s", t->name, mxh_op_name(p.op),
+                            shape_name(shape), m, inplace ? " in-place" : "");
+    trace(label);
+    Buf in(P.region * ts, 0), ref(P.region * ts, 0xCD), got(mine * ts, 0xCD);
+    mxh_fill(t, p.op, in.p(), P.region, ck.rank, salt);
+    std::vector<unsigned char> pristine(in.p(), in.p() + P.region * ts);
+    // reference: the whole region reduced by MPICH, my part cut out
+    MPI_Allreduce(in.p(), ref.p(), (int)P.region, t->type, p.op, ck.comm);
+    mxh_status_t s;
+    if (inplace) {
+        s = mxh_shm_reduce_scatter(shm, in.p(), in.p() + mydisp * ts, P.counts.data(),
+                                   P.displs.data(), t->type, ts, p.op);
+        ck.same(t, false, in.p() + mydisp * ts, ref.p() + mydisp * ts, mine, label);
+        ck.guards(in.b, label);
+    } else {
+        s = mxh_shm_reduce_scatter(shm, in.p(), got.p(), P.counts.data(), P.displs.data(),
+                                   t->type, ts, p.op);
+        ck.same(t, false, got.p(), ref.p() + mydisp * ts, mine, label);
+        ck.same_bytes(in.p(), pristine.data(), P.region * ts, label + ": modified the input");
+        ck.guards(got.b, label);
+    }
+    ck.st(s, label);
+}
+
+// in-place: mine = out + displs[me]. Gaps between parts must stay untouched.
+void ag_case(Checker &ck, mxh_shm_t *shm, const mxh_type_t *t, size_t ts, int shape, size_t m,
+             bool inplace, uint64_t salt)
+{
+    Parts P = make_parts(ck.size, shape, m);
+    size_t mine = (size_t)P.counts[(size_t)ck.rank], mydisp = (size_t)P.displs[(size_t)ck.rank];
+    std::string label = fmt("allgather %s %s m=%zu%s", t->name, shape_name(shape), m,
+                            inplace ? " in-place" : "");
+    trace(label);
+    Buf in(mine * ts, 0), ref(P.region * ts, 0xCD), got(P.region * ts, 0xCD);
+    mxh_fill(t, MPI_OP_NULL, in.p(), mine, ck.rank, salt);
+    std::vector<unsigned char> pristine(in.p(), in.p() + mine * ts);
+    MPI_Allgatherv(in.p(), (int)mine, t->type, ref.p(), P.counts.data(), P.displs.data(), t->type,
+                   ck.comm);
+    mxh_status_t s;
+    if (inplace) {
+        memcpy(got.p() + mydisp * ts, in.p(), mine * ts);
+        s = mxh_shm_allgather(shm, got.p() + mydisp * ts, got.p(), P.counts.data(),
+                              P.displs.data(), t->type, ts);
+    } else {
+        s = mxh_shm_allgather(shm, in.p(), got.p(), P.counts.data(), P.displs.data(), t->type, ts);
+        ck.same_bytes(in.p(), pristine.data(), mine * ts, label + ": modified the input");
+    }
+    ck.st(s, label);
+    // whole region: parts as MPICH, gaps still 0xCD in both
+    ck.same_bytes(got.p(), ref.p(), P.region * ts, label);
+    ck.guards(got.b, label);
+    ck.hash(mxh_hash_bytes_fnv(MXH_FNV_INIT, got.p(), P.region * ts), label);
+}
+
+// ------------------------------------------------------------------ fixture
+
+class Shm : public MxhMpiTest, public ::testing::WithParamInterface<const char *> {
+  protected:
+    ShmCtx &ctx() { return ctx_of(GetParam()); }
+    size_t chunk() const
+    {
+        std::string p = GetParam();
+        return std::stoul(p.substr(p.find('/') + 1));
+    }
+    // Counts: 0, 1, primes, non-divisible, and enough for many chunks.
+    std::vector<size_t> counts(size_t tsize) const
+    {
+        if (quick())
+            return {0, 1, 7, 1009};
+        std::vector<size_t> v = {0, 1, 2, 3, 7, 31, 1009};
+        size_t slot = mxh_shm_slot_bytes(ctx_of(GetParam()).shm);
+        v.push_back(3 * slot / tsize + 5); // several chunks, ragged last one
+        return v;
+    }
+};
+
+TEST_P(Shm, AllreduceAllTypesOps)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    for (const Pair &p : pairs())
+        for (size_t n : counts(p.tsize))
+            for (int ip = 0; ip < 2; ip++)
+                allreduce_case(ck, c.shm, p, n, ip, salt_of(p.t, p.op, n, 1));
+    ck.finish();
+}
+
+TEST_P(Shm, ReduceAllTypesOpsAllRoots)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    for (const Pair &p : pairs())
+        for (size_t n : counts(p.tsize))
+            for (int root = 0; root < ck.size; root++) {
+                if (n > 31 && root != 0 && root != ck.size - 1)
+                    continue;
+                for (int ip = 0; ip < 2; ip++)
+                    reduce_case(ck, c.shm, p, n, ip, root, salt_of(p.t, p.op, n, 2 + root));
+            }
+    ck.finish();
+}
+
+TEST_P(Shm, ReduceScatterAllTypesOps)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    for (const Pair &p : pairs())
+        for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
+            for (int shape = 0; shape < 4; shape++)
+                for (int ip = 0; ip < 2; ip++)
+                    rs_case(ck, c.shm, p, shape, m, ip, salt_of(p.t, p.op, m, 3 + shape));
+    ck.finish();
+}
+
+TEST_P(Shm, AllgatherAllTypes)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    for (const mxh_type_t *t : plain_types())
+        for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
+            for (int shape = 0; shape < 4; shape++)
+                for (int ip = 0; ip < 2; ip++)
+                    ag_case(ck, c.shm, t, plain_size(t), shape, m, ip,
+                            salt_of(t, MPI_OP_NULL, m, 10 + shape));
+    ck.finish();
+}
+
+TEST_P(Shm, BcastAllTypesAllRoots)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    for (const mxh_type_t *t : plain_types())
+        for (size_t n : counts(plain_size(t)))
+            for (int root = 0; root < ck.size; root++)
+                bcast_case(ck, c.shm, t, plain_size(t), n, root,
+                           salt_of(t, MPI_OP_NULL, n, 20 + root));
+    ck.finish();
+}
+
+// Large and ragged counts (many chunks) on a few types, all five collectives.
+TEST_P(Shm, LargeCounts)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    struct L {
+        MPI_Datatype type;
+        MPI_Op op;
+    };
+    const L kinds[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}, {MPI_FLOAT, MPI_MAX},
+                       {MPI_C_DOUBLE_COMPLEX, MPI_PROD}, {MPI_UNSIGNED_CHAR, MPI_BXOR}};
+    // small chunks: keep the number of steps (and the time on 2 cores) bounded
+    size_t big = chunk() && chunk() < 4096 ? 20011 : (quick() ? 65537 : 1000003);
+    for (const L &l : kinds) {
+        const mxh_type_t *t = mxh_type_find(l.type);
+        Pair p = {t, l.op, plain_size(t)};
+        for (size_t n : {(size_t)65537, big}) {
+            if (n > 65537 && l.type != MPI_DOUBLE && l.type != MPI_UNSIGNED_CHAR)
+                continue;
+            allreduce_case(ck, c.shm, p, n, n == big, salt_of(t, l.op, n, 30));
+            reduce_case(ck, c.shm, p, n, true, ck.size - 1, salt_of(t, l.op, n, 31));
+            bcast_case(ck, c.shm, t, p.tsize, n, ck.size / 2, salt_of(t, l.op, n, 32));
+            size_t m = n / (size_t)ck.size + 1;
+            rs_case(ck, c.shm, p, 1, m, n == big, salt_of(t, l.op, m, 33));
+            ag_case(ck, c.shm, t, p.tsize, 1, m, n != big, salt_of(t, l.op, m, 34));
+        }
+    }
+    ck.finish();
+}
+
+// The one-phase and the chunked protocol, allreduce and reduce: bitwise the
+// same result on random floats (not exact under reordering: the fixed
+// reduction order 0..n-1 is what makes them agree).
+TEST_P(Shm, FixedOrderRandomFloats)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    size_t saved = mxh_shm_get_small_max(c.shm);
+    const MPI_Datatype types[] = {MPI_FLOAT, MPI_DOUBLE};
+    for (MPI_Datatype ty : types) {
+        const mxh_type_t *t = mxh_type_find(ty);
+        size_t ts = plain_size(t);
+        size_t n = std::min(mxh_shm_slot_bytes(c.shm), (size_t)16384) / ts; // fits one slot
+        Buf in(n * ts, 0), one(n * ts, 0), chunked(n * ts, 0), red(n * ts, 0);
+        mxh_fill_random_fp(ty, in.p(), n, ck.rank, 99);
+        mxh_shm_set_small_max(c.shm, n * ts);
+        ck.st(mxh_shm_allreduce(c.shm, in.p(), one.p(), n, ty, ts, MPI_SUM), "one-phase");
+        mxh_shm_set_small_max(c.shm, 0);
+        ck.st(mxh_shm_allreduce(c.shm, in.p(), chunked.p(), n, ty, ts, MPI_SUM), "chunked");
+        ck.st(mxh_shm_reduce(c.shm, in.p(), red.p(), n, ty, ts, MPI_SUM, 0), "reduce");
+        ck.same_bytes(chunked.p(), one.p(), n * ts,
+                      std::string(t->name) + ": chunked allreduce differs from one-phase");
+        if (ck.rank == 0)
+            ck.same_bytes(red.p(), one.p(), n * ts,
+                          std::string(t->name) + ": reduce differs from allreduce");
+        ck.hash(mxh_hash_bytes_fnv(MXH_FNV_INIT, one.p(), n * ts), "random one-phase");
+        ck.hash(mxh_hash_bytes_fnv(MXH_FNV_INIT, chunked.p(), n * ts), "random chunked");
+        // reduce_scatter of the same data: the parts equal the allreduce
+        Parts P = make_parts(ck.size, 0, n / (size_t)ck.size);
+        std::vector<int> displs(P.counts.size());
+        for (size_t q = 0; q < displs.size(); q++)
+            displs[q] = (int)(q * (size_t)P.counts[0]);
+        Buf part((size_t)P.counts[0] * ts, 0);
+        ck.st(mxh_shm_reduce_scatter(c.shm, in.p(), part.p(), P.counts.data(), displs.data(), ty,
+                                     ts, MPI_SUM),
+              "reduce_scatter");
+        ck.same_bytes(part.p(), one.p() + (size_t)displs[(size_t)ck.rank] * ts,
+                      (size_t)P.counts[0] * ts,
+                      std::string(t->name) + ": reduce_scatter differs from allreduce");
+    }
+    mxh_shm_set_small_max(c.shm, saved);
+    ck.finish();
+}
+
+// 1000 back-to-back calls mixing kinds, sizes, roots and in-place use,
+// interleaved with MPI collectives on the same communicator (the reference
+// results come from MPICH between the shm calls; sometimes two shm calls run
+// with no MPI call in between).
+TEST_P(Shm, MixedBackToBack)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    const int iters = quick() ? 300 : 1000;
+    std::mt19937 rng(1234); // same sequence on every rank
+    const size_t sizes[] = {0, 1, 3, 17, 100, 1000, 4099, 20000};
+    const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+    const mxh_type_t *tb = mxh_type_find(MPI_BYTE);
+    int progress_calls = 0;
+    mxh_shm_set_progress(
+        c.shm, [](void *a) { ++*(int *)a; }, &progress_calls);
+    for (int it = 0; it < iters && ck.failures() == 0; it++) {
+        int kind = (int)(rng() % 6);
+        size_t n = sizes[rng() % 8];
+        int root = (int)(rng() % (unsigned)ck.size);
+        bool ip = rng() % 2;
+        const mxh_type_t *t = rng() % 2 ? ti : td;
+        Pair p = {t, (rng() % 2) ? MPI_SUM : MPI_MAX, plain_size(t)};
+        uint64_t salt = (uint64_t)it;
+        switch (kind) {
+        case 0: allreduce_case(ck, c.shm, p, n, ip, salt); break;
+        case 1: reduce_case(ck, c.shm, p, n, ip, root, salt); break;
+        case 2: bcast_case(ck, c.shm, tb, 1, n * 8, root, salt); break;
+        case 3: rs_case(ck, c.shm, p, (int)(rng() % 4), n / 4, ip, salt); break;
+        case 4: ag_case(ck, c.shm, t, p.tsize, (int)(rng() % 4), n / 4, ip, salt); break;
+        case 5: { // two shm calls back to back, no MPI in between; check afterwards
+            size_t bytes = n * 8 + 1;
+            std::vector<unsigned char> a(bytes), b(n * sizeof(int) + 4);
+            if (ck.rank == root)
+                for (size_t i = 0; i < bytes; i++)
+                    a[i] = (unsigned char)(i * 31 + (size_t)it);
+            std::vector<int> x(n + 1, ck.rank + it), y(n + 1);
+            ck.st(mxh_shm_bcast(c.shm, a.data(), bytes, 1, root), "bcast (pair)");
+            ck.st(mxh_shm_allreduce(c.shm, x.data(), y.data(), n + 1, MPI_INT, sizeof(int),
+                                    MPI_SUM),
+                  "allreduce (pair)");
+            int want = ck.size * it + ck.size * (ck.size - 1) / 2;
+            for (size_t i = 0; i <= n; i++)
+                if (y[i] != want) {
+                    ck.fail(fmt("iteration %d: allreduce after bcast: y[%zu] = %d, want %d", it, i,
+                                y[i], want));
+                    break;
+                }
+            for (size_t i = 0; i < bytes; i++)
+                if (a[i] != (unsigned char)(i * 31 + (size_t)it)) {
+                    ck.fail(fmt("iteration %d: bcast: byte %zu wrong", it, i));
+                    break;
+                }
+            break;
+        }
+        }
+        if (it % 7 == 0) // an unrelated MPI collective in between
+            MPI_Barrier(c.comm);
+    }
+    mxh_shm_set_progress(c.shm, nullptr, nullptr);
+    ck.finish();
+}
+
+// A late rank: the others wait (and call the progress hook) without failing.
+TEST_P(Shm, LateRankProgressHook)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    int calls = 0;
+    mxh_shm_set_progress(
+        c.shm, [](void *a) { ++*(int *)a; }, &calls);
+    double x = ck.rank + 1, y = 0;
+    if (ck.rank == 0)
+        usleep(20000);
+    ck.st(mxh_shm_allreduce(c.shm, &x, &y, 1, MPI_DOUBLE, sizeof(double), MPI_SUM), "allreduce");
+    mxh_shm_set_progress(c.shm, nullptr, nullptr);
+    double want = ck.size * (ck.size + 1) / 2.0;
+    if (y != want)
+        ck.fail(fmt("late rank: got %g, want %g", y, want));
+    if (ck.rank != 0 && calls == 0)
+        ck.fail("the progress hook was never called while waiting 20 ms for rank 0");
+    ck.finish();
+}
+
+// Argument errors are local and leave the object usable.
+TEST_P(Shm, InvalidArguments)
+{
+    ShmCtx &c = ctx();
+    Checker ck(c.comm);
+    int x = 1, y = 0;
+    std::fflush(stderr);
+    int saved_fd = dup(2), null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 2); // the expected error lines
+    close(null_fd);
+    EXPECT_EQ(mxh_shm_allreduce(c.shm, &x, &y, 1, MPI_INT, 0, MPI_SUM), MXH_ERR_INVALID_PARAM);
+    EXPECT_EQ(mxh_shm_bcast(c.shm, &x, 1, 4, ck.size), MXH_ERR_INVALID_PARAM);
+    EXPECT_EQ(mxh_shm_reduce(c.shm, &x, &y, 1, MPI_INT, 4, MPI_SUM, -1), MXH_ERR_INVALID_PARAM);
+    EXPECT_EQ(mxh_shm_allreduce(nullptr, &x, &y, 1, MPI_INT, 4, MPI_SUM), MXH_ERR_INVALID_PARAM);
+    std::fflush(stderr);
+    dup2(saved_fd, 2);
+    close(saved_fd);
+    ck.st(mxh_shm_allreduce(c.shm, &x, &y, 1, MPI_INT, sizeof(int), MPI_SUM), "after errors");
+    EXPECT_EQ(y, ck.size);
+    ck.finish();
+}
+
+const char *const kParams[] = {"node/0", "node/64", "node/4096", "reversed/4096"};
+std::string param_name(const ::testing::TestParamInfo<const char *> &i)
+{
+    std::string s = i.param;
+    std::replace(s.begin(), s.end(), '/', '_');
+    return s;
+}
+INSTANTIATE_TEST_SUITE_P(Chunks, Shm, ::testing::ValuesIn(kParams), param_name);
+
+// ------------------------------------------------------ lifetime and support
+
+int count_fds()
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+int count_maps()
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    int n = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+class ShmLife : public MxhMpiTest {};
+
+// Create/destroy in a loop (several chunk sizes, one call each): no file
+// descriptor, mapping or communicator leaks (a leaked window would also leak
+// a context id and make creation fail after a few thousand).
+TEST_F(ShmLife, CreateDestroyLoop)
+{
+    MPI_Comm comm = make_node_comm(false);
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int loops = quick() ? 50 : 300;
+    int fds0 = 0, maps0 = 0;
+    for (int i = 0; i < loops; i++) {
+        if (i == 2) { // after MPI's lazy setup
+            fds0 = count_fds();
+            maps0 = count_maps();
+        }
+        mxh_shm_t *shm = nullptr;
+        size_t chunk = (size_t)64 << (i % 14);
+        mxh_status_t st = mxh_shm_create(comm, chunk, &shm);
+        if (st != MXH_OK) { // the status is agreed: every rank leaves the loop
+            ADD_FAILURE() << "iteration " << i << ": " << mxh_status_string(st);
+            break;
+        }
+        EXPECT_GE(mxh_shm_slot_bytes(shm), chunk);
+        int x = rank + i, y = -1;
+        EXPECT_EQ(mxh_shm_allreduce(shm, &x, &y, 1, MPI_INT, sizeof(int), MPI_SUM), MXH_OK);
+        EXPECT_EQ(y, size * i + size * (size - 1) / 2) << "iteration " << i;
+        mxh_shm_destroy(shm);
+    }
+    EXPECT_EQ(count_fds(), fds0) << "file descriptors leaked";
+    EXPECT_EQ(count_maps(), maps0) << "mappings leaked";
+    MPI_Comm_free(&comm);
+}
+
+// Size 1: every collective is a local copy.
+TEST_F(ShmLife, SizeOne)
+{
+    mxh_shm_t *shm = nullptr;
+    ASSERT_EQ(mxh_shm_create(MPI_COMM_SELF, 64, &shm), MXH_OK);
+    int in[5] = {1, 2, 3, 4, 5}, out[5] = {0, 0, 0, 0, 0};
+    EXPECT_EQ(mxh_shm_allreduce(shm, in, out, 5, MPI_INT, 4, MPI_SUM), MXH_OK);
+    EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
+    int counts[1] = {3}, displs[1] = {2}, part[3] = {0, 0, 0};
+    EXPECT_EQ(mxh_shm_reduce_scatter(shm, in, part, counts, displs, MPI_INT, 4, MPI_SUM), MXH_OK);
+    EXPECT_EQ(part[0], 3);
+    EXPECT_EQ(part[2], 5);
+    int all[5] = {0, 0, 0, 0, 0};
+    EXPECT_EQ(mxh_shm_allgather(shm, part, all, counts, displs, MPI_INT, 4), MXH_OK);
+    EXPECT_EQ(all[2], 3);
+    EXPECT_EQ(all[1], 0);
+    EXPECT_EQ(mxh_shm_reduce(shm, in, in, 5, MPI_INT, 4, MPI_SUM, 0), MXH_OK);
+    EXPECT_EQ(mxh_shm_bcast(shm, in, 5, 4, 0), MXH_OK);
+    mxh_shm_destroy(shm);
+}
+
+// WORLD when its ranks do not all share memory (MPIR_CVAR_NUM_CLIQUES
+// launches): every rank fails with MXH_ERR_UNSUPPORTED; else it works.
+TEST_F(ShmLife, SupportAgreed)
+{
+    MPI_Comm node = make_node_comm(false);
+    int nsize, wsize;
+    MPI_Comm_size(node, &nsize);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    int shared_here = nsize == wsize, shared_all = 0;
+    MPI_Allreduce(&shared_here, &shared_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    mxh_shm_t *shm = nullptr;
+    mxh_status_t st = mxh_shm_create(MPI_COMM_WORLD, 0, &shm);
+    if (shared_all) {
+        EXPECT_EQ(st, MXH_OK);
+    } else {
+        EXPECT_EQ(st, MXH_ERR_UNSUPPORTED);
+        EXPECT_EQ(shm, nullptr);
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            std::printf("  [note] WORLD spans %d shared-memory groups: create refused as "
+                        "expected\n",
+                        wsize / nsize);
+    }
+    mxh_shm_destroy(shm);
+    MPI_Comm_free(&node);
+}
+
+} // namespace
