@@ -9,17 +9,18 @@
 #include "config.h"
 
 /* Vectorize at -O2 too (GCC's default -O2 cost model rejects loops that need
- * an epilogue) and never fuse a*b+c into an FMA: MPICH's complex product is
- * not contracted (x86-64 baseline), and results must match it bit for bit. */
+ * an epilogue) and never fuse a*b+c into an FMA (MPICH, built for the x86-64
+ * baseline, does not; results must match it bit for bit).
+ * no-trapping-math lets the branch-free half conversions be if-converted (it
+ * changes no result, only what may be assumed about FP exception flags). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off", "no-trapping-math")
 #endif
 
 #include "reduce/half.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
-#include <complex.h>
 #include <limits.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -34,12 +35,10 @@ enum kind {
     K_NONE = 0,
     K_I8, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64,
     K_F32, K_F64, K_LD,
-    K_CF32, K_CF64, K_CLD,    /* C _Complex: product as C computes it */
-    K_SF32, K_SF64,           /* Fortran COMPLEX (re, im pairs): MPICH's explicit formula */
     K_BOOL, K_BYTE, K_FP16, K_BF16,
     NKIND,
     /* resolved by MPI_Type_size at lookup (Fortran types) */
-    K_FINT, K_FREAL, K_FCPLX
+    K_FINT, K_FREAL
 };
 
 typedef void (*kern_t)(const void *restrict in, void *restrict inout, size_t n);
@@ -64,27 +63,30 @@ static const struct {
     {MPI_LONG_LONG, KSINT(long long)}, {MPI_UNSIGNED_LONG_LONG, KUINT(unsigned long long)},
     {MPI_SIGNED_CHAR, KSINT(signed char)}, {MPI_UNSIGNED_CHAR, KUINT(unsigned char)},
     {MPI_AINT, KSINT(MPI_Aint)}, {MPI_OFFSET, KSINT(MPI_Offset)}, {MPI_COUNT, KSINT(MPI_Count)},
-    {MPI_LONG_DOUBLE, K_LD},
-    {MPI_C_COMPLEX, K_CF32}, {MPI_C_FLOAT_COMPLEX, K_CF32}, {MPI_C_DOUBLE_COMPLEX, K_CF64},
-    {MPI_C_LONG_DOUBLE_COMPLEX, K_CLD},
-    {MPI_CXX_FLOAT_COMPLEX, K_CF32}, {MPI_CXX_DOUBLE_COMPLEX, K_CF64},
-    {MPI_CXX_LONG_DOUBLE_COMPLEX, K_CLD}, {MPI_CXX_BOOL, K_BOOL},
+    {MPI_LONG_DOUBLE, K_LD}, {MPI_CXX_BOOL, K_BOOL},
     /* Fortran: sizes from MPI */
     {MPI_INTEGER, K_FINT}, {MPI_INTEGER1, K_FINT}, {MPI_INTEGER2, K_FINT},
     {MPI_INTEGER4, K_FINT}, {MPI_INTEGER8, K_FINT},
     {MPI_REAL, K_FREAL}, {MPI_DOUBLE_PRECISION, K_FREAL}, {MPI_REAL4, K_FREAL},
     {MPI_REAL8, K_FREAL},
-    {MPI_COMPLEX, K_FCPLX}, {MPI_DOUBLE_COMPLEX, K_FCPLX}, {MPI_COMPLEX8, K_FCPLX},
-    {MPI_COMPLEX16, K_FCPLX},
-    /* MPI_LOGICAL (Fortran .TRUE. encoding), MPI_REAL16, MPI_COMPLEX32,
-     * MPI_INTEGER16: no kernel, MPI_Reduce_local */
+    /* No kernel, MPI_Reduce_local: MPI_LOGICAL (Fortran .TRUE. encoding),
+     * MPI_REAL16, MPI_INTEGER16, and all complex types: when both operands
+     * of an add or multiply are NaN, which payload MPICH returns depends on
+     * the operand order its compiler chose for each component (it differs
+     * between C and Fortran complex, SUM and PROD), so no loop of ours can
+     * promise its bits. */
 };
 
-static enum kind kind_of(MPI_Datatype dt)
+#define NDT_KINDS (sizeof(dt_kinds) / sizeof(dt_kinds[0]))
+
+/* *idx: the table entry (NDT_KINDS if none) */
+static enum kind kind_of(MPI_Datatype dt, size_t *idx)
 {
-    for (size_t i = 0; i < sizeof(dt_kinds) / sizeof(dt_kinds[0]); i++) {
+    *idx = NDT_KINDS;
+    for (size_t i = 0; i < NDT_KINDS; i++) {
         if (dt_kinds[i].dt != dt || dt == MPI_DATATYPE_NULL)
             continue;
+        *idx = i;
         enum kind k = (enum kind)dt_kinds[i].kind;
         int sz = 0;
         if (k < NKIND)
@@ -95,7 +97,6 @@ static enum kind kind_of(MPI_Datatype dt)
         case K_FINT: return sz == 1 ? K_I8 : sz == 2 ? K_I16 : sz == 4 ? K_I32 : sz == 8 ? K_I64
                                                                                      : K_NONE;
         case K_FREAL: return sz == 4 ? K_F32 : sz == 8 ? K_F64 : K_NONE;
-        case K_FCPLX: return sz == 8 ? K_SF32 : sz == 16 ? K_SF64 : K_NONE;
         default: return K_NONE;
         }
     }
@@ -165,44 +166,36 @@ FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
 FLOAT_KERNELS(ld, long double)
 
-/* complex SUM is a SUM over 2n reals */
-static void sum_c32(const void *restrict in, void *restrict io, size_t n) { sum_f32(in, io, 2 * n); }
-static void sum_c64(const void *restrict in, void *restrict io, size_t n) { sum_f64(in, io, 2 * n); }
-static void sum_cld(const void *restrict in, void *restrict io, size_t n) { sum_ld(in, io, 2 * n); }
-
-/* C complex product: the language's (MPICH: a[i] = a[i] * b[i]) */
-KERNEL(prod_cf32, float _Complex, a[i] * b[i])
-KERNEL(prod_cf64, double _Complex, a[i] * b[i])
-KERNEL(prod_cld, long double _Complex, a[i] * b[i])
-
-/* Fortran complex product: MPICH's explicit formula on (re, im) pairs */
-#define SPROD_KERNEL(sfx, T)                                                           \
-    static void prod_##sfx(const void *restrict in_, void *restrict io_, size_t n)     \
-    {                                                                                  \
-        const T *restrict b = (const T *)in_;                                          \
-        T *restrict a       = (T *)io_;                                                \
-        for (size_t i = 0; i < n; i++) {                                               \
-            T re = a[2 * i], im = a[2 * i + 1];                                        \
-            a[2 * i]     = re * b[2 * i] - im * b[2 * i + 1];                          \
-            a[2 * i + 1] = im * b[2 * i] + re * b[2 * i + 1];                          \
-        }                                                                              \
-    }
-SPROD_KERNEL(sf32, float)
-SPROD_KERNEL(sf64, double)
-
 KERNEL(land_bool, bool, a[i] & b[i])
 KERNEL(lor_bool, bool, a[i] | b[i])
 KERNEL(lxor_bool, bool, a[i] ^ b[i])
 
-/* half types: compute in float, round once; MAX/MIN select an input's bits */
+/* half types: compute in float, round once (float has >= 2p+2 bits for both
+ * formats, so the result is the correctly rounded one); MAX/MIN select an
+ * input's bits. */
 #define HALF_KERNELS(sfx, TOF, FROMF)                                                  \
     KERNEL(sum_##sfx, uint16_t, FROMF(TOF(a[i]) + TOF(b[i])))                          \
-    KERNEL(prod_##sfx, uint16_t, FROMF(TOF(a[i]) * TOF(b[i])))                         \
     KERNEL(max_##sfx, uint16_t, TOF(a[i]) > TOF(b[i]) ? a[i] : b[i])                   \
     KERNEL(min_##sfx, uint16_t, TOF(a[i]) < TOF(b[i]) ? a[i] : b[i])
 
 HALF_KERNELS(fp16, mxh_fp16_to_float, mxh_float_to_fp16)
 HALF_KERNELS(bf16, mxh_bf16_to_float, mxh_float_to_bf16)
+/* fp16 products are exact in float (22 bits, normal range) */
+KERNEL(prod_fp16, uint16_t, mxh_float_to_fp16(mxh_fp16_to_float(a[i]) * mxh_fp16_to_float(b[i])))
+
+/* bf16 products are exact in double; those below float's normal range would
+ * be rounded twice through float (at 2^-149, then 2^-133), so they are
+ * rounded once, directly to the 2^-133 quantum of bf16 subnormals. */
+static inline uint16_t bf16_mul(uint16_t x, uint16_t y)
+{
+    double p     = (double)mxh_bf16_to_float(x) * (double)mxh_bf16_to_float(y);
+    double ap    = p < 0 ? -p : p;
+    double m     = (ap * 0x1p133 + 0x1p52) - 0x1p52; /* round to integer, ties to even */
+    uint16_t sub = (uint16_t)(((x ^ y) & 0x8000u) | (uint16_t)m);
+    uint16_t nrm = mxh_float_to_bf16((float)p);
+    return ap < 0x1p-126 ? sub : nrm;
+}
+KERNEL(prod_bf16, uint16_t, bf16_mul(a[i], b[i]))
 
 #define INT_ROW(s) {sum_##s, prod_##s, max_##s, min_##s, land_##s, lor_##s, lxor_##s, \
                     band_##s, bor_##s, bxor_##s}
@@ -222,11 +215,6 @@ static const struct {
     [K_F32]  = {sizeof(float), alignof(float), {sum_f32, prod_f32, max_f32, min_f32}},
     [K_F64]  = {sizeof(double), alignof(double), {sum_f64, prod_f64, max_f64, min_f64}},
     [K_LD]   = {sizeof(long double), alignof(long double), {sum_ld, prod_ld, max_ld, min_ld}},
-    [K_CF32] = {sizeof(float _Complex), alignof(float _Complex), {sum_c32, prod_cf32}},
-    [K_CF64] = {sizeof(double _Complex), alignof(double _Complex), {sum_c64, prod_cf64}},
-    [K_CLD]  = {sizeof(long double _Complex), alignof(long double _Complex), {sum_cld, prod_cld}},
-    [K_SF32] = {2 * sizeof(float), alignof(float), {sum_c32, prod_sf32}},
-    [K_SF64] = {2 * sizeof(double), alignof(double), {sum_c64, prod_sf64}},
     [K_BOOL] = {sizeof(bool), alignof(bool),
                 {[O_LAND] = land_bool, [O_LOR] = lor_bool, [O_LXOR] = lxor_bool}},
     [K_BYTE] = {1, 1, {[O_BAND] = band_u8, [O_BOR] = bor_u8, [O_BXOR] = bxor_u8}},
@@ -236,6 +224,42 @@ static const struct {
 
 /* ---- dispatch ----------------------------------------------------------------- */
 
+/* MPICH 4.0.2 compares unsigned integers as signed in MPI_MAX/MPI_MIN (its
+ * MPI_Reduce_local gives max(1, UINT_MAX) = 1). Results must equal MPICH's,
+ * so each unsigned type is probed once: 1 = MPI compares as unsigned,
+ * 2 = as signed (then the signed kernel of the same width is used). */
+static unsigned char unsigned_minmax[NDT_KINDS];
+
+static int minmax_as_signed(size_t idx, enum kind k)
+{
+    if (idx >= NDT_KINDS)
+        return 0;
+    if (unsigned_minmax[idx] == 0) {
+        unsigned char one[8], ones[8];
+        const size_t sz = kinds[k].size;
+        uint64_t v1 = 1;
+        int init = 0, fin = 0;
+        MPI_Initialized(&init);
+        MPI_Finalized(&fin);
+        if (!init || fin)
+            return 0; /* cannot ask; do not cache */
+        /* the value 1 in a little- or big-endian integer of sz bytes */
+        memset(one, 0, sizeof(one));
+        if (k == K_U8) { uint8_t x = 1; memcpy(one, &x, 1); }
+        else if (k == K_U16) { uint16_t x = 1; memcpy(one, &x, 2); }
+        else if (k == K_U32) { uint32_t x = 1; memcpy(one, &x, 4); }
+        else memcpy(one, &v1, 8);
+        memset(ones, 0xff, sizeof(ones));
+        if (MPI_Reduce_local(one, ones, 1, dt_kinds[idx].dt, MPI_MAX) != MPI_SUCCESS)
+            return 0;
+        unsigned_minmax[idx] = memcmp(ones, one, sz) == 0 ? 2 : 1;
+        if (unsigned_minmax[idx] == 2)
+            mxh_debug("MPI compares this unsigned type as signed in MPI_MAX/MPI_MIN; "
+                      "kernels do the same");
+    }
+    return unsigned_minmax[idx] == 2;
+}
+
 #define BOUNCE_BYTES 2048
 
 /* Misaligned buffers: chunks through aligned copies. */
@@ -243,7 +267,7 @@ static void run_bounced(kern_t fn, size_t esize, const char *in, char *inout, si
 {
     union {
         long double ld;
-        long double _Complex cld;
+        uint64_t u64;
         char bytes[BOUNCE_BYTES];
     } bi, bo;
     const size_t per = BOUNCE_BYTES / esize;
@@ -288,6 +312,7 @@ mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Dat
                               MPI_Op op)
 {
     enum kind k;
+    size_t idx;
     int o;
     kern_t fn = NULL;
 
@@ -297,7 +322,7 @@ mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Dat
         mxh_error("mxh_reduce_local: NULL buffer with count %zu", count);
         return MXH_ERR_INVALID_PARAM;
     }
-    k = kind_of(dt);
+    k = kind_of(dt, &idx);
     o = opk_of(op);
     if (o < 0) {
         /* the user ops standing for SUM/PROD/MAX/MIN on the half types */
@@ -307,6 +332,8 @@ mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Dat
             (hk == MXH_HALF_FP16 ? K_FP16 : K_BF16) == k)
             o = opk_of(base);
     }
+    if ((o == O_MAX || o == O_MIN) && k >= K_U8 && k <= K_U64 && minmax_as_signed(idx, k))
+        k = (enum kind)(k - K_U8 + K_I8);
     if (k != K_NONE && o >= 0)
         fn = kinds[k].fn[o];
     if (fn == NULL && (k == K_FP16 || k == K_BF16) && opk_of(op) >= 0) {
