@@ -18,20 +18,19 @@
             return _rc;                                                        \
     } while (0)
 
-/* Hierarchy of comm if the hierarchical path applies to a message of @bytes
- * per rank and @elements in the largest work buffer; NULL for the plain path
- * (*rc set on errors). */
-static mxh_hier_t *hier_for(MPI_Comm comm, size_t bytes, size_t elements, const char *func,
-                            int *rc)
+/* The hierarchy of @comm and the algorithm for a message of @bytes per rank
+ * and @work_bytes in the whole vector (identical on every rank). NULL with
+ * *rc == MPI_SUCCESS: use the plain MPI collective. */
+static mxh_hier_t *choose(MPI_Comm comm, mxh_coll_t coll, size_t bytes, size_t work_bytes,
+                          size_t elements, const char *func, mxh_choice_t *choice, int *rc)
 {
     mxh_hier_t *h = NULL;
 
     *rc = mxh_hier_get(comm, func, &h);
-    if (*rc != MPI_SUCCESS)
+    if (*rc != MPI_SUCCESS || elements > INT_MAX)
         return NULL;
-    if (!mxh_hier_active(h) || bytes < h->config.min_bytes || elements > INT_MAX)
-        return NULL;
-    return h;
+    *choice = mxh_hier_select(h, coll, bytes, work_bytes);
+    return choice->algo == MXH_ALGO_MPI ? NULL : h;
 }
 
 /* A private copy of @count elements of @dt at @buf (any datatype: the copy is
@@ -116,34 +115,52 @@ static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, 
     return MPI_SUCCESS;
 }
 
-static int run(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int root,
-               void *work, MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func,
-               const mxh_plan_t **plan_p)
+/* Run a hierarchical schedule on @work (sched->work_count elements). */
+static int run_sched(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,
+                     MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func)
 {
-    const mxh_plan_t *plan;
-    mxh_status_t st = mxh_hier_plan(h, coll, count, root, &plan);
-
-    if (st == MXH_OK && plan_p != NULL)
-        *plan_p = plan;
-    if (st == MXH_OK) {
-        void *tmp = mxh_hier_tmp(h, plan->tmp_count * tsize);
-        if (tmp == NULL)
-            return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot allocate %zu bytes of scratch",
-                             plan->tmp_count * tsize);
-        st = mxh_exec_plan(plan, h->level_comm, work, tmp, dt, tsize, op);
-    }
+    void *tmp = mxh_hier_tmp(h, sched->tmp_count * tsize);
+    if (tmp == NULL)
+        return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot allocate %zu bytes of scratch",
+                         sched->tmp_count * tsize);
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs};
+    mxh_status_t st    = mxh_exec_sched(sched, &ctx, work, tmp);
     if (st != MXH_OK)
         return mxh_raise_status(comm, st, func);
     return MPI_SUCCESS;
+}
+
+static int get_sched(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int root,
+                     size_t tsize, const mxh_choice_t *choice, const char *func,
+                     const mxh_sched_t **sched_p)
+{
+    mxh_status_t st = mxh_hier_sched(h, coll, count, root, tsize, choice, sched_p);
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, func);
+}
+
+static int shm_done(MPI_Comm comm, mxh_status_t st, const char *func)
+{
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, func);
+}
+
+/* Equal blocks of @count elements in rank order (shared-memory block collectives). */
+static void block_parts(mxh_hier_t *h, int count)
+{
+    for (int r = 0; r < h->size; r++) {
+        h->blk_counts[r] = count;
+        h->blk_displs[r] = r * count;
+    }
 }
 
 int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_allreduce";
-    size_t tsize = 0;
+    size_t tsize = 0, bytes;
     int hier_op = 0, rc = MPI_SUCCESS;
     mxh_hier_t *h;
+    mxh_choice_t choice;
+    const mxh_sched_t *sched;
 
     CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
@@ -157,23 +174,52 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
         return MPI_SUCCESS;
-    h = hier_for(comm, (size_t)count * tsize, (size_t)count, F, &rc);
+    bytes = (size_t)count * tsize;
+    h     = choose(comm, MXH_COLL_ALLREDUCE, bytes, bytes, (size_t)count, F, &choice, &rc);
     if (h == NULL)
         return rc != MPI_SUCCESS ? rc : MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (choice.algo == MXH_ALGO_SHM)
+        return shm_done(comm,
+                        mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                                          recvbuf, (size_t)count, datatype, tsize, op),
+                        F);
+    CHECK(get_sched(h, comm, MXH_COLL_ALLREDUCE, (size_t)count, -1, tsize, &choice, F, &sched));
     if (sendbuf != MPI_IN_PLACE)
-        memcpy(recvbuf, sendbuf, (size_t)count * tsize);
-    return run(h, comm, MXH_COLL_ALLREDUCE, (size_t)count, -1, recvbuf, datatype, tsize, op, F,
-               NULL);
+        memcpy(recvbuf, sendbuf, bytes);
+    return run_sched(h, comm, sched, recvbuf, datatype, tsize, op, F);
+}
+
+/* Block collectives on a schedule: the work buffer is fragment-major (for each
+ * fragment, that fragment's piece of every block, blocks in block_pos order).
+ * Copy block @d's pieces from @src (a block of sched->count elements) in. */
+static void pack_block(const mxh_sched_t *s, char *work, int d, const char *src, size_t tsize)
+{
+    for (int f = 0; f < s->nfrag; f++) {
+        size_t fc = mxh_sched_frag_count(s, f);
+        memcpy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
+               src + (size_t)f * s->frag_count * tsize, fc * tsize);
+    }
+}
+
+static void unpack_block(const mxh_sched_t *s, const char *work, int d, char *dst, size_t tsize)
+{
+    for (int f = 0; f < s->nfrag; f++) {
+        size_t fc = mxh_sched_frag_count(s, f);
+        memcpy(dst + (size_t)f * s->frag_count * tsize,
+               work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
+               fc * tsize);
+    }
 }
 
 int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_reduce_scatter_block";
-    size_t tsize = 0, rc_sz;
+    size_t tsize = 0, block;
     int hier_op = 0, rc = MPI_SUCCESS, size, rank;
     mxh_hier_t *h;
-    const mxh_plan_t *plan;
+    mxh_choice_t choice;
+    const mxh_sched_t *sched;
 
     CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, recvcount, "recvcount", F));
@@ -189,27 +235,41 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
         return MPI_SUCCESS;
     MPI_Comm_size(comm, &size);
     MPI_Comm_rank(comm, &rank);
-    rc_sz = (size_t)recvcount;
-    h = hier_for(comm, rc_sz * tsize, rc_sz * (size_t)size, F, &rc);
+    block = (size_t)recvcount * tsize;
+    h = choose(comm, MXH_COLL_REDUCE_SCATTER_BLOCK, block, block * (size_t)size,
+               (size_t)recvcount * (size_t)size, F, &choice, &rc);
     if (h == NULL)
         return rc != MPI_SUCCESS
                    ? rc
                    : plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
 
     const char *in = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf : (const char *)sendbuf;
-    size_t block = rc_sz * tsize;
+    if (choice.algo == MXH_ALGO_SHM) {
+        /* in place, rank r's result lands on block 0 of its own input: only rank 0
+         * may write straight into it */
+        char *out = sendbuf == MPI_IN_PLACE && rank != 0 ? mxh_hier_scratch(h, block) : recvbuf;
+        if (out == NULL)
+            return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
+                             block);
+        block_parts(h, recvcount);
+        rc = shm_done(comm,
+                      mxh_shm_reduce_scatter(h->shm_all, in, out, h->blk_counts, h->blk_displs,
+                                             datatype, tsize, op),
+                      F);
+        if (rc == MPI_SUCCESS && out != recvbuf)
+            memcpy(recvbuf, out, block);
+        return rc;
+    }
+    CHECK(get_sched(h, comm, MXH_COLL_REDUCE_SCATTER_BLOCK, (size_t)recvcount, -1, tsize,
+                    &choice, F, &sched));
     char *work = mxh_hier_scratch(h, block * (size_t)size);
     if (work == NULL)
         return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
                          block * (size_t)size);
-    CHECK(mxh_hier_plan(h, MXH_COLL_REDUCE_SCATTER_BLOCK, rc_sz, -1, &plan) == MXH_OK
-              ? MPI_SUCCESS
-              : mxh_raise_status(comm, MXH_ERR_NO_MEMORY, F));
     for (int d = 0; d < size; d++)
-        memcpy(work + (size_t)plan->block_pos[d] * block, in + (size_t)d * block, block);
-    CHECK(run(h, comm, MXH_COLL_REDUCE_SCATTER_BLOCK, rc_sz, -1, work, datatype, tsize, op, F,
-              NULL));
-    memcpy(recvbuf, work + (size_t)plan->block_pos[rank] * block, block);
+        pack_block(sched, work, d, in + (size_t)d * block, tsize);
+    CHECK(run_sched(h, comm, sched, work, datatype, tsize, op, F));
+    unpack_block(sched, work, rank, recvbuf, tsize);
     return MPI_SUCCESS;
 }
 
@@ -217,10 +277,11 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_allgather";
-    size_t tsize = 0, rc_sz;
+    size_t tsize = 0, block;
     int rc = MPI_SUCCESS, size, rank;
     mxh_hier_t *h;
-    const mxh_plan_t *plan;
+    mxh_choice_t choice;
+    const mxh_sched_t *sched;
 
     CHECK(mxh_check_comm(comm, F));
     if (sendbuf != MPI_IN_PLACE) {
@@ -240,34 +301,40 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
         return MPI_SUCCESS;
     MPI_Comm_size(comm, &size);
     MPI_Comm_rank(comm, &rank);
-    rc_sz = (size_t)recvcount;
-    h = hier_for(comm, rc_sz * tsize, rc_sz * (size_t)size, F, &rc);
+    block = (size_t)recvcount * tsize;
+    h = choose(comm, MXH_COLL_ALLGATHER, block, block * (size_t)size,
+               (size_t)recvcount * (size_t)size, F, &choice, &rc);
     if (h == NULL)
         return rc != MPI_SUCCESS ? rc
                                  : MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                  recvtype, comm);
 
-    size_t block = rc_sz * tsize;
-    CHECK(mxh_hier_plan(h, MXH_COLL_ALLGATHER, rc_sz, -1, &plan) == MXH_OK
-              ? MPI_SUCCESS
-              : mxh_raise_status(comm, MXH_ERR_NO_MEMORY, F));
-    int identity = 1;
+    const char *mine = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf + (size_t)rank * block
+                                               : (const char *)sendbuf;
+    if (choice.algo == MXH_ALGO_SHM) {
+        block_parts(h, recvcount);
+        return shm_done(comm,
+                        mxh_shm_allgather(h->shm_all, mine, recvbuf, h->blk_counts, h->blk_displs,
+                                          recvtype, tsize),
+                        F);
+    }
+    CHECK(get_sched(h, comm, MXH_COLL_ALLGATHER, (size_t)recvcount, -1, tsize, &choice, F,
+                    &sched));
+    int identity = sched->nfrag == 1;
     for (int d = 0; d < size && identity; d++)
-        identity = plan->block_pos[d] == d;
+        identity = sched->plan->block_pos[d] == d;
     char *work = identity ? (char *)recvbuf : mxh_hier_scratch(h, block * (size_t)size);
     if (work == NULL)
         return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
                          block * (size_t)size);
-    const char *mine = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf + (size_t)rank * block
-                                               : (const char *)sendbuf;
-    if (work + (size_t)plan->block_pos[rank] * block != mine)
-        memcpy(work + (size_t)plan->block_pos[rank] * block, mine, block);
-    CHECK(run(h, comm, MXH_COLL_ALLGATHER, rc_sz, -1, work, recvtype, tsize, MPI_OP_NULL, F,
-              NULL));
+    if (!identity)
+        pack_block(sched, work, rank, mine, tsize);
+    else if (work + (size_t)rank * block != mine)
+        memcpy(work + (size_t)rank * block, mine, block);
+    CHECK(run_sched(h, comm, sched, work, recvtype, tsize, MPI_OP_NULL, F));
     if (!identity)
         for (int d = 0; d < size; d++)
-            memcpy((char *)recvbuf + (size_t)d * block,
-                   work + (size_t)plan->block_pos[d] * block, block);
+            unpack_block(sched, work, d, (char *)recvbuf + (size_t)d * block, tsize);
     return MPI_SUCCESS;
 }
 
@@ -283,9 +350,11 @@ static int check_root(MPI_Comm comm, int root, const char *func)
 int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_bcast";
-    size_t tsize = 0;
+    size_t tsize = 0, bytes;
     int rc = MPI_SUCCESS;
     mxh_hier_t *h;
+    mxh_choice_t choice;
+    const mxh_sched_t *sched;
 
     CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
@@ -296,20 +365,25 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
         return MPI_Bcast(buffer, count, datatype, root, comm);
     if (count == 0)
         return MPI_SUCCESS;
-    h = hier_for(comm, (size_t)count * tsize, (size_t)count, F, &rc);
+    bytes = (size_t)count * tsize;
+    h     = choose(comm, MXH_COLL_BCAST, bytes, bytes, (size_t)count, F, &choice, &rc);
     if (h == NULL)
         return rc != MPI_SUCCESS ? rc : MPI_Bcast(buffer, count, datatype, root, comm);
-    return run(h, comm, MXH_COLL_BCAST, (size_t)count, root, buffer, datatype, tsize,
-               MPI_OP_NULL, F, NULL);
+    if (choice.algo == MXH_ALGO_SHM)
+        return shm_done(comm, mxh_shm_bcast(h->shm_all, buffer, (size_t)count, tsize, root), F);
+    CHECK(get_sched(h, comm, MXH_COLL_BCAST, (size_t)count, root, tsize, &choice, F, &sched));
+    return run_sched(h, comm, sched, buffer, datatype, tsize, MPI_OP_NULL, F);
 }
 
 int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, int root, MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_reduce";
-    size_t tsize = 0;
+    size_t tsize = 0, bytes;
     int hier_op = 0, rc = MPI_SUCCESS, rank;
     mxh_hier_t *h;
+    mxh_choice_t choice;
+    const mxh_sched_t *sched;
 
     CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
@@ -333,19 +407,26 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         return plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
     if (count == 0)
         return MPI_SUCCESS;
-    h = hier_for(comm, (size_t)count * tsize, (size_t)count, F, &rc);
+    bytes = (size_t)count * tsize;
+    h     = choose(comm, MXH_COLL_REDUCE, bytes, bytes, (size_t)count, F, &choice, &rc);
     if (h == NULL)
         return rc != MPI_SUCCESS ? rc
                                  : plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
-
+    if (choice.algo == MXH_ALGO_SHM)
+        return shm_done(comm,
+                        mxh_shm_reduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                                       rank == root ? recvbuf : NULL, (size_t)count, datatype,
+                                       tsize, op, root),
+                        F);
+    CHECK(get_sched(h, comm, MXH_COLL_REDUCE, (size_t)count, root, tsize, &choice, F, &sched));
     void *work = recvbuf;
     if (rank != root) {
-        work = mxh_hier_scratch(h, (size_t)count * tsize);
+        work = mxh_hier_scratch(h, bytes);
         if (work == NULL)
             return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
-                             (size_t)count * tsize);
+                             bytes);
     }
     if (sendbuf != MPI_IN_PLACE)
-        memcpy(work, sendbuf, (size_t)count * tsize);
-    return run(h, comm, MXH_COLL_REDUCE, (size_t)count, root, work, datatype, tsize, op, F, NULL);
+        memcpy(work, sendbuf, bytes);
+    return run_sched(h, comm, sched, work, datatype, tsize, op, F);
 }

@@ -52,17 +52,23 @@ static void hier_destroy(mxh_hier_t *h)
             break;
         }
     }
+    /* collective (MPI_Win_free), like the MPI_Comm_free that got us here */
+    for (int l = MXH_MAX_LEVELS - 1; l >= 0; l--)
+        mxh_shm_destroy(h->shm[l]);
+    mxh_shm_destroy(h->shm_all);
     hier_free_comms(h);
-    if (h->plans) {
+    if (h->scheds) {
         for (int i = 0; i < h->config.plan_cache_size; i++)
-            mxh_plan_destroy(h->plans[i].plan);
-        free(h->plans);
+            mxh_sched_destroy(h->scheds[i].sched);
+        free(h->scheds);
     }
     mxh_layout_destroy(h->layout);
     free(h->recs);
     free(h->description);
     free(h->scratch);
     free(h->tmp);
+    free(h->blk_counts);
+    free(h->blk_displs);
     free(h);
 }
 
@@ -194,35 +200,64 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
     return st;
 }
 
-/* One line saying how the collectives cross the levels, for the info log. */
+/* How the collectives cross the levels, and which algorithm serves which
+ * message sizes, for the info log. */
 static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
 {
     const mxh_layout_t *L = h->layout;
     size_t off = 0;
 
-    buf[0] = '\0';
-    if (!h->config.enable || L->nlevels < 2) {
-        snprintf(buf, len, "every MPIX_Hier_ collective uses the plain MPI collective (%s)",
-                 h->config.enable ? "trivial hierarchy" : "MPIX_HIER_ENABLE=no");
-        return;
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        int _k = snprintf(off < len ? buf + off : NULL, off < len ? len - off : 0, \
+                          __VA_ARGS__);                                            \
+        if (_k > 0)                                                                \
+            off += (size_t)_k;                                                     \
+    } while (0)
+    if (len)
+        buf[0] = '\0';
+    if (L->nlevels >= 2) {
+        PUT("hier allreduce =");
+        for (int l = 0; l < L->nlevels - 1; l++)
+            PUT(" %s(%s%s) ->",
+                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "reduce_scatter" : "reduce",
+                mxh_level_type_name(L->type[l]), h->shm[l] ? ", shm" : "");
+        PUT(" allreduce(%s)", mxh_level_type_name(L->type[L->nlevels - 1]));
+        for (int l = L->nlevels - 2; l >= 0; l--)
+            PUT(" -> %s(%s%s)", L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "allgather" : "bcast",
+                mxh_level_type_name(L->type[l]), h->shm[l] ? ", shm" : "");
+        PUT(" (the other collectives follow the same levels).");
     }
-    off += (size_t)snprintf(buf + off, len - off, "allreduce =");
-    for (int l = 0; l < L->nlevels - 1 && off < len; l++)
-        off += (size_t)snprintf(buf + off, len - off, " %s(%s) ->",
-                                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "reduce_scatter" : "reduce",
-                                mxh_level_type_name(L->type[l]));
-    if (off < len)
-        off += (size_t)snprintf(buf + off, len - off, " allreduce(%s)",
-                                mxh_level_type_name(L->type[L->nlevels - 1]));
-    for (int l = L->nlevels - 2; l >= 0 && off < len; l--)
-        off += (size_t)snprintf(buf + off, len - off, " -> %s(%s)",
-                                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "allgather" : "bcast",
-                                mxh_level_type_name(L->type[l]));
-    if (off < len)
-        snprintf(buf + off, len - off,
-                 "; the other collectives follow the same levels; plain MPI for messages under "
-                 "%zu bytes, non-commutative ops, MINLOC/MAXLOC and derived datatypes",
-                 h->config.min_bytes);
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        char sel[256];
+        mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
+        PUT(" %s: %s.", mxh_coll_name((mxh_coll_t)c), sel);
+    }
+    PUT(" Plain MPI always for non-commutative ops, MINLOC/MAXLOC and derived datatypes.");
+#undef PUT
+}
+
+/* Shared-memory segments: the whole communicator when it lives on one node
+ * (single-node algorithms) and every node-local level (hierarchical steps).
+ * Creation is collective and agreed; a segment that cannot be made is simply
+ * not used. */
+static void create_shm(mxh_hier_t *h)
+{
+    const mxh_layout_t *L = h->layout;
+
+    if (!h->config.shm || h->size < 2)
+        return;
+    if (L->nnodes == 1 && mxh_shm_create(h->comm, h->config.shm_chunk, &h->shm_all) != MXH_OK) {
+        mxh_info("shared-memory collectives unavailable on this communicator");
+        h->shm_all = NULL;
+    }
+    for (int l = 0; l < L->nlevels; l++) {
+        if ((L->type[l] != MXH_LEVEL_NODE && L->type[l] != MXH_LEVEL_ISLAND) ||
+            h->level_comm[l] == MPI_COMM_NULL)
+            continue;
+        if (mxh_shm_create(h->level_comm[l], h->config.shm_chunk, &h->shm[l]) != MXH_OK)
+            h->shm[l] = NULL;
+    }
 }
 
 /* ---- build ---------------------------------------------------------------------- */
@@ -333,9 +368,10 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
     for (int r = 1; r < h->size; r++) {
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
             rc = mxh_raise(comm, mxh_config_error_class(), func,
-                           "configuration differs between rank 0 and rank %d: MPIX_HIER_ENABLE, MPIX_HIER_DISCOVER, "
-                           "MPIX_HIER_MIN_BYTES and MPIX_HIER_LEVELS (environment or MPI_Info) "
-                           "must be equal on all ranks",
+                           "configuration differs between rank 0 and rank %d: the variables that "
+                           "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _SHM, _SHM_CHUNK; environment "
+                           "or MPI_Info) must be equal on all ranks",
                            r);
             hier_destroy(h);
             return rc;
@@ -356,10 +392,17 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
         }
         MPI_Comm_set_errhandler(h->level_comm[l], MPI_ERRORS_RETURN);
     }
-    h->plans = calloc((size_t)h->config.plan_cache_size, sizeof(*h->plans));
+    create_shm(h);
+    h->shape.nranks   = h->size;
+    h->shape.nlevels  = h->layout->nlevels;
+    h->shape.shm_comm = h->shm_all != NULL;
+    h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
     h->description = malloc(dlen + 1);
-    if (h->plans == NULL || h->description == NULL) {
+    h->blk_counts = malloc(sizeof(int) * (size_t)h->size);
+    h->blk_displs = malloc(sizeof(int) * (size_t)h->size);
+    if (h->scheds == NULL || h->description == NULL || h->blk_counts == NULL ||
+        h->blk_displs == NULL) {
         hier_destroy(h);
         return mxh_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
     }
@@ -368,7 +411,7 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
         char cname[MPI_MAX_OBJECT_NAME] = "";
         int clen = 0;
         MPI_Comm_get_name(comm, cname, &clen);
-        char algo[512];
+        char algo[2048];
         describe_algorithms(h, algo, sizeof(algo));
         mxh_info("communicator %s: %s  algorithms: %s", cname[0] ? cname : "(unnamed)",
                  h->description, algo);
@@ -428,39 +471,59 @@ int mxh_hier_active(const mxh_hier_t *hier)
     return hier->config.enable && hier->layout->nlevels >= 2;
 }
 
+mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
+                            size_t tsize, const mxh_choice_t *choice,
+                            const mxh_sched_t **sched_p)
+{
+    size_t frag = choice->algo == MXH_ALGO_PIPELINE ? choice->frag_bytes : 0;
+    int depth   = choice->algo == MXH_ALGO_PIPELINE ? choice->depth : 0;
+    int victim  = 0;
+
+    if (coll != MXH_COLL_BCAST && coll != MXH_COLL_REDUCE)
+        root = -1;
+    h->clock++;
+    for (int i = 0; i < h->config.plan_cache_size; i++) {
+        mxh_sched_t *s = h->scheds[i].sched;
+        if (s && s->coll == coll && s->count == count && s->root == root && s->tsize == tsize &&
+            s->frag_bytes == frag && s->depth == depth) {
+            h->scheds[i].last_use = h->clock;
+            *sched_p = s;
+            return MXH_OK;
+        }
+        if (h->scheds[i].last_use < h->scheds[victim].last_use)
+            victim = i;
+    }
+    mxh_sched_t *s  = NULL;
+    mxh_status_t st = mxh_sched_create(h->layout, h->rank, coll, count, root, tsize, frag, depth,
+                                       &s);
+    if (st != MXH_OK)
+        return st;
+    mxh_sched_destroy(h->scheds[victim].sched);
+    h->scheds[victim].sched    = s;
+    h->scheds[victim].last_use = h->clock;
+    if (mxh_log_level_current >= MXH_LOG_DEBUG) {
+        char buf[256];
+        mxh_sched_describe(s, buf, sizeof(buf));
+        mxh_debug("schedule %s (%s)", buf, mxh_algo_name(choice->algo));
+    }
+    if (mxh_log_level_current >= MXH_LOG_TRACE) {
+        char buf[4096];
+        mxh_plan_describe(s->plan, buf, sizeof(buf));
+        mxh_trace("plan %s", buf);
+    }
+    *sched_p = s;
+    return MXH_OK;
+}
+
 mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
                            const mxh_plan_t **plan_p)
 {
-    int victim = 0;
-
-    h->clock++;
-    for (int i = 0; i < h->config.plan_cache_size; i++) {
-        mxh_plan_t *p = h->plans[i].plan;
-        if (p && p->coll == coll && p->count == count && p->root == root) {
-            h->plans[i].last_use = h->clock;
-            *plan_p = p;
-            return MXH_OK;
-        }
-        if (h->plans[i].last_use < h->plans[victim].last_use)
-            victim = i;
-    }
-    mxh_plan_t *p = NULL;
-    mxh_status_t st = mxh_plan_create(h->layout, h->rank, coll, count,
-                                      (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) ? root
-                                                                                          : -1,
-                                      &p);
-    if (st != MXH_OK)
-        return st;
-    mxh_plan_destroy(h->plans[victim].plan);
-    h->plans[victim].plan     = p;
-    h->plans[victim].last_use = h->clock;
-    if (mxh_log_level_current >= MXH_LOG_TRACE) {
-        char buf[4096];
-        mxh_plan_describe(p, buf, sizeof(buf));
-        mxh_trace("plan %s", buf);
-    }
-    *plan_p = p;
-    return MXH_OK;
+    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0};
+    const mxh_sched_t *s;
+    mxh_status_t st = mxh_hier_sched(h, coll, count, root, 1, &whole, &s);
+    if (st == MXH_OK)
+        *plan_p = s->plan;
+    return st;
 }
 
 static void *grow(void **buf, size_t *size, size_t bytes)

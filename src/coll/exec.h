@@ -1,17 +1,34 @@
-/* Executor: runs a plan's steps with MPI on the level communicators. */
+/* Executor: runs schedules (plans on fragments) with MPI on the level
+ * communicators, and with shared memory on levels whose members share a node. */
 #ifndef MXH_EXEC_H
 #define MXH_EXEC_H
 
 #include <mpi.h>
 
 #include "coll/plan.h"
+#include "coll/sched.h"
+#include "coll/shm.h"
 #include "util/status.h"
 
-/* Run @plan on the work buffer @work (elements of @dt, @extent bytes each,
- * contiguous), using @tmp (plan->tmp_count elements, not overlapping @work).
- * @op is used by reducing steps. On an MPI failure the MPI error string is
- * logged and MXH_ERR_MPI returned. */
-mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const MPI_Comm *level_comms, void *work,
-                           void *tmp, MPI_Datatype dt, size_t extent, MPI_Op op);
+typedef struct mxh_exec_ctx {
+    const MPI_Comm   *comms;  /* [nlevels] my group at each level */
+    mxh_shm_t *const *shm;    /* [nlevels] shared segment of the group, or NULL */
+    MPI_Datatype      dt;     /* predefined, contiguous */
+    size_t            extent; /* bytes per element */
+    MPI_Op            op;     /* reducing steps (an op MPI accepts for dt) */
+    MPI_Request      *reqs;   /* [nstages] scratch for the pipelined executor */
+} mxh_exec_ctx_t;
+
+/* Run @plan on the work buffer @work (plan->work_count elements), using @tmp
+ * (plan->tmp_count elements, not overlapping @work), steps one after another.
+ * On an MPI failure the MPI error string is logged and MXH_ERR_MPI returned. */
+mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
+                           void *tmp);
+
+/* Run @sched on @work (sched->work_count elements) with @tmp (sched->tmp_count
+ * elements). One fragment: mxh_exec_plan. Several: rounds of nonblocking steps
+ * (shared-memory steps run while the MPI ones progress), one wait per round. */
+mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
+                            void *tmp);
 
 #endif

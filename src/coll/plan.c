@@ -31,6 +31,7 @@ void mxh_plan_destroy(mxh_plan_t *plan)
         free(plan->steps[i].displs);
     }
     free(plan->steps);
+    free(plan->stage_step);
     free(plan->block_pos);
     free(plan);
 }
@@ -48,6 +49,7 @@ typedef struct builder {
     int                 ncomp;
     int                 comp_level[MXH_MAX_LEVELS];
     int                 comp_index[MXH_MAX_LEVELS];
+    int                 down; /* building the down (outer -> inner) phase */
 } builder_t;
 
 static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_t offset,
@@ -74,6 +76,10 @@ static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_
     st->me     = b->L->coord[level][b->me];
     st->offset = offset;
     st->count  = count;
+    /* stage: the step's slot in the canonical sequence up(0..top-1), top, down(top-1..0);
+     * the same on every member of a level group, strictly increasing along a plan */
+    int top   = b->L->nlevels - 1;
+    st->stage = level == top ? top : (b->down ? 2 * top - level : level);
     return st;
 }
 
@@ -148,6 +154,7 @@ static void build_allreduce(builder_t *b, size_t count)
         even_region(L, b->me, top, count, &off, &cnt);
         add_step(b, MXH_STEP_ALLREDUCE, top, off, cnt);
     }
+    b->down = 1;
     for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
         even_region(L, b->me, l, count, &off, &cnt);
         if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
@@ -259,6 +266,7 @@ static void build_bcast(builder_t *b, size_t count, int root)
             }
         }
     }
+    b->down = 1;
     for (int l = top - 1; l >= 0; l--) {
         if (!mxh_layout_participates(L, me, l))
             continue;
@@ -289,6 +297,7 @@ static void build_reduce(builder_t *b, size_t count, int root)
         else
             add_step(b, MXH_STEP_REDUCE, l, off, cnt);
     }
+    b->down = 1;
     for (int l = top; l >= 0; l--) {
         int t;
         if (!mxh_layout_participates(L, me, l))
@@ -443,6 +452,7 @@ static void build_reduce_scatter_block(builder_t *b, size_t bc)
     }
     if (stop == top)
         block_step(b, MXH_STEP_REDUCE_SCATTER, top, b->comp_index[top], 1, bc);
+    b->down = 1;
     for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
         if (L->kind[l] != MXH_LEVEL_KIND_LEADER)
             continue;
@@ -472,6 +482,7 @@ static void build_allgather(builder_t *b, size_t bc)
     }
     if (stop == top)
         block_step(b, MXH_STEP_ALLGATHER, top, b->comp_index[top], 1, bc);
+    b->down = 1;
     for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
         if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
             block_step(b, MXH_STEP_ALLGATHER, l, b->comp_index[l], 1, bc);
@@ -536,6 +547,25 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
     for (int i = 0; i < b.plan->nsteps; i++)
         if (b.plan->steps[i].count > b.plan->tmp_count)
             b.plan->tmp_count = b.plan->steps[i].count;
+    b.plan->nstages    = 2 * layout->nlevels - 1;
+    b.plan->stage_step = malloc(sizeof(int) * (size_t)b.plan->nstages);
+    if (b.plan->stage_step == NULL && b.status == MXH_OK)
+        b.status = MXH_ERR_NO_MEMORY;
+    if (b.status == MXH_OK) {
+        for (int s = 0; s < b.plan->nstages; s++)
+            b.plan->stage_step[s] = -1;
+        for (int i = 0; i < b.plan->nsteps; i++) {
+            int s = b.plan->steps[i].stage;
+            if (s < 0 || s >= b.plan->nstages || b.plan->stage_step[s] >= 0 ||
+                (i > 0 && s <= b.plan->steps[i - 1].stage)) {
+                mxh_error("plan: %s rank %d: step %d has stage %d out of order",
+                          mxh_coll_name(coll), rank, i, s);
+                b.status = MXH_ERR_UNSUPPORTED;
+                break;
+            }
+            b.plan->stage_step[s] = i;
+        }
+    }
     if (b.status != MXH_OK) {
         mxh_plan_destroy(b.plan);
         return b.status;
@@ -561,7 +591,7 @@ size_t mxh_plan_describe(const mxh_plan_t *plan, char *buf, size_t len)
         plan->root, plan->rank, plan->nsteps);
     for (int i = 0; i < plan->nsteps; i++) {
         const mxh_step_t *s = &plan->steps[i];
-        PUT("  L%d %-14s [%zu,+%zu) me=%d/%d", s->level, mxh_step_type_name(s->type), s->offset,
+        PUT("  S%d L%d %-14s [%zu,+%zu) me=%d/%d", s->stage, s->level, mxh_step_type_name(s->type), s->offset,
             s->count, s->me, s->gsize);
         if (s->type == MXH_STEP_REDUCE || s->type == MXH_STEP_BCAST ||
             s->type == MXH_STEP_SCATTER || s->type == MXH_STEP_GATHER)

@@ -46,6 +46,8 @@ typedef struct mxh_step {
     size_t count;   /* elements in the region */
     int   *counts;  /* [gsize] parts, for scatter/gather-like steps (else NULL) */
     int   *displs;  /* [gsize] part offsets relative to offset */
+    int    stage;   /* pipeline slot: up-phase level l -> l, top -> top, down level l ->
+                       2*top - l; identical for the same step on every group member */
 } mxh_step_t;
 
 typedef struct mxh_plan {
@@ -59,6 +61,8 @@ typedef struct mxh_plan {
     size_t      tmp_count;  /* elements of the executor's temporary buffer */
     int        *block_pos;  /* rsb/allgather: [nranks] block position of each rank in work */
     int         nranks;
+    int         nstages;    /* 2 * nlevels - 1 */
+    int        *stage_step; /* [nstages] index of my step of that stage, or -1 */
 } mxh_plan_t;
 
 const char *mxh_coll_name(mxh_coll_t coll);

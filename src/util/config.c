@@ -47,10 +47,77 @@ const mxh_config_var_t mxh_config_vars[] = {
      "spine, leaf switches are ignored and rails span all nodes; without island, NVLink "
      "islands inside a node are not separated.", 1},
     {"MPIX_HIER_PLAN_CACHE_SIZE", "16",
-     "Plans (per collective shape) cached per communicator.", 0},
+     "Schedules (per collective, count, root and element size) cached per communicator.", 0},
+    {"MPIX_HIER_ALGO", "auto",
+     "Force algorithms for experiments: auto, or an algorithm for every collective (mpi, shm, "
+     "hier, pipeline), or a list coll:algo with coll one of allreduce, reduce_scatter, "
+     "allgather, bcast, reduce (e.g. 'allreduce:pipeline,bcast:mpi'). An algorithm that "
+     "cannot run on the communicator degrades (shm -> hier -> mpi).", 1},
+    {"MPIX_HIER_FRAG_SIZE", "512k",
+     "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
+     "at least two fragments overlap levels fragment by fragment; 0 disables pipelining.", 1},
+    {"MPIX_HIER_PIPELINE_DEPTH", "0",
+     "Fragments in flight at most (0: one per stage of the schedule, full overlap; 1: none).",
+     1},
+    {"MPIX_HIER_SHM", "yes",
+     "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
+     "collectives and the node level of hierarchical schedules.", 1},
+    {"MPIX_HIER_SHM_CHUNK", "256k",
+     "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
+     "it chunk by chunk).", 1},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
+
+const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL] = {
+    "allreduce", "reduce_scatter", "allgather", "bcast", "reduce"};
+const char *const mxh_config_algo_names[MXH_CONFIG_NALGO] = {"auto", "mpi", "shm", "hier",
+                                                             "pipeline"};
+
+static int find_name(const char *const *names, int n, const char *s, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(names[i]) == len && !strncasecmp(names[i], s, len))
+            return i;
+    return -1;
+}
+
+/* auto | algo | [algo,]coll:algo[,coll:algo...] */
+static int parse_algo(const char *s, int *algo)
+{
+    int out[MXH_CONFIG_NCOLL] = {0};
+    const char *p = s;
+
+    while (*p) {
+        const char *end = strchr(p, ','), *colon;
+        size_t len      = end ? (size_t)(end - p) : strlen(p);
+        int a, c;
+
+        colon = memchr(p, ':', len);
+        if (colon == NULL) {
+            a = find_name(mxh_config_algo_names, MXH_CONFIG_NALGO, p, len);
+            if (a < 0)
+                return -1;
+            for (c = 0; c < MXH_CONFIG_NCOLL; c++)
+                out[c] = a;
+        } else {
+            c = find_name(mxh_config_coll_names, MXH_CONFIG_NCOLL, p, (size_t)(colon - p));
+            if (c < 0 && (size_t)(colon - p) == strlen("reduce_scatter_block") &&
+                !strncasecmp(p, "reduce_scatter_block", (size_t)(colon - p)))
+                c = 1;
+            a = find_name(mxh_config_algo_names, MXH_CONFIG_NALGO, colon + 1,
+                          len - (size_t)(colon + 1 - p));
+            if (c < 0 || a < 0)
+                return -1;
+            out[c] = a;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    memcpy(algo, out, sizeof(out));
+    return 0;
+}
 
 static int parse_bool(const char *s, int *out)
 {
@@ -140,6 +207,10 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->levels_mask     = MXH_LEVELS_ALL;
     cfg->plan_cache_size = 16;
     cfg->discover        = 1;
+    cfg->frag_size       = 512 << 10;
+    cfg->pipeline_depth  = 0;
+    cfg->shm             = 1;
+    cfg->shm_chunk       = 256 << 10;
 }
 
 static const mxh_config_var_t *find_var(const char *name)
@@ -196,6 +267,18 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_levels(value, &cfg->levels_mask);
     } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
         rc = parse_int(value, 1, 4096, &cfg->plan_cache_size);
+    } else if (!strcmp(name, "MPIX_HIER_ALGO")) {
+        rc = parse_algo(value, cfg->algo);
+    } else if (!strcmp(name, "MPIX_HIER_FRAG_SIZE")) {
+        rc = parse_size(value, &cfg->frag_size);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
+        rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
+    } else if (!strcmp(name, "MPIX_HIER_SHM")) {
+        rc = parse_bool(value, &cfg->shm);
+    } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
+        rc = parse_size(value, &cfg->shm_chunk);
+        if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
+            rc = -1;
     }
     if (rc != 0) {
         mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
@@ -265,6 +348,28 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
                                         off ? "," : "", level_names[i]);
     } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
         snprintf(buf, len, "%d", cfg->plan_cache_size);
+    } else if (!strcmp(name, "MPIX_HIER_ALGO")) {
+        int same = 1;
+        for (int c = 1; c < MXH_CONFIG_NCOLL; c++)
+            same &= cfg->algo[c] == cfg->algo[0];
+        if (same) {
+            snprintf(buf, len, "%s", mxh_config_algo_names[cfg->algo[0]]);
+        } else {
+            size_t off = 0;
+            for (int c = 0; c < MXH_CONFIG_NCOLL; c++)
+                if (cfg->algo[c] && off < len)
+                    off += (size_t)snprintf(buf + off, len - off, "%s%s:%s", off ? "," : "",
+                                            mxh_config_coll_names[c],
+                                            mxh_config_algo_names[cfg->algo[c]]);
+        }
+    } else if (!strcmp(name, "MPIX_HIER_FRAG_SIZE")) {
+        snprintf(buf, len, "%zu", cfg->frag_size);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
+        snprintf(buf, len, "%d", cfg->pipeline_depth);
+    } else if (!strcmp(name, "MPIX_HIER_SHM")) {
+        snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
+        snprintf(buf, len, "%zu", cfg->shm_chunk);
     }
 }
 
@@ -287,6 +392,14 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &mb, sizeof(mb));
     h = mxh_hash_bytes(h, &cfg->levels_mask, sizeof(cfg->levels_mask));
     h = mxh_hash_bytes(h, &cfg->discover, sizeof(cfg->discover));
+    {
+        uint64_t fs = (uint64_t)cfg->frag_size, sc = (uint64_t)cfg->shm_chunk;
+        h = mxh_hash_bytes(h, cfg->algo, sizeof(cfg->algo));
+        h = mxh_hash_bytes(h, &fs, sizeof(fs));
+        h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
+        h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
+        h = mxh_hash_bytes(h, &sc, sizeof(sc));
+    }
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;
 }

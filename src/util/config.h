@@ -13,6 +13,12 @@ extern "C" {
 #endif
 
 #define MXH_CONFIG_STR_MAX 1024
+#define MXH_CONFIG_NCOLL   5 /* collectives, in mxh_coll_t order */
+#define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
+
+/* Names of the collectives and algorithms as MPIX_HIER_ALGO spells them. */
+extern const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL];
+extern const char *const mxh_config_algo_names[MXH_CONFIG_NALGO];
 
 typedef struct mxh_config {
     int    enable;                          /* MPIX_HIER_ENABLE */
@@ -26,6 +32,11 @@ typedef struct mxh_config {
     char   nccl_topo_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_NCCL_TOPO_FILE ("" = NCCL_TOPO_FILE) */
     char   gpu_busid[64];                   /* MPIX_HIER_GPU_BUSID */
     int    discover;                        /* MPIX_HIER_DISCOVER */
+    int    algo[MXH_CONFIG_NCOLL];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
+    size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */
+    int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
+    int    shm;                             /* MPIX_HIER_SHM */
+    size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
 } mxh_config_t;
 
 typedef struct mxh_config_var {

@@ -1,0 +1,95 @@
+/* Schedules: a collective cut into fragments, each fragment running the plan of
+ * its size, fragments overlapped across levels (software pipeline).
+ *
+ * Fragment f runs stage s of its plan in round  s + f * stretch.  Every rank
+ * computes the same rounds, so the steps issued on a level communicator come in
+ * the same order (round, stage) on all its members: nonblocking collectives of
+ * different fragments can be in flight at the same time without ever being
+ * mismatched. With stretch 1 every stage works on a different fragment in each
+ * round (fragment k crosses the network while fragment k+1 is reduce-scattered
+ * inside the node); a larger stretch bounds the fragments in flight (depth).
+ *
+ * Work buffer layout: allreduce/bcast/reduce fragments are consecutive ranges of
+ * the buffer. reduce_scatter_block/allgather fragments are fragment-major: the
+ * work buffer holds, for each fragment, the fragment's piece of every block in
+ * block_pos order (the entry layer packs and unpacks).
+ *
+ * Pure: built from the layout like plans, unit-tested without MPI. */
+#ifndef MXH_SCHED_H
+#define MXH_SCHED_H
+
+#include <stddef.h>
+
+#include "coll/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mxh_sched {
+    mxh_coll_t  coll;
+    size_t      count;      /* count (allreduce, bcast, reduce) or block count (rsb, allgather) */
+    int         root;
+    size_t      tsize;      /* bytes per element */
+    size_t      frag_bytes; /* requested fragment size (0 = one fragment) */
+    int         depth;      /* requested fragments in flight (0 = as many as stages) */
+
+    int         nfrag;      /* >= 1 */
+    size_t      frag_count; /* elements per fragment (per block for rsb/allgather) */
+    size_t      last_count; /* elements of the last fragment */
+    mxh_plan_t *plan;       /* plan of a full fragment */
+    mxh_plan_t *last;       /* plan of the last fragment (== plan when the sizes agree) */
+    int         nstages;
+    int         stretch;    /* fragment f runs stage s in round s + f * stretch */
+    int         nrounds;
+    int         nranks;
+    size_t      work_count; /* elements of the work buffer */
+    size_t      tmp_count;  /* elements of temporary space: one slot per stage */
+    size_t      tmp_slot;   /* elements per stage slot */
+} mxh_sched_t;
+
+/* Fragment count for a message of @count elements of @tsize bytes: fragments of
+ * about @frag_bytes of the whole work vector (count * nranks elements for the
+ * block collectives). */
+mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                              size_t count, int root, size_t tsize, size_t frag_bytes, int depth,
+                              mxh_sched_t **sched_p);
+void mxh_sched_destroy(mxh_sched_t *sched);
+
+/* The fragment that runs @stage in @round, or -1. */
+static inline int mxh_sched_frag_at(const mxh_sched_t *s, int round, int stage)
+{
+    int d = round - stage;
+    if (d < 0 || d % s->stretch != 0)
+        return -1;
+    d /= s->stretch;
+    return d < s->nfrag ? d : -1;
+}
+
+static inline const mxh_plan_t *mxh_sched_plan(const mxh_sched_t *s, int frag)
+{
+    return frag == s->nfrag - 1 ? s->last : s->plan;
+}
+
+/* First element of fragment @frag's region in the work buffer. */
+static inline size_t mxh_sched_frag_offset(const mxh_sched_t *s, int frag)
+{
+    size_t per = (s->coll == MXH_COLL_REDUCE_SCATTER_BLOCK || s->coll == MXH_COLL_ALLGATHER)
+                     ? (size_t)s->nranks
+                     : 1;
+    return (size_t)frag * s->frag_count * per;
+}
+
+/* Elements of fragment @frag (per block for rsb/allgather). */
+static inline size_t mxh_sched_frag_count(const mxh_sched_t *s, int frag)
+{
+    return frag == s->nfrag - 1 ? s->last_count : s->frag_count;
+}
+
+size_t mxh_sched_describe(const mxh_sched_t *sched, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

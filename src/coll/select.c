@@ -1,0 +1,129 @@
+#include "coll/select.h"
+
+#include <stdio.h>
+
+const char *mxh_algo_name(mxh_algo_t algo)
+{
+    return (algo >= 0 && algo < MXH_ALGO_COUNT) ? mxh_config_algo_names[algo] : "?";
+}
+
+static int applicable(const mxh_select_shape_t *shape, mxh_algo_t algo)
+{
+    switch (algo) {
+    case MXH_ALGO_MPI:
+        return 1;
+    case MXH_ALGO_SHM:
+        return shape->shm_comm && shape->nranks > 1;
+    case MXH_ALGO_HIER:
+    case MXH_ALGO_PIPELINE:
+        return shape->nlevels >= 2;
+    default:
+        return 0;
+    }
+}
+
+mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                        mxh_coll_t coll, size_t bytes, size_t work_bytes)
+{
+    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0};
+    mxh_algo_t forced =
+        (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
+
+    if (!cfg->enable || shape->nranks < 2)
+        return c;
+    if (forced != MXH_ALGO_AUTO) {
+        /* degrade an algorithm the communicator cannot run: shm -> hier -> mpi, and
+         * hier/pipeline -> shm -> mpi */
+        if (!applicable(shape, forced)) {
+            if (forced == MXH_ALGO_SHM)
+                forced = applicable(shape, MXH_ALGO_HIER) ? MXH_ALGO_HIER : MXH_ALGO_MPI;
+            else if (forced != MXH_ALGO_MPI)
+                forced = applicable(shape, MXH_ALGO_SHM) ? MXH_ALGO_SHM : MXH_ALGO_MPI;
+        }
+        c.algo = forced;
+    } else if (bytes < cfg->min_bytes) {
+        c.algo = MXH_ALGO_MPI;
+    } else if (applicable(shape, MXH_ALGO_SHM)) {
+        /* one node: every rank reads its peers' data directly; beats MPICH's
+         * point-to-point based algorithms at every size measured (benchmarks/RESULTS.md) */
+        c.algo = MXH_ALGO_SHM;
+    } else if (applicable(shape, MXH_ALGO_HIER)) {
+        c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
+                                                                        : MXH_ALGO_HIER;
+    }
+    if (c.algo == MXH_ALGO_PIPELINE) {
+        c.frag_bytes = cfg->frag_size;
+        c.depth      = cfg->pipeline_depth;
+    }
+    return c;
+}
+
+static size_t fmt_size(char *buf, size_t len, size_t b)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && b % 1024 == 0 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    int k = snprintf(buf, len, "%zu %s", b, unit[u]);
+    return k > 0 ? (size_t)k : 0;
+}
+
+/* The choice changes only at MIN_BYTES and at two fragments: evaluate there. */
+size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                           mxh_coll_t coll, char *buf, size_t len)
+{
+    size_t per = (coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER)
+                     ? (size_t)(shape->nranks > 0 ? shape->nranks : 1)
+                     : 1;
+    size_t pts[3] = {0, cfg->min_bytes, 0}, off = 0;
+    int npts = 2;
+    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0};
+    size_t start = 0;
+
+    if (cfg->frag_size > 0)
+        pts[npts++] = (2 * cfg->frag_size + per - 1) / per;
+    /* sort the three breakpoints */
+    for (int i = 0; i < npts; i++)
+        for (int j = i + 1; j < npts; j++)
+            if (pts[j] < pts[i]) {
+                size_t t = pts[i];
+                pts[i]   = pts[j];
+                pts[j]   = t;
+            }
+    if (len)
+        buf[0] = '\0';
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        int _k = snprintf(off < len ? buf + off : NULL, off < len ? len - off : 0, \
+                          __VA_ARGS__);                                            \
+        if (_k > 0)                                                                \
+            off += (size_t)_k;                                                     \
+    } while (0)
+    for (int i = 0; i <= npts; i++) {
+        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0};
+        if (i < npts)
+            c = mxh_select(cfg, shape, coll, pts[i], pts[i] * per);
+        if (i < npts && i > 0 && c.algo == prev.algo)
+            continue;
+        if (i > 0 && (i == npts || pts[i] > start)) {
+            char a[32], b[32];
+            fmt_size(a, sizeof(a), start);
+            if (i < npts)
+                fmt_size(b, sizeof(b), pts[i]);
+            PUT("%s[%s, %s) %s", off ? "; " : "", a, i < npts ? b : "inf",
+                mxh_algo_name(prev.algo));
+            if (prev.algo == MXH_ALGO_PIPELINE) {
+                fmt_size(a, sizeof(a), prev.frag_bytes);
+                PUT(" (fragments of %s)", a);
+            }
+        }
+        if (i < npts) {
+            prev  = c;
+            start = pts[i];
+        }
+    }
+#undef PUT
+    return off;
+}

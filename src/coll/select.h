@@ -1,0 +1,54 @@
+/* Algorithm selection: a pure function of the agreed configuration, the shape of
+ * the communicator's hierarchy (identical on every rank: built from the gathered
+ * records) and the message size, so every rank takes the same decision without
+ * communicating. */
+#ifndef MXH_SELECT_H
+#define MXH_SELECT_H
+
+#include <stddef.h>
+
+#include "coll/plan.h"
+#include "util/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mxh_algo {
+    MXH_ALGO_AUTO = 0,
+    MXH_ALGO_MPI,      /* the plain MPI collective on the user's communicator */
+    MXH_ALGO_SHM,      /* single node: direct exchange through shared memory */
+    MXH_ALGO_HIER,     /* the hierarchical plan, levels one after another */
+    MXH_ALGO_PIPELINE, /* the hierarchical plan on fragments, levels overlapped */
+    MXH_ALGO_COUNT
+} mxh_algo_t;
+
+typedef struct mxh_select_shape {
+    int nranks;
+    int nlevels;  /* levels of the layout: < 2 means no hierarchy to exploit */
+    int shm_comm; /* the whole communicator shares memory (a shared segment exists) */
+} mxh_select_shape_t;
+
+typedef struct mxh_choice {
+    mxh_algo_t algo;
+    size_t     frag_bytes; /* pipeline: fragment size; else 0 */
+    int        depth;
+} mxh_choice_t;
+
+const char *mxh_algo_name(mxh_algo_t algo);
+
+/* @bytes: the per-rank message (count * element size; the block for
+ * reduce_scatter_block/allgather); @work_bytes: the whole vector a schedule
+ * moves (bytes, or bytes * nranks for the block collectives). */
+mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                        mxh_coll_t coll, size_t bytes, size_t work_bytes);
+
+/* "[0, 64 KiB) shm; [64 KiB, inf) pipeline" for logs: the choice over sizes. */
+size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                           mxh_coll_t coll, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
