@@ -6,7 +6,8 @@
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 src_libmxh_la_SOURCES += src/gpu/gpu.h src/gpu/gpu.c src/reduce/reduce_cuda.h
-src_libmxh_la_LIBADD += src/reduce/reduce_cuda.lo $(CUDA_LDFLAGS) $(CUDA_LIBS)
+# nvcc host code needs the C++ runtime (static-init guards, personality)
+src_libmxh_la_LIBADD += src/reduce/reduce_cuda.lo $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 EXTRA_src_libmxh_la_DEPENDENCIES = src/reduce/reduce_cuda.lo
 libmpixhier_core_la_SOURCES += src/gpu/gpu_coll.h src/gpu/gpu_coll.c
 
