@@ -27,7 +27,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 # Debian 12 packages: MPICH, optional discovery libraries, GoogleTest, autotools, valgrind.
 PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev googletest libgtest-dev
-          autoconf automake libtool pkg-config make g++ valgrind)
+          autoconf automake libtool pkg-config make g++ valgrind gnuplot-nox)
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
