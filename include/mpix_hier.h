@@ -31,7 +31,21 @@
  *    checks are local: when only some ranks pass a bad argument (e.g. MPI_IN_PLACE
  *    on a non-root of a reduce), those ranks return the error at once and the
  *    others may wait in the collective.
- *  - Memory: host memory buffers (device buffers arrive with the CUDA support).
+ *  - Memory: host, CUDA device and CUDA managed buffers (builds with CUDA;
+ *    without it, host memory only). Send and receive buffers may be of
+ *    different kinds. Synchronization as in CUDA-aware MPI: the contents of
+ *    device buffers must be complete when the call starts (synchronize the
+ *    stream that produced them first) and results are complete in device
+ *    memory when the call returns; the library works on its own streams and
+ *    never synchronizes the whole device. Device buffers must belong to the
+ *    calling rank's current device (cudaSetDevice); several ranks may share a
+ *    GPU. Every rank must take the same path: either every rank passes at
+ *    least one device/managed buffer (among those significant at that rank)
+ *    or none does. A pointer of another GPU, freed device memory or a CUDA
+ *    failure is an error (MPI_ERR_ARG / MPI_ERR_OTHER) whose string carries
+ *    the CUDA cause. Reductions run on the GPU for the predefined arithmetic
+ *    types (and the half precision types); other types and ops (user ops,
+ *    long double, MINLOC/MAXLOC) use MPI on pinned host copies.
  *  - Datatypes: all ranks must pass the same datatype (as in NCCL); different but
  *    matching type maps on different ranks are not supported.
  *  - Threads: calls on one communicator must not be concurrent (as for MPI
