@@ -20,11 +20,14 @@
  * in every iteration, so MPIX_Hier_* results equal MPI's bit for bit when both
  * columns show 0. #wrong = the largest number of wrong elements seen in one
  * iteration on one rank, summed over ranks.
- * Exit status: 0 ok, 1 wrong elements found (--check), 2 usage error.
+ * Exit status: 0 ok, 1 wrong elements found (--check), 2 usage error,
+ * 3 an output file could not be written or the plot not drawn (e.g. no gnuplot;
+ * the CSV data is written anyway).
  */
 #include <mpi.h>
 
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "mpix_hier.h"
+#include "reduce/half.h" /* header-only fp16/bf16 <-> float (the plain-MPI user ops) */
 
 #define BENCH_PROG "mpix_bench"
 #include "bench_util.h"
@@ -55,11 +59,14 @@ static const char *const coll_names[NCOLL] = {"allreduce", "reduce_scatter", "al
                                               "bcast", "reduce"};
 static const char *const impl_names[NIMPL] = {"hier", "mpi"};
 
+/* How elements are written and compared. */
+enum dkind { DK_INT, DK_FLOAT, DK_LDOUBLE, DK_FP16, DK_BF16 };
+
 struct dtype {
     const char *name;
-    MPI_Datatype type;
+    MPI_Datatype type; /* MPI_DATATYPE_NULL for the half types: set after MPI_Init */
     int size;
-    int is_float;
+    enum dkind kind;
 };
 
 
@@ -78,17 +85,61 @@ struct opts {
 
 
 
+#define DT_INT(name, T, mpi) {name, mpi, (int)sizeof(T), DK_INT}
 static const struct dtype dtypes[] = {
-    {"float", MPI_FLOAT, 4, 1},          {"double", MPI_DOUBLE, 8, 1},
-    {"int", MPI_INT, (int)sizeof(int), 0}, {"unsigned", MPI_UNSIGNED, (int)sizeof(unsigned), 0},
-    {"long", MPI_LONG, (int)sizeof(long), 0},
-    {"unsigned_long", MPI_UNSIGNED_LONG, (int)sizeof(unsigned long), 0},
-    {"short", MPI_SHORT, (int)sizeof(short), 0},
-    {"int8", MPI_INT8_T, 1, 0},          {"uint8", MPI_UINT8_T, 1, 0},
-    {"int16", MPI_INT16_T, 2, 0},        {"uint16", MPI_UINT16_T, 2, 0},
-    {"int32", MPI_INT32_T, 4, 0},        {"uint32", MPI_UINT32_T, 4, 0},
-    {"int64", MPI_INT64_T, 8, 0},        {"uint64", MPI_UINT64_T, 8, 0},
+    {"float", MPI_FLOAT, 4, DK_FLOAT},
+    {"double", MPI_DOUBLE, 8, DK_FLOAT},
+    {"long_double", MPI_LONG_DOUBLE, (int)sizeof(long double), DK_LDOUBLE},
+    {"fp16", MPI_DATATYPE_NULL, 2, DK_FP16}, /* MPIX_HIER_FLOAT16 */
+    {"bf16", MPI_DATATYPE_NULL, 2, DK_BF16}, /* MPIX_HIER_BFLOAT16 */
+    DT_INT("int", int, MPI_INT),
+    DT_INT("unsigned", unsigned, MPI_UNSIGNED),
+    DT_INT("long", long, MPI_LONG),
+    DT_INT("unsigned_long", unsigned long, MPI_UNSIGNED_LONG),
+    DT_INT("long_long", long long, MPI_LONG_LONG),
+    DT_INT("unsigned_long_long", unsigned long long, MPI_UNSIGNED_LONG_LONG),
+    DT_INT("short", short, MPI_SHORT),
+    DT_INT("unsigned_short", unsigned short, MPI_UNSIGNED_SHORT),
+    DT_INT("signed_char", signed char, MPI_SIGNED_CHAR),
+    DT_INT("unsigned_char", unsigned char, MPI_UNSIGNED_CHAR),
+    DT_INT("int8", int8_t, MPI_INT8_T),   DT_INT("uint8", uint8_t, MPI_UINT8_T),
+    DT_INT("int16", int16_t, MPI_INT16_T), DT_INT("uint16", uint16_t, MPI_UINT16_T),
+    DT_INT("int32", int32_t, MPI_INT32_T), DT_INT("uint32", uint32_t, MPI_UINT32_T),
+    DT_INT("int64", int64_t, MPI_INT64_T), DT_INT("uint64", uint64_t, MPI_UINT64_T),
 };
+#undef DT_INT
+
+/* Other names for the same types. */
+static const struct { const char *alias, *name; } dtype_aliases[] = {
+    {"half", "fp16"}, {"float16", "fp16"}, {"bfloat16", "bf16"}, {"char", "signed_char"},
+    {"int8_t", "int8"}, {"uint8_t", "uint8"}, {"int16_t", "int16"}, {"uint16_t", "uint16"},
+    {"int32_t", "int32"}, {"uint32_t", "uint32"}, {"int64_t", "int64"}, {"uint64_t", "uint64"},
+    {"float32", "float"}, {"float64", "double"},
+};
+
+/* Bytes of an element that hold its value (x87 long double: 10 of 16). */
+static int value_bytes(const struct dtype *dt)
+{
+#if LDBL_MANT_DIG == 64
+    if (dt->kind == DK_LDOUBLE)
+        return 10;
+#endif
+    return dt->size;
+}
+
+/* Small integers as IEEE binary16 / bfloat16 (exact: |v| <= 2048 / 256). */
+static uint16_t small_int_to_half(int64_t v, enum dkind k)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (k == DK_BF16)
+        return (uint16_t)(u >> 16); /* exact: at most 8 significant bits */
+    if (v == 0)
+        return 0;
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, man = u & 0x7fffffu;
+    return (uint16_t)(sign | ((exp - 127 + 15) << 10) | (man >> 13));
+}
 
 static void usage(FILE *f)
 {
@@ -99,8 +150,11 @@ static void usage(FILE *f)
             "  -f, --stepfactor F   size multiplication factor (default 2)\n"
             "  -c, --collective C   allreduce|reduce_scatter|allgather|bcast|reduce|all\n"
             "                       (default allreduce)\n"
-            "  -d, --datatype T     float|double|int|unsigned|long|unsigned_long|short|int8|\n"
-            "                       uint8|int16|uint16|int32|uint32|int64|uint64 (default float)\n"
+            "  -d, --datatype T     float|double|long_double|fp16 (half)|bf16|int|unsigned|\n"
+            "                       long|unsigned_long|long_long|unsigned_long_long|short|\n"
+            "                       unsigned_short|signed_char|unsigned_char|int8|uint8|int16|\n"
+            "                       uint16|int32|uint32|int64|uint64 (default float); fp16/bf16\n"
+            "                       are MPIX_HIER_FLOAT16/MPIX_HIER_BFLOAT16\n"
             "  -o, --op OP          sum|prod|max|min (default sum)\n"
             "  -m, --memory M       host|cuda (default host)\n"
             "  -n, --iters N        timed iterations (default 20)\n"
@@ -110,7 +164,8 @@ static void usage(FILE *f)
             "      --impl LIST      hier,mpi (default), hier or mpi\n"
             "      --csv FILE       write the results as CSV\n"
             "      --json FILE      write the results as JSON\n"
-            "      --plot FILE.png  busbw plot via gnuplot (script FILE.png.gp, data FILE.png.dat)\n"
+            "      --plot FILE.png  busbw vs size plot via gnuplot (data: the --csv file, else\n"
+            "                       FILE.csv; script: FILE.gp); needs gnuplot (gnuplot-nox)\n"
             "  -h, --help           this help\n");
 }
 
@@ -190,14 +245,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'd': {
             int k = -1;
-            if (!strcmp(optarg, "bf16") || !strcmp(optarg, "bfloat16") ||
-                !strcmp(optarg, "fp16") || !strcmp(optarg, "float16") || !strcmp(optarg, "half"))
-                BAD("bf16/fp16 need MPIX_HIER_BFLOAT16/FLOAT16 (not available in this version)");
+            const char *name = optarg;
+            for (size_t i = 0; i < sizeof(dtype_aliases) / sizeof(dtype_aliases[0]); i++)
+                if (!strcmp(name, dtype_aliases[i].alias))
+                    name = dtype_aliases[i].name;
             for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
-                if (!strcmp(optarg, dtypes[i].name))
+                if (!strcmp(name, dtypes[i].name))
                     k = (int)i;
-            if (k < 0) BAD("unknown datatype '%s'", optarg);
+            if (k < 0) BAD("unknown datatype '%s' (mpix_bench -h lists them)", optarg);
             o->dt = dtypes[k];
+            if (o->dt.kind == DK_FP16)
+                o->dt.type = MPIX_HIER_FLOAT16;
+            else if (o->dt.kind == DK_BF16)
+                o->dt.type = MPIX_HIER_BFLOAT16;
+            if (o->dt.type == MPI_DATATYPE_NULL) BAD("datatype '%s' is not available", optarg);
             break;
         }
         case 'o':
@@ -208,6 +269,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else BAD("unknown op '%s' (sum|prod|max|min)", optarg);
             break;
         case 'm':
+            /* -m cuda: device buffers plug in here (allocation, fill and check
+             * through host staging); until then it is refused */
             if (!strcmp(optarg, "cuda"))
                 BAD("-m cuda: device buffers are not supported yet");
             if (strcmp(optarg, "host")) BAD("unknown memory kind '%s' (host|cuda)", optarg);
@@ -258,10 +321,25 @@ static inline int64_t gen(int op, int r, size_t i)
 static inline void set_elem(const struct dtype *dt, void *buf, size_t i, int64_t v)
 {
     char *p = (char *)buf + i * (size_t)dt->size;
-    if (dt->is_float) {
+    switch (dt->kind) {
+    case DK_FLOAT:
         if (dt->size == 4) { float f = (float)v; memcpy(p, &f, 4); }
         else { double d = (double)v; memcpy(p, &d, 8); }
         return;
+    case DK_LDOUBLE: {
+        long double d = (long double)v;
+        memset(p, 0, (size_t)dt->size);
+        memcpy(p, &d, (size_t)value_bytes(dt));
+        return;
+    }
+    case DK_FP16:
+    case DK_BF16: {
+        uint16_t h = small_int_to_half(v, dt->kind);
+        memcpy(p, &h, 2);
+        return;
+    }
+    default:
+        break;
     }
     switch (dt->size) {
     case 1: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
@@ -286,14 +364,15 @@ static int64_t reduce_all(int op, size_t i)
     return acc;
 }
 
-static size_t count_wrong(const void *got, const void *exp, size_t n, int ts)
+/* Elements of @ts bytes whose first @vs (value) bytes differ. */
+static size_t count_wrong(const void *got, const void *exp, size_t n, int ts, int vs)
 {
     size_t w = 0;
-    if (memcmp(got, exp, n * (size_t)ts) == 0)
+    if (vs == ts && memcmp(got, exp, n * (size_t)ts) == 0)
         return 0;
     for (size_t i = 0; i < n; i++)
         w += memcmp((const char *)got + i * (size_t)ts, (const char *)exp + i * (size_t)ts,
-                    (size_t)ts) != 0;
+                    (size_t)vs) != 0;
     return w;
 }
 
@@ -329,6 +408,39 @@ static double bus_factor(int coll)
     }
 }
 
+/* Plain MPI cannot apply MPI_SUM & co. to the (derived) half types: the "mpi"
+ * column uses user-defined ops, as an application without mpix-hier would
+ * (compute in float, round to nearest even). */
+#define HALF_UOP(name, TOF, FROMF, EXPR)                                        \
+    static void name(void *in, void *io, int *len, MPI_Datatype *dt)           \
+    {                                                                           \
+        const uint16_t *b = in;                                                 \
+        uint16_t *a = io;                                                       \
+        (void)dt;                                                               \
+        for (int i = 0; i < *len; i++) {                                        \
+            float x = TOF(a[i]), y = TOF(b[i]);                                 \
+            a[i] = EXPR;                                                        \
+        }                                                                       \
+    }
+HALF_UOP(fp16_sum, mxh_fp16_to_float, mxh_float_to_fp16, mxh_float_to_fp16(x + y))
+HALF_UOP(fp16_prod, mxh_fp16_to_float, mxh_float_to_fp16, mxh_float_to_fp16(x * y))
+HALF_UOP(fp16_max, mxh_fp16_to_float, mxh_float_to_fp16, x > y ? a[i] : b[i])
+HALF_UOP(fp16_min, mxh_fp16_to_float, mxh_float_to_fp16, x < y ? a[i] : b[i])
+HALF_UOP(bf16_sum, mxh_bf16_to_float, mxh_float_to_bf16, mxh_float_to_bf16(x + y))
+HALF_UOP(bf16_prod, mxh_bf16_to_float, mxh_float_to_bf16, mxh_float_to_bf16(x * y))
+HALF_UOP(bf16_max, mxh_bf16_to_float, mxh_float_to_bf16, x > y ? a[i] : b[i])
+HALF_UOP(bf16_min, mxh_bf16_to_float, mxh_float_to_bf16, x < y ? a[i] : b[i])
+
+static MPI_Op half_uop = MPI_OP_NULL; /* created in main for a half type */
+
+static void half_uop_create(const struct opts *o)
+{
+    static MPI_User_function *const fns[2][4] = {{fp16_sum, fp16_prod, fp16_max, fp16_min},
+                                                 {bf16_sum, bf16_prod, bf16_max, bf16_min}};
+    if (o->dt.kind == DK_FP16 || o->dt.kind == DK_BF16)
+        CHECK_MPI(MPI_Op_create(fns[o->dt.kind == DK_BF16][o->op], 1, &half_uop));
+}
+
 static MPI_Op mpi_op(int op)
 {
     switch (op) {
@@ -351,6 +463,8 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
 {
     MPI_Datatype t = o->dt.type;
     MPI_Op op = mpi_op(o->op);
+    if (impl == IMPL_MPI && half_uop != MPI_OP_NULL)
+        op = half_uop;
     int n = (int)count, pr = (int)per_rank;
     MPI_Comm w = MPI_COMM_WORLD;
 
@@ -482,7 +596,8 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                 if (it >= o->warmup)
                     tl[k * o->iters + (it - o->warmup)] = t1 - t0;
                 if (check_here) {
-                    long long w = (long long)count_wrong(rbuf[k], exp, nexp, ts);
+                    long long w =
+                        (long long)count_wrong(rbuf[k], exp, nexp, ts, value_bytes(&o->dt));
                     if (w > wl[k])
                         wl[k] = w;
                 }
@@ -684,79 +799,100 @@ static int in_path(const char *prog)
     return 0;
 }
 
-/* Writes PNG.dat and PNG.gp; runs gnuplot if it is in PATH. */
-static int write_plot(const char *png, const struct opts *o)
+/* FILE.png -> FILE + @ext (FILE.png.gp style when the name has no .png). */
+static char *sibling(const char *png, const char *ext)
 {
-    size_t n = strlen(png) + 8;
-    char *dat = xmalloc(n), *gp = xmalloc(n), *cmd;
-    FILE *fd, *fg;
-    int nblocks = 0, blk[NCOLL], rc = 0;
+    size_t n = strlen(png);
+    char *out = xmalloc(n + strlen(ext) + 1);
+    if (n > 4 && !strcmp(png + n - 4, ".png"))
+        n -= 4;
+    memcpy(out, png, n);
+    strcpy(out + n, ext);
+    return out;
+}
 
-    snprintf(dat, n, "%s.dat", png);
-    snprintf(gp, n, "%s.gp", png);
-    fd = fopen(dat, "w");
-    fg = fopen(gp, "w");
-    if (!fd || !fg) {
-        fprintf(stderr, "mpix_bench: cannot write %s / %s\n", dat, gp);
-        if (fd) fclose(fd);
-        if (fg) fclose(fg);
-        free(dat); free(gp);
+/* gnuplot string literal: single quotes doubled */
+static void put_gp_string(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* The plot of busbw vs size, one line per collective and implementation, read
+ * by gnuplot from the CSV file @csv (already written). Writes the script
+ * FILE.gp and runs gnuplot; 0 on success, -1 (message printed) otherwise. */
+static int write_plot(const char *png, const char *csv, const struct opts *o)
+{
+    char *gp = sibling(png, ".gp"), *cmd = NULL;
+    FILE *fg = fopen(gp, "w");
+    int rc = 0, first = 1;
+
+    if (!fg) {
+        fprintf(stderr, "mpix_bench: cannot write %s: %s\n", gp, strerror(errno));
+        free(gp);
         return -1;
     }
+    fprintf(fg, "# mpix_bench --plot: busbw vs size; data: the CSV file below\n"
+                "set terminal png size 1000,600\nset output ");
+    put_gp_string(fg, png);
+    fprintf(fg, "\nset datafile separator ','\nset logscale x 2\nset format x '%%.0s%%cB'\n"
+                "set xlabel 'size'\nset ylabel 'busbw (GB/s)'\nset key left top\nset grid\n"
+                "set title 'mpix\\_bench: %d ranks, %s, %s'\ncsv = ",
+            world_size, o->dt.name, op_name(o->op));
+    put_gp_string(fg, csv);
+    fprintf(fg, "\nplot ");
     for (int c = 0; c < NCOLL; c++) {
         int any = 0;
-        for (size_t i = 0; i < nresults; i++) {
-            const struct result *r = &results[i];
-            if (r->coll != c)
-                continue;
-            if (!any)
-                fprintf(fd, "%s# %s: size_bytes hier_busbw mpi_busbw\n", nblocks ? "\n\n" : "",
-                        coll_names[c]);
-            any = 1;
-            fprintf(fd, "%zu", r->bytes);
-            for (int k = 0; k < NIMPL; k++)
-                if (o->impl[k])
-                    fprintf(fd, " %.6f", r->busbw[k]);
-                else
-                    fprintf(fd, " -");
-            fprintf(fd, "\n");
-        }
-        if (any)
-            blk[nblocks++] = c;
-    }
-    fclose(fd);
-    fprintf(fg, "set terminal png size 1000,600\nset output '%s'\nset datafile missing '-'\n"
-                "set logscale x 2\nset xlabel 'size (B)'\nset ylabel 'busbw (GB/s)'\n"
-                "set key left top\nset grid\n"
-                "set title 'mpix_bench: %d ranks, %s, %s'\nplot ",
-            png, world_size, o->dt.name, op_name(o->op));
-    int first = 1;
-    for (int b = 0; b < nblocks; b++)
+        for (size_t i = 0; i < nresults && !any; i++)
+            any = results[i].coll == c;
+        if (!any)
+            continue;
         for (int k = 0; k < NIMPL; k++) {
             if (!o->impl[k])
                 continue;
-            fprintf(fg, "%s'%s' index %d using 1:%d with linespoints title '%s %s'",
-                    first ? "" : ", \\\n     ", dat, b, 2 + k, coll_names[blk[b]], impl_names[k]);
+            /* CSV columns: 1 collective, 2 size_bytes, 9 hier_busbw, 13 mpi_busbw */
+            fprintf(fg, "%scsv every ::1 using 2:(strcol(1) eq '%s' ? column(%d) : NaN) "
+                        "with linespoints title '%s %s'",
+                    first ? "" : ", \\\n     ", coll_names[c], k == IMPL_HIER ? 9 : 13,
+                    coll_names[c], impl_names[k]);
             first = 0;
         }
+    }
     if (first)
-        fprintf(fg, "0 notitle");
+        fprintf(fg, "NaN notitle");
     fprintf(fg, "\n");
-    fclose(fg);
+    if (fclose(fg)) {
+        fprintf(stderr, "mpix_bench: cannot write %s\n", gp);
+        free(gp);
+        return -1;
+    }
     if (!in_path("gnuplot")) {
-        printf("# note: gnuplot not found in PATH: wrote %s and %s, skipped %s\n", gp, dat, png);
+        fprintf(stderr, "mpix_bench: --plot: gnuplot not found in PATH, %s not drawn "
+                        "(install gnuplot, Debian: apt-get install gnuplot-nox; then run: "
+                        "gnuplot %s). The data is in %s.\n", png, gp, csv);
+        rc = -1;
     } else {
-        cmd = xmalloc(strlen(gp) + 32);
-        sprintf(cmd, "gnuplot '%s'", gp);
+        cmd = xmalloc(2 * strlen(gp) + 32);
+        char *q = cmd + sprintf(cmd, "gnuplot ");
+        *q++ = '\'';
+        for (const char *c = gp; *c; c++) { /* shell single quotes */
+            if (*c == '\'') { strcpy(q, "'\\''"); q += 4; }
+            else *q++ = *c;
+        }
+        strcpy(q, "'");
         if (system(cmd) != 0) {
-            fprintf(stderr, "mpix_bench: '%s' failed\n", cmd);
+            fprintf(stderr, "mpix_bench: --plot: '%s' failed\n", cmd);
             rc = -1;
         } else {
-            printf("# plot: %s (script %s)\n", png, gp);
+            printf("# plot: %s (data %s, script %s)\n", png, csv, gp);
         }
         free(cmd);
     }
-    free(dat);
     free(gp);
     return rc;
 }
@@ -766,6 +902,7 @@ int main(int argc, char **argv)
     struct opts o;
     char *sbuf, *rbuf[NIMPL] = {NULL, NULL}, *exp = NULL;
     int any_wrong = 0, bad_files = 0, rc;
+    char *plot_csv = NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -777,6 +914,10 @@ int main(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     print_header(&o);
+    half_uop_create(&o);
+    if (world_rank == 0 && o.plot && !in_path("gnuplot"))
+        printf("# warning: --plot: gnuplot not found in PATH: the data will be written but not "
+               "drawn, and the exit status will be 3\n");
 
     sbuf = xmalloc(o.maxb);
     for (int k = 0; k < NIMPL; k++)
@@ -793,6 +934,8 @@ int main(int argc, char **argv)
     free(rbuf[0]);
     free(rbuf[1]);
     free(exp);
+    if (half_uop != MPI_OP_NULL)
+        MPI_Op_free(&half_uop);
     CHECK_MPI(MPI_Bcast(&any_wrong, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (world_rank == 0) {
         if (o.check)
@@ -800,12 +943,19 @@ int main(int argc, char **argv)
         else
             printf("# check: off (--check to verify results)\n");
         if (o.csv && write_csv(o.csv, &o)) bad_files = 1;
+        if (o.plot && !o.csv) { /* the plot's data */
+            plot_csv = sibling(o.plot, ".csv");
+            if (write_csv(plot_csv, &o)) bad_files = 1;
+        }
         if (o.json && write_json(o.json, &o)) bad_files = 1;
         fflush(stdout);
     }
     MPI_Finalize();
-    if (world_rank == 0 && o.plot && write_plot(o.plot, &o))
+    /* gnuplot runs after MPI_Finalize (no fork() under MPI) */
+    if (world_rank == 0 && o.plot && !bad_files &&
+        write_plot(o.plot, o.csv ? o.csv : plot_csv, &o))
         bad_files = 1;
+    free(plot_csv);
     free(results);
     return any_wrong ? 1 : bad_files ? 3 : 0;
 }

@@ -1,6 +1,8 @@
 #!/bin/bash
 # mpix_bench smoke test: 4 ranks as 2 fake nodes, every collective, --check, CSV;
-# and bad options exit non-zero with a message. Times are not checked.
+# every datatype (fp16/bf16 included) with --check; --plot (a PNG with gnuplot,
+# else a clear message and exit 3 with the CSV written); bad options exit
+# non-zero with a message. Times are not checked.
 set -u
 bench=${MPIX_BENCH:-$(pwd)/../benchmarks/mpix_bench}
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -56,12 +58,54 @@ fi
 out=$($MPIEXEC -n 1 "$bench" -c nosuchcoll 2>&1); rc=$?
 [ $rc -ne 0 ] && ok || bad "bad -c exited 0"
 check "bad -c message" "unknown collective 'nosuchcoll'" "$out"
-out=$($MPIEXEC -n 1 "$bench" -d bf16 2>&1); rc=$?
-[ $rc -ne 0 ] && ok || bad "-d bf16 exited 0"
-check "bf16 message" 'bf16/fp16 need MPIX_HIER_BFLOAT16/FLOAT16 \(not available in this version\)' "$out"
+out=$($MPIEXEC -n 1 "$bench" -d nosuchtype 2>&1); rc=$?
+[ $rc -ne 0 ] && ok || bad "bad -d exited 0"
+check "bad -d message" "unknown datatype 'nosuchtype'" "$out"
 out=$($MPIEXEC -n 1 "$bench" -m cuda 2>&1); rc=$?
 [ $rc -ne 0 ] && ok || bad "-m cuda exited 0"
 check "cuda message" 'device buffers are not supported yet' "$out"
+
+# every datatype with --check, every collective, 2 fake nodes x 2 ranks
+# (fp16/bf16: MPIX_HIER_FLOAT16/BFLOAT16; half is an alias)
+for d in double long_double int unsigned long_long unsigned_short int8 uint8 int16 int32 \
+         int64 uint64 fp16 bf16 half; do
+    for op in sum max; do
+        a=(-c all -d "$d" -o "$op" -b 8 -e 4K -f 4 -n 2 -w 1 --check)
+        out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$bench" "${a[@]}" : \
+                       -n 2 -env MPIX_HIER_HOSTNAME b "$bench" "${a[@]}" 2>&1); rc=$?
+        if [ $rc -eq 0 ] && grep -q '^# check: all results correct$' <<<"$out"; then ok; else
+            bad "-d $d -o $op --check: exit $rc"; echo "$out" | tail -n 15; fi
+    done
+done
+out=$($MPIEXEC -n 1 "$bench" -d half -e 64 -n 1 -w 0 2>&1)
+check "half is fp16" '^# ranks: 1, type fp16,' "$out"
+
+# --plot: a PNG with gnuplot; without it a clear message, exit 3, the CSV written
+png=$tmp/plot.png
+a=(-c all -b 8 -e 4K -f 4 -n 2 -w 1 --plot "$png")
+out=$($MPIEXEC -n 2 "$bench" "${a[@]}" 2>&1); rc=$?
+if [ -s "$tmp/plot.csv" ] && [ "$(wc -l <"$tmp/plot.csv")" -gt 5 ]; then ok; else
+    bad "--plot: no CSV data $tmp/plot.csv"; fi
+if command -v gnuplot >/dev/null 2>&1; then
+    [ $rc -eq 0 ] && ok || bad "--plot exit status $rc with gnuplot"
+    if [ -s "$png" ] && [ "$(head -c 4 "$png" | od -An -c | tr -d ' ')" = '211PNG' ]; then ok; else
+        bad "--plot: $png missing, empty or not a PNG"; echo "$out" | tail -n 5; fi
+    check "plot line" "^# plot: $png " "$out"
+else
+    [ $rc -eq 3 ] && ok || bad "--plot without gnuplot: exit $rc, expected 3"
+    check "no gnuplot message" 'gnuplot not found in PATH.*apt-get install gnuplot-nox' "$out"
+    [ ! -e "$png" ] && ok || bad "--plot without gnuplot left $png"
+    # the same with gnuplot hidden from PATH is tested on machines that have it
+fi
+if command -v gnuplot >/dev/null 2>&1; then # hide gnuplot: the message and exit 3
+    nog=$tmp/nogp; mkdir -p "$nog"
+    for t in "$(dirname "$(command -v "${MPIEXEC%% *}")")"/*; do ln -sf "$t" "$nog/" 2>/dev/null; done
+    rm -f "$nog/gnuplot"
+    out=$(PATH=$nog $MPIEXEC -n 1 "$bench" -e 64 -n 1 -w 0 --plot "$tmp/p2.png" 2>&1); rc=$?
+    [ $rc -eq 3 ] && ok || bad "--plot with gnuplot hidden: exit $rc, expected 3"
+    check "hidden gnuplot message" 'gnuplot not found in PATH.*apt-get install gnuplot-nox' "$out"
+    [ -s "$tmp/p2.csv" ] && ok || bad "--plot with gnuplot hidden: no CSV"
+fi
 
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ]
