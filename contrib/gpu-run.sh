@@ -1,0 +1,141 @@
+#!/bin/bash
+# GPU runs of mpix-hier on a machine that has only CUDA (driver, toolkit) and
+# Python: no MPICH, UCX, hwloc, no network. Two halves:
+#
+#   contrib/gpu-run.sh pack [PKG]   here (Debian 12, with network): build with
+#        CUDA in build-gpu/, `apt-get download` the Debian runtime packages the
+#        binaries need, unpack them with `dpkg -x` into PKG/root (never over /),
+#        copy the binaries and libmpixhier into PKG, and check with ldd that every
+#        library resolves under the carried LD_LIBRARY_PATH. PKG defaults to
+#        build-gpu-pkg (ignored by git, small enough to carry: a few tens of MiB).
+#   contrib/gpu-run.sh run [PKG] [OUT]   on the GPU machine, from the repository
+#        root: the GPU test suite under mpiexec with 1, 2 and 4 ranks on the one
+#        GPU plus fake two-node layouts; compute-sanitizer memcheck on a subset;
+#        the kernel bandwidth benchmark; the device-buffer allreduce benchmark
+#        (mpix-hier vs host-staged MPI_Allreduce, 1/2/4 ranks). Logs and figures
+#        go to OUT (default: $OUT when set, else gpu-results/).
+#   contrib/gpu-run.sh env [PKG]    print the environment `run` uses.
+#
+# With the device tool: pack here, then
+#   run(command="contrib/gpu-run.sh run", carry=["build-gpu-pkg"])
+# The binaries are built against Debian 12's glibc (2.36): the GPU machine's
+# glibc must not be older (checked).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cmd=${1:-}
+pkg=${2:-$here/build-gpu-pkg}
+case $pkg in /*) ;; *) pkg=$here/$pkg ;; esac
+
+# Debian packages of the runtime libraries (libc6/libgcc-s1 come from the target)
+DEBS="mpich libmpich12 libucx0 libhwloc15 libnuma1 libslurm38 libudev1 libstdc++6 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200"
+
+# The unpacked packages: $pkg/root here; on the GPU machine root.tar.xz is
+# unpacked into a temporary folder first (libmpich alone is 40 MiB unpacked).
+root=$pkg/root
+
+setenv() {
+    local r=$root
+    export PATH=$pkg/bin:$r/usr/bin:$PATH
+    export LD_LIBRARY_PATH=$pkg/lib:$r/usr/lib/x86_64-linux-gnu:$r/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export UCX_MODULE_DIR=$r/usr/lib/x86_64-linux-gnu/ucx
+    export HWLOC_PLUGINS_PATH=$r/usr/lib/x86_64-linux-gnu/hwloc
+    export MPIEXEC="$r/usr/bin/mpiexec.hydra"
+    # hydra finds its proxy next to mpiexec; shared memory and TCP only
+    export HYDRA_LAUNCHER=fork
+}
+
+do_pack() {
+    local build=$here/build-gpu
+    mkdir -p "$build"
+    if [ ! -f "$build/Makefile" ]; then
+        (cd "$here" && [ -x configure ] || ./autogen.sh)
+        (cd "$build" && ../configure --with-cuda)
+    fi
+    grep -q '^#define HAVE_CUDA 1' "$build/config.h" || { echo "build-gpu is not a CUDA build" >&2; exit 1; }
+    make -C "$build" -j"$(nproc)"
+    make -C "$build/tests" -j"$(nproc)" cuda/test_cuda_colls
+    rm -rf "$pkg"
+    mkdir -p "$pkg/debs" "$pkg/root" "$pkg/bin" "$pkg/lib"
+    # shellcheck disable=SC2086 # a list of package names
+    (cd "$pkg/debs" && chmod 777 . && apt-get download $DEBS)
+    for d in "$pkg"/debs/*.deb; do dpkg -x "$d" "$pkg/root"; done
+    rm -rf "$pkg/debs" "$pkg/root/usr/share/doc" "$pkg/root/usr/share/man"
+    cp -a "$build"/.libs/libmpixhier.so* "$pkg/lib/"
+    cp -aL "$(ldd "$build/.libs/libmpixhier.so" | awk '/libcudart/ {print $3}')" "$pkg/lib/"
+    local p
+    for p in tests/cuda/test_cuda_colls benchmarks/mpix_kernel_bench benchmarks/mpix_gpu_bench; do
+        # installed programs are libtool wrapper scripts: take the real binary
+        if [ -x "$build/$(dirname $p)/.libs/$(basename $p)" ]; then
+            cp "$build/$(dirname $p)/.libs/$(basename $p)" "$pkg/bin/"
+        else
+            cp "$build/$p" "$pkg/bin/"
+        fi
+    done
+    setenv
+    local bad=0 f
+    for f in "$pkg"/bin/* "$pkg"/lib/libmpixhier.so.0 "$pkg/root/usr/bin/mpiexec.hydra"; do
+        if ldd "$f" | grep -q 'not found'; then
+            echo "unresolved libraries of $f:"; ldd "$f" | grep 'not found'; bad=1
+        fi
+        # every library must come from the package (or the C runtime, or the driver)
+        ldd "$f" | awk '$3 ~ /^\// {print $3}' |
+            grep -vE "^($pkg/|/lib/x86_64-linux-gnu/(libc|libm|libgcc_s|libpthread|libdl|librt|libresolv)\.|/lib64/ld-linux)" |
+            sed "s|^|  from the build machine (not carried) by $(basename "$f"): |" || true
+    done
+    [ $bad -eq 0 ] || exit 1
+    tar -C "$pkg" -cJf "$pkg/root.tar.xz" root
+    rm -rf "$pkg/root"
+    echo "packed: $(du -sh "$pkg" | cut -f1) in $pkg (glibc of this machine: $(ldd --version | head -n1 | awk '{print $NF}'))"
+}
+
+do_run() {
+    local out=${3:-${OUT:-$here/gpu-results}} rc=0
+    mkdir -p "$out"
+    if [ ! -d "$root" ]; then
+        root=${TMPDIR:-/tmp}/mxh-gpu-root
+        rm -rf "$root" && mkdir -p "$root"
+        tar -C "$root" --strip-components=1 -xJf "$pkg/root.tar.xz"
+    fi
+    setenv
+    local need=2.36 have
+    have=$(ldd --version | head -n1 | awk '{print $NF}')
+    if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+        echo "glibc $have is older than $need (the binaries come from Debian 12)" | tee "$out/ERROR.txt"
+        exit 1
+    fi
+    { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } \
+        > "$out/gpu.txt" 2>&1 || true
+    cat "$out/gpu.txt"
+    export MXH_TEST_BINDIR=$pkg/bin MXH_TEST_LOGDIR=$out
+    # tests: 1, 2, 4 ranks on the one GPU and fake two-node layouts
+    (cd "$out" && MXH_TEST_BINDIR=$pkg/bin MXH_TEST_LAYOUTS="1rank 1node-2 1node-4 2x2 1+1 3+1" \
+        bash "$here/tests/cuda/run_cuda_tests.sh") 2>&1 | tee "$out/tests.txt" || rc=1
+    cp "$pkg"/bin/mxh-cuda-*.log "$out/" 2>/dev/null || true
+    # compute-sanitizer memcheck on a subset (1 and 2 ranks, quick matrix)
+    local cs
+    cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+    if [ -n "$cs" ]; then
+        (cd "$out" && MXH_TEST_QUICK=1 MXH_TEST_LAYOUTS="1rank 1node-2" \
+            MXH_TEST_GTEST_FILTER='*Allreduce*:*ReduceScatter*:*Ipc*:*AllgatherAndBcast*' \
+            MXH_TEST_WRAPPER="$cs --tool memcheck --error-exitcode 99 --print-limit 20" \
+            bash "$here/tests/cuda/run_cuda_tests.sh") 2>&1 | tee "$out/sanitizer.txt" || rc=1
+    else
+        echo "compute-sanitizer not found" | tee "$out/sanitizer.txt"
+    fi
+    # benchmarks
+    "$pkg/bin/mpix_kernel_bench" -b 256 -n 20 2>&1 | tee "$out/kernel_bench.txt" || rc=1
+    for n in 1 2 4; do
+        $MPIEXEC -n $n "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 20 2>&1 |
+            tee "$out/gpu_bench_${n}ranks.txt" || rc=1
+    done
+    echo "results in $out (exit $rc)"
+    return $rc
+}
+
+case $cmd in
+pack) do_pack ;;
+run) do_run "$@" ;;
+env) [ -d "$root" ] || root=${TMPDIR:-/tmp}/mxh-gpu-root; setenv; env | grep -E '^(PATH|LD_LIBRARY_PATH|UCX_MODULE_DIR|HWLOC_PLUGINS_PATH|MPIEXEC|HYDRA_LAUNCHER)=' ;;
+*) sed -n '2,24p' "$0"; exit 1 ;;
+esac
