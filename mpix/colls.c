@@ -5,6 +5,7 @@
 
 #include "coll/exec.h"
 #include "mpix_internal.h"
+#include "reduce/reduce.h"
 #include "util/log.h"
 
 #include <limits.h>
@@ -170,6 +171,7 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
+    op = mxh_reduce_mpi_op(datatype, op); /* half types: our op; others unchanged */
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
@@ -229,6 +231,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, recvcount, F));
+    op = mxh_reduce_mpi_op(datatype, op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
     if (recvcount == 0)
@@ -403,6 +406,7 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                              "this is rank %d", root, rank);
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     }
+    op = mxh_reduce_mpi_op(datatype, op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
     if (count == 0)

@@ -1050,6 +1050,141 @@ TEST_P(Colls, ReduceNonRootNullRecvbuf)
     ck.finish();
 }
 
+// ---- forced algorithms and fragment settings ----------------------------------------
+//
+// Every algorithm a user can force (MPIX_HIER_ALGO through MPI_Info), pipelined
+// schedules with fragments that do not divide the counts, 1-element fragments,
+// bounded depth, tiny shared-memory chunks: each on a communicator of its own,
+// compared with MPICH bit for bit on representative types and ops.
+
+struct AlgoCfg {
+    const char *name, *algo, *frag, *depth, *chunk, *shm;
+    int max_count;  // keeps the number of fragments (rounds) of a call bounded
+};
+
+const AlgoCfg kAlgoCfgs[] = {
+    {"auto", "auto", "512k", "0", "256k", "yes", 1031},
+    {"mpi", "mpi", "512k", "0", "256k", "yes", 1031},
+    {"shm_chunk64", "shm", "512k", "0", "64", "yes", 1031},
+    {"hier", "hier", "0", "0", "256k", "yes", 1031},
+    {"hier_noshm", "hier", "0", "0", "256k", "no", 1031},
+    {"pipeline_frag1", "pipeline", "1", "0", "256k", "yes", 31},
+    {"pipeline_frag12_depth1", "pipeline", "12", "1", "256k", "yes", 100},
+    {"pipeline_frag1000_depth2", "pipeline", "1000", "2", "128", "yes", 1031},
+    {"pipeline_frag256_noshm", "pipeline", "256", "0", "256k", "no", 1031},
+};
+
+std::map<std::string, MPI_Comm> g_algo_comms;
+
+class AlgoCommsEnv : public ::testing::Environment {
+  public:
+    void TearDown() override
+    {
+        for (auto &kv : g_algo_comms)
+            MPI_Comm_free(&kv.second);
+        g_algo_comms.clear();
+    }
+};
+::testing::Environment *const g_algo_env =
+    ::testing::AddGlobalTestEnvironment(new AlgoCommsEnv);
+
+class Algos : public MxhMpiTest, public ::testing::WithParamInterface<AlgoCfg> {
+  protected:
+    MPI_Comm comm()
+    {
+        const AlgoCfg &c = GetParam();
+        auto it = g_algo_comms.find(c.name);
+        if (it != g_algo_comms.end())
+            return it->second;
+        MPI_Comm comm;
+        MPI_Info info;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpix_hier_algo", c.algo);
+        MPI_Info_set(info, "mpix_hier_frag_size", c.frag);
+        MPI_Info_set(info, "mpix_hier_pipeline_depth", c.depth);
+        MPI_Info_set(info, "mpix_hier_shm_chunk", c.chunk);
+        MPI_Info_set(info, "mpix_hier_shm", c.shm);
+        EXPECT_EQ(MPI_SUCCESS, MPIX_Hier_comm_init(comm, info)) << c.name;
+        MPI_Info_free(&info);
+        g_algo_comms[c.name] = comm;
+        return comm;
+    }
+    std::vector<Pair> pairs()
+    {
+        std::vector<Pair> v;
+        for (MPI_Datatype dt : {MPI_INT, MPI_DOUBLE, MPI_INT8_T})
+            for (MPI_Op op : {MPI_SUM, MPI_MAX})
+                v.push_back({mxh_type_find(dt), op});
+        v.push_back({mxh_type_find(MPI_FLOAT), MPI_SUM});
+        v.push_back({mxh_type_find(MPI_UINT64_T), MPI_BXOR});
+        return v;
+    }
+    std::vector<int> counts()
+    {
+        std::vector<int> v;
+        for (int c : quick() ? std::vector<int>{0, 7, 100} : std::vector<int>{0, 1, 7, 31, 100, 1031})
+            if (c <= GetParam().max_count)
+                v.push_back(c);
+        return v;
+    }
+};
+
+TEST_P(Algos, ReductionsMatchMpich)
+{
+    Checker ck(comm(), GetParam().name);
+    int k = 0;
+    for (const Pair &p : pairs())
+        for (int count : counts()) {
+            bool inplace = k++ % 2;  // alternate: every config sees both
+            allreduce_case(ck, p.t, p.op, count, inplace, salt_of(p.t, p.op, count, 11));
+            rsb_case(ck, p.t, p.op, count, !inplace, salt_of(p.t, p.op, count, 12));
+            int root = k % 2 ? 0 : ck.size - 1;
+            reduce_case(ck, p.t, p.op, count, inplace, root, salt_of(p.t, p.op, count, 13));
+        }
+    ck.finish();
+}
+
+TEST_P(Algos, DataMovementMatchesMpich)
+{
+    Checker ck(comm(), GetParam().name);
+    int k = 0;
+    for (MPI_Datatype dt : {MPI_INT, MPI_INT8_T, MPI_LONG_DOUBLE})
+        for (int count : counts()) {
+            const mxh_type_t *t = mxh_type_find(dt);
+            allgather_case(ck, t, count, k % 2, salt_of(t, MPI_OP_NULL, count, 21));
+            int root = (k * 5) % ck.size;
+            bcast_case(ck, t, count, root, salt_of(t, MPI_OP_NULL, count, 22 + root));
+            k++;
+        }
+    ck.finish();
+}
+
+// Back-to-back calls of different collectives and sizes on one communicator: cached
+// schedules, reused scratch and shared-memory sequence numbers must not mix them up.
+TEST_P(Algos, MixedSequence)
+{
+    Checker ck(comm(), GetParam().name);
+    const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+    int maxc = GetParam().max_count;
+    for (int it = 0; it < (quick() ? 10 : 30); it++) {
+        int count = 1 + (it * 37) % maxc;
+        switch (it % 5) {
+        case 0: allreduce_case(ck, td, MPI_SUM, count, it % 2, salt_of(td, MPI_SUM, count, it)); break;
+        case 1: rsb_case(ck, ti, MPI_MAX, count, it % 2, salt_of(ti, MPI_MAX, count, it)); break;
+        case 2: allgather_case(ck, td, count, it % 2, salt_of(td, MPI_OP_NULL, count, it)); break;
+        case 3: bcast_case(ck, ti, count, it % ck.size, salt_of(ti, MPI_OP_NULL, count, it)); break;
+        case 4: reduce_case(ck, ti, MPI_SUM, count, it % 2, (it / 5) % ck.size,
+                            salt_of(ti, MPI_SUM, count, it)); break;
+        }
+    }
+    ck.finish();
+}
+
+std::string algo_name(const ::testing::TestParamInfo<AlgoCfg> &info) { return info.param.name; }
+INSTANTIATE_TEST_SUITE_P(Forced, Algos, ::testing::ValuesIn(kAlgoCfgs), algo_name);
+
 std::string comm_name(const ::testing::TestParamInfo<const char *> &info) { return info.param; }
 
 INSTANTIATE_TEST_SUITE_P(Comms, Colls, ::testing::ValuesIn(kCommKinds), comm_name);

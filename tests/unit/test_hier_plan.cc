@@ -13,6 +13,8 @@
 
 extern "C" {
 #include "coll/plan.h"
+#include "coll/sched.h"
+#include "coll/select.h"
 #include "hier/levels.h"
 #include "hier/record.h"
 }
@@ -862,4 +864,258 @@ TEST(Discovery, RandomGpuLayouts)
         SCOPED_TRACE("trial " + std::to_string(trial));
         check_all_colls(lay, kWithIslands, {1, 1 + (size_t)(g() % 17)}, false);
     }
+}
+
+// ---- pipelined schedules: issue order on every level group -------------------------
+
+namespace {
+
+struct SchedPtr {
+    mxh_sched_t *p = nullptr;
+    ~SchedPtr() { mxh_sched_destroy(p); }
+};
+
+// One issued step: what every member of a group must agree on.
+struct Issued {
+    int round, stage, frag, type, root;
+    size_t count;
+    bool operator==(const Issued &o) const
+    {
+        return round == o.round && stage == o.stage && frag == o.frag && type == o.type &&
+               root == o.root && count == o.count;
+    }
+};
+
+// For every rank, the steps it issues on each level group in the executor's order
+// (round, then stage); members of a group must issue identical sequences, else
+// nonblocking collectives would be matched wrongly or hang. Also: fragments tile
+// the work buffer, and the last round finishes every fragment.
+std::string check_sched_order(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root,
+                              size_t tsize, size_t frag, int depth)
+{
+    int n = L->nranks;
+    std::map<std::pair<int, int>, std::map<int, std::vector<Issued>>> seq;  // (level,color)->rank
+    for (int r = 0; r < n; r++) {
+        SchedPtr S;
+        if (mxh_sched_create(L, r, coll, count, root, tsize, frag, depth, &S.p) != MXH_OK)
+            return "sched_create failed on rank " + std::to_string(r);
+        const mxh_sched_t *s = S.p;
+        size_t per = (coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER)
+                         ? (size_t)n : 1;
+        size_t covered = 0;
+        for (int f = 0; f < s->nfrag; f++) {
+            if (mxh_sched_frag_offset(s, f) != covered)
+                return "fragment " + std::to_string(f) + " does not follow its predecessor";
+            covered += mxh_sched_frag_count(s, f) * per;
+            if (mxh_sched_plan(s, f)->count != mxh_sched_frag_count(s, f))
+                return "fragment plan has the wrong count";
+        }
+        if (covered != s->work_count || covered != count * per)
+            return "fragments do not tile the work buffer";
+        std::vector<int> done(s->nfrag, 0);
+        for (int round = 0; round < s->nrounds; round++) {
+            for (int st = 0; st < s->nstages; st++) {
+                int f = mxh_sched_frag_at(s, round, st);
+                if (f < 0)
+                    continue;
+                const mxh_plan_t *p = mxh_sched_plan(s, f);
+                done[f]++;
+                int i = p->stage_step[st];
+                if (i < 0)
+                    continue;
+                const mxh_step_t *step = &p->steps[i];
+                if (step->stage != st)
+                    return "stage map disagrees with the step";
+                seq[{step->level, L->color[step->level][r]}][r].push_back(
+                    {round, st, f, (int)step->type, step->root, step->count});
+            }
+        }
+        for (int f = 0; f < s->nfrag; f++)
+            if (done[f] != s->nstages)
+                return "fragment " + std::to_string(f) + " did not pass every stage";
+    }
+    for (auto &g : seq) {
+        // SEND/RECV pairs are point to point: compare collective steps only
+        std::vector<Issued> ref;
+        bool first = true;
+        for (auto &m : g.second) {
+            std::vector<Issued> coll_steps;
+            for (auto &x : m.second)
+                if (x.type != MXH_STEP_SEND && x.type != MXH_STEP_RECV)
+                    coll_steps.push_back(x);
+            if (first) {
+                ref   = coll_steps;
+                first = false;
+            } else if (!(coll_steps == ref)) {
+                return "level " + std::to_string(g.first.first) + " group " +
+                       std::to_string(g.first.second) + ": rank " + std::to_string(m.first) +
+                       " issues a different sequence";
+            }
+        }
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(Sched, FragmentsAndRounds)
+{
+    LayoutPtr L;
+    Layout lay = make_layout({2, 2}, 0, 0);
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    SchedPtr S;
+    // 1000 floats in fragments of 1 KiB: 256 elements, 4 fragments (last 232)
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 0, &S.p));
+    EXPECT_EQ(4, S.p->nfrag);
+    EXPECT_EQ(256u, S.p->frag_count);
+    EXPECT_EQ(232u, S.p->last_count);
+    EXPECT_EQ(3, S.p->nstages);  // RS(node), AR(rail), AG(node)
+    EXPECT_EQ(1, S.p->stretch);
+    EXPECT_EQ(6, S.p->nrounds);
+    EXPECT_NE(S.p->plan, S.p->last);
+    EXPECT_EQ(0, mxh_sched_frag_at(S.p, 0, 0));
+    EXPECT_EQ(-1, mxh_sched_frag_at(S.p, 0, 1));
+    EXPECT_EQ(1, mxh_sched_frag_at(S.p, 2, 1));  // fragment 1 crosses the rail ...
+    EXPECT_EQ(2, mxh_sched_frag_at(S.p, 2, 0));  // ... while fragment 2 is reduce-scattered
+    EXPECT_EQ(S.p->tmp_slot * 3, S.p->tmp_count);
+    // depth 1: no two fragments in flight
+    SchedPtr D;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 1, &D.p));
+    EXPECT_EQ(3, D.p->stretch);
+    EXPECT_EQ(12, D.p->nrounds);
+    for (int r = 0; r < D.p->nrounds; r++) {
+        int busy = 0;
+        for (int st = 0; st < D.p->nstages; st++)
+            busy += mxh_sched_frag_at(D.p, r, st) >= 0;
+        EXPECT_EQ(1, busy) << "round " << r;
+    }
+    // block collectives: fragment of 1 KiB of the whole vector = 64 floats per block
+    SchedPtr B;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_REDUCE_SCATTER_BLOCK, 100, -1, 4, 1024, 0,
+                                       &B.p));
+    EXPECT_EQ(64u, B.p->frag_count);
+    EXPECT_EQ(2, B.p->nfrag);
+    EXPECT_EQ(64u * 4, mxh_sched_frag_offset(B.p, 1));
+    // no fragmentation: one fragment, one tmp slot
+    SchedPtr W;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 0, 0, &W.p));
+    EXPECT_EQ(1, W.p->nfrag);
+    EXPECT_EQ(W.p->tmp_slot, W.p->tmp_count);
+    // tiny fragments: at least one element
+    SchedPtr T;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLGATHER, 5, -1, 8, 1, 0, &T.p));
+    EXPECT_EQ(1u, T.p->frag_count);
+    EXPECT_EQ(5, T.p->nfrag);
+}
+
+TEST(Sched, IssueOrderAgreesOnEveryGroup)
+{
+    std::mt19937 g(7);
+    for (int trial = 0; trial < 250; trial++) {
+        int nn = 1 + (int)(g() % 6);
+        std::vector<int> nodes;
+        for (int v = 0; v < nn; v++)
+            nodes.push_back(1 + (int)(g() % 4));
+        Layout lay = make_layout(nodes, (int)(g() % 3), (int)(g() % 3), (unsigned)trial);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK,
+                  mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), kAllLevels, &L.p));
+        if (L.p->nlevels < 1)
+            continue;
+        int n      = L.p->nranks;
+        size_t cnt = 1 + g() % 40, tsize = 1 + g() % 8, frag = g() % 5 == 0 ? 0 : 1 + g() % 64;
+        int depth  = (int)(g() % 4);
+        SCOPED_TRACE("trial " + std::to_string(trial) + " n " + std::to_string(n) + " count " +
+                     std::to_string(cnt) + " frag " + std::to_string(frag) + " depth " +
+                     std::to_string(depth));
+        for (int c = 0; c < MXH_COLL_COUNT; c++) {
+            int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? (int)(g() % n) : -1;
+            EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth))
+                << mxh_coll_name((mxh_coll_t)c) << " root " << root;
+        }
+    }
+}
+
+// ---- selection -------------------------------------------------------------------
+
+TEST(Select, DefaultsByShapeAndSize)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_select_shape_t one_node = {4, 1, 1}, two_levels = {8, 2, 0}, flat = {4, 1, 0};
+    mxh_select_shape_t single = {1, 0, 0};
+
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        auto coll = (mxh_coll_t)c;
+        EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 8, 8).algo);
+        EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 64 << 20, 64 << 20).algo);
+        EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &flat, coll, 1 << 20, 1 << 20).algo);
+        EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &single, coll, 1 << 20, 1 << 20).algo);
+        EXPECT_EQ(MXH_ALGO_HIER, mxh_select(&cfg, &two_levels, coll, 8, 8).algo);
+        mxh_choice_t big = mxh_select(&cfg, &two_levels, coll, 8 << 20, 8 << 20);
+        EXPECT_EQ(MXH_ALGO_PIPELINE, big.algo);
+        EXPECT_EQ(cfg.frag_size, big.frag_bytes);
+        // the threshold is two fragments of the whole vector
+        EXPECT_EQ(MXH_ALGO_HIER,
+                  mxh_select(&cfg, &two_levels, coll, 1, 2 * cfg.frag_size - 1).algo);
+        EXPECT_EQ(MXH_ALGO_PIPELINE, mxh_select(&cfg, &two_levels, coll, 1, 2 * cfg.frag_size).algo);
+    }
+    cfg.min_bytes = 4096;
+    EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &one_node, MXH_COLL_ALLREDUCE, 4095, 4095).algo);
+    EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, MXH_COLL_ALLREDUCE, 4096, 4096).algo);
+    cfg.min_bytes = 0;
+    cfg.frag_size = 0;  // pipelining disabled
+    EXPECT_EQ(MXH_ALGO_HIER, mxh_select(&cfg, &two_levels, MXH_COLL_ALLREDUCE, 1 << 30, 1 << 30).algo);
+    cfg.enable = 0;
+    EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &one_node, MXH_COLL_ALLREDUCE, 8, 8).algo);
+}
+
+TEST(Select, ForcedAlgorithmsDegrade)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_select_shape_t one_node = {4, 1, 1}, two_levels = {8, 2, 0}, one_node_noshm = {4, 1, 0};
+
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "pipeline,bcast:mpi", "test"));
+    EXPECT_EQ(MXH_ALGO_PIPELINE, mxh_select(&cfg, &two_levels, MXH_COLL_ALLREDUCE, 8, 8).algo);
+    EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &two_levels, MXH_COLL_BCAST, 8 << 20, 8 << 20).algo);
+    // pipeline on one node: shm; without a segment: mpi
+    EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, MXH_COLL_ALLGATHER, 8, 8).algo);
+    EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &one_node_noshm, MXH_COLL_ALLGATHER, 8, 8).algo);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "shm", "test"));
+    EXPECT_EQ(MXH_ALGO_HIER, mxh_select(&cfg, &two_levels, MXH_COLL_REDUCE, 8, 8).algo);
+    // forcing overrides MIN_BYTES
+    cfg.min_bytes = 1 << 20;
+    EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, MXH_COLL_REDUCE, 8, 8).algo);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "mpix_hier_algo",
+                                     "reduce_scatter_block:hier,allreduce:mpi", "test"));
+    EXPECT_EQ(MXH_ALGO_HIER, cfg.algo[MXH_COLL_REDUCE_SCATTER_BLOCK]);
+    EXPECT_EQ(MXH_ALGO_MPI, cfg.algo[MXH_COLL_ALLREDUCE]);
+    EXPECT_EQ(MXH_ALGO_AUTO, cfg.algo[MXH_COLL_BCAST]);
+    char buf[256];
+    mxh_config_get_string(&cfg, "MPIX_HIER_ALGO", buf, sizeof(buf));
+    EXPECT_STREQ("allreduce:mpi,reduce_scatter:hier", buf);
+    for (const char *bad : {"fast", "allreduce:", "allreduce:fast", "scan:mpi", ":mpi", "mpi,,"})
+        EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&cfg, "MPIX_HIER_ALGO", bad, "test")) << bad;
+}
+
+TEST(Select, DescribeNamesSizeRanges)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_select_shape_t two_levels = {8, 2, 0};
+    char buf[512];
+
+    cfg.min_bytes = 1024;
+    mxh_select_describe(&cfg, &two_levels, MXH_COLL_ALLREDUCE, buf, sizeof(buf));
+    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 1 MiB) hier; [1 MiB, inf) pipeline (fragments of 512 KiB)",
+                 buf);
+    // block collectives: two fragments of the whole vector = 1 MiB / 8 ranks per block
+    mxh_select_describe(&cfg, &two_levels, MXH_COLL_ALLGATHER, buf, sizeof(buf));
+    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 128 KiB) hier; [128 KiB, inf) pipeline (fragments of 512 KiB)",
+                 buf);
+    mxh_select_shape_t one_node = {2, 1, 1};
+    cfg.min_bytes = 0;
+    mxh_select_describe(&cfg, &one_node, MXH_COLL_BCAST, buf, sizeof(buf));
+    EXPECT_STREQ("[0 B, inf) shm", buf);
 }
