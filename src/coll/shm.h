@@ -29,8 +29,8 @@
  * which overlaps copy-in of step s + 1 with the reductions of step s.
  *
  * Protocols (C = slot / tsize elements per step):
- *   allreduce, count * tsize <= small threshold (one slot, default <= 16 KiB
- *     and <= slot): one phase: copy in, publish, every rank reduces the n inputs
+ *   allreduce, count * tsize <= small threshold (default max(8 KiB / n, 512 B),
+ *     at most one slot; measured crossover on 2 ranks: 2-8 KiB): one phase: copy in, publish, every rank reduces the n inputs
  *     itself into out.
  *   allreduce, larger: chunks of C elements; per chunk the elements are split
  *     into n sub-chunks (64-byte units); rank r reduces sub-chunk r of all n
@@ -81,7 +81,7 @@ typedef struct mxh_shm mxh_shm_t;
 /* Collective over @comm. Every member must share memory with every other
  * (checked with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); otherwise every
  * rank returns MXH_ERR_UNSUPPORTED. @chunk_bytes: size of one data slot per
- * rank (the pipelining chunk), see above; 0 selects the default (256 KiB).
+ * rank (the pipelining chunk), see above; 0 selects the default (128 KiB).
  * Allocation failures are agreed too (every rank fails). */
 mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p);
 /* Collective (a barrier, then the window is freed). NULL is ignored. */

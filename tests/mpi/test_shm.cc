@@ -427,15 +427,25 @@ class Shm : public MxhMpiTest, public ::testing::WithParamInterface<const char *
         std::string p = GetParam();
         return std::stoul(p.substr(p.find('/') + 1));
     }
-    // Counts: 0, 1, primes, non-divisible, and enough for many chunks.
+    // Thin matrix on more than 4 ranks (or MXH_TEST_QUICK=1): the MPICH
+    // references are slow when 8 ranks share 2 cores, so every pair runs a
+    // rotating subset of the counts, roots, shapes and in-place variants.
+    bool thin() const
+    {
+        int size;
+        MPI_Comm_size(ctx_of(GetParam()).comm, &size);
+        return quick() || size > 4;
+    }
+    // Counts: 0, 1, primes, non-divisible, and (small slots) enough for several
+    // chunks; with the default slot the chunked protocol runs one ragged chunk
+    // here (LargeCounts runs many).
     std::vector<size_t> counts(size_t tsize) const
     {
-        if (quick())
-            return {0, 1, 7, 1009};
-        std::vector<size_t> v = {0, 1, 2, 3, 7, 31, 1009};
         size_t slot = mxh_shm_slot_bytes(ctx_of(GetParam()).shm);
-        v.push_back(3 * slot / tsize + 5); // several chunks, ragged last one
-        return v;
+        size_t big = slot <= 65536 ? 3 * slot / tsize + 5 : 20011;
+        if (thin())
+            return {1, big};
+        return {0, 1, 2, 3, 7, 31, 1009, big};
     }
 };
 
@@ -443,10 +453,14 @@ TEST_P(Shm, AllreduceAllTypesOps)
 {
     ShmCtx &c = ctx();
     Checker ck(c.comm);
-    for (const Pair &p : pairs())
+    int idx = 0;
+    for (const Pair &p : pairs()) {
+        idx++;
         for (size_t n : counts(p.tsize))
             for (int ip = 0; ip < 2; ip++)
-                allreduce_case(ck, c.shm, p, n, ip, salt_of(p.t, p.op, n, 1));
+                if (!thin() || ip == (idx + (int)n) % 2)
+                    allreduce_case(ck, c.shm, p, n, ip, salt_of(p.t, p.op, n, 1));
+    }
     ck.finish();
 }
 
@@ -454,14 +468,19 @@ TEST_P(Shm, ReduceAllTypesOpsAllRoots)
 {
     ShmCtx &c = ctx();
     Checker ck(c.comm);
-    for (const Pair &p : pairs())
+    int idx = 0;
+    for (const Pair &p : pairs()) {
+        idx++;
         for (size_t n : counts(p.tsize))
             for (int root = 0; root < ck.size; root++) {
-                if (n > 31 && root != 0 && root != ck.size - 1)
+                if (thin() ? root != (idx + (int)n) % ck.size
+                           : n > 31 && root != 0 && root != ck.size - 1)
                     continue;
                 for (int ip = 0; ip < 2; ip++)
-                    reduce_case(ck, c.shm, p, n, ip, root, salt_of(p.t, p.op, n, 2 + root));
+                    if (!thin() || ip == idx % 2)
+                        reduce_case(ck, c.shm, p, n, ip, root, salt_of(p.t, p.op, n, 2 + root));
             }
+    }
     ck.finish();
 }
 
@@ -469,11 +488,15 @@ TEST_P(Shm, ReduceScatterAllTypesOps)
 {
     ShmCtx &c = ctx();
     Checker ck(c.comm);
-    for (const Pair &p : pairs())
+    int idx = 0;
+    for (const Pair &p : pairs()) {
+        idx++;
         for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
             for (int shape = 0; shape < 4; shape++)
                 for (int ip = 0; ip < 2; ip++)
-                    rs_case(ck, c.shm, p, shape, m, ip, salt_of(p.t, p.op, m, 3 + shape));
+                    if (!thin() || (m && shape == (idx + (int)m) % 4 && ip == idx % 2))
+                        rs_case(ck, c.shm, p, shape, m, ip, salt_of(p.t, p.op, m, 3 + shape));
+    }
     ck.finish();
 }
 
@@ -481,12 +504,16 @@ TEST_P(Shm, AllgatherAllTypes)
 {
     ShmCtx &c = ctx();
     Checker ck(c.comm);
-    for (const mxh_type_t *t : plain_types())
+    int idx = 0;
+    for (const mxh_type_t *t : plain_types()) {
+        idx++;
         for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
             for (int shape = 0; shape < 4; shape++)
                 for (int ip = 0; ip < 2; ip++)
-                    ag_case(ck, c.shm, t, plain_size(t), shape, m, ip,
-                            salt_of(t, MPI_OP_NULL, m, 10 + shape));
+                    if (!thin() || (m && shape == (idx + (int)m) % 4 && ip == idx % 2))
+                        ag_case(ck, c.shm, t, plain_size(t), shape, m, ip,
+                                salt_of(t, MPI_OP_NULL, m, 10 + shape));
+    }
     ck.finish();
 }
 
@@ -494,11 +521,15 @@ TEST_P(Shm, BcastAllTypesAllRoots)
 {
     ShmCtx &c = ctx();
     Checker ck(c.comm);
-    for (const mxh_type_t *t : plain_types())
+    int idx = 0;
+    for (const mxh_type_t *t : plain_types()) {
+        idx++;
         for (size_t n : counts(plain_size(t)))
             for (int root = 0; root < ck.size; root++)
-                bcast_case(ck, c.shm, t, plain_size(t), n, root,
-                           salt_of(t, MPI_OP_NULL, n, 20 + root));
+                if (!thin() || root == (idx + (int)n) % ck.size || (n == 1 && idx == 1))
+                    bcast_case(ck, c.shm, t, plain_size(t), n, root,
+                               salt_of(t, MPI_OP_NULL, n, 20 + root));
+    }
     ck.finish();
 }
 
@@ -514,7 +545,7 @@ TEST_P(Shm, LargeCounts)
     const L kinds[] = {{MPI_INT, MPI_SUM}, {MPI_DOUBLE, MPI_SUM}, {MPI_FLOAT, MPI_MAX},
                        {MPI_C_DOUBLE_COMPLEX, MPI_PROD}, {MPI_UNSIGNED_CHAR, MPI_BXOR}};
     // small chunks: keep the number of steps (and the time on 2 cores) bounded
-    size_t big = chunk() && chunk() < 4096 ? 20011 : (quick() ? 65537 : 1000003);
+    size_t big = chunk() && chunk() < 4096 ? 20011 : (thin() ? 262147 : 1000003);
     for (const L &l : kinds) {
         const mxh_type_t *t = mxh_type_find(l.type);
         Pair p = {t, l.op, plain_size(t)};
@@ -595,6 +626,8 @@ TEST_P(Shm, MixedBackToBack)
     for (int it = 0; it < iters && ck.failures() == 0; it++) {
         int kind = (int)(rng() % 6);
         size_t n = sizes[rng() % 8];
+        if (thin() && chunk() && chunk() < 4096 && n > 4099)
+            n = 4099; // 8 ranks on 2 cores: bound the number of 512-byte steps
         int root = (int)(rng() % (unsigned)ck.size);
         bool ip = rng() % 2;
         const mxh_type_t *t = rng() % 2 ? ti : td;
