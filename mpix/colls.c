@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/exec.h"
+#include "gpu/gpu_coll.h"
 #include "mpix_internal.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -139,6 +140,22 @@ static int get_sched(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count
     return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, func);
 }
 
+/* Device or managed memory: the GPU path (every rank of the communicator takes
+ * it together; without CUDA the check is an inline "host"). */
+#define GPU_DISPATCH(_comm, _func, _send, _recv, _nonempty, _call)                     \
+    do {                                                                               \
+        int _on_gpu = 0;                                                               \
+        mxh_status_t _gst = mxh_gpu_mem_kinds((_send), (_recv), (_nonempty), &_on_gpu); \
+        if (_gst != MXH_OK)                                                            \
+            return mxh_raise_status((_comm), _gst, (_func));                          \
+        if (_on_gpu) {                                                                 \
+            mxh_hier_t *_h;                                                            \
+            CHECK(mxh_hier_get((_comm), (_func), &_h));                                \
+            _gst = (_call);                                                            \
+            return _gst == MXH_OK ? MPI_SUCCESS : mxh_raise_status((_comm), _gst, (_func)); \
+        }                                                                              \
+    } while (0)
+
 static int shm_done(MPI_Comm comm, mxh_status_t st, const char *func)
 {
     return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, func);
@@ -171,6 +188,8 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
+    GPU_DISPATCH(comm, F, sendbuf, recvbuf, count > 0,
+                 mxh_gpu_allreduce(_h, sendbuf, recvbuf, count, datatype, op));
     op = mxh_reduce_mpi_op(datatype, op); /* half types: our op; others unchanged */
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -231,6 +250,8 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, recvcount, F));
+    GPU_DISPATCH(comm, F, sendbuf, recvbuf, recvcount > 0,
+                 mxh_gpu_reduce_scatter_block(_h, sendbuf, recvbuf, recvcount, datatype, op));
     op = mxh_reduce_mpi_op(datatype, op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
@@ -297,6 +318,9 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
+    GPU_DISPATCH(comm, F, sendbuf, recvbuf, recvcount > 0,
+                 mxh_gpu_allgather(_h, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                   recvtype));
     if (!mxh_dtype_is_plain(recvtype, &tsize) ||
         (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount)))
         return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -364,6 +388,8 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(check_root(comm, root, F));
     CHECK(mxh_check_buf(comm, buffer, count, "buffer", F));
+    GPU_DISPATCH(comm, F, buffer, NULL, count > 0,
+                 mxh_gpu_bcast(_h, buffer, count, datatype, root));
     if (!mxh_dtype_is_plain(datatype, &tsize))
         return MPI_Bcast(buffer, count, datatype, root, comm);
     if (count == 0)
@@ -406,6 +432,8 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                              "this is rank %d", root, rank);
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     }
+    GPU_DISPATCH(comm, F, sendbuf, rank == root ? recvbuf : NULL, count > 0,
+                 mxh_gpu_reduce(_h, sendbuf, recvbuf, count, datatype, op, root));
     op = mxh_reduce_mpi_op(datatype, op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);

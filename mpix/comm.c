@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "mpix_internal.h"
+#include "topo/cluster_file.h"
 #include "topo/discover.h"
 #include "topo/topo_conf.h"
 #include "util/log.h"
@@ -31,6 +32,12 @@ typedef struct hier_node {
 } hier_node_t;
 static hier_node_t *live_hiers;
 
+/* The last (communicator, hierarchy) looked up: saves the attribute lookup on
+ * back-to-back calls. Cleared when that hierarchy is destroyed (MPI_Comm_free
+ * runs the delete callback before the handle can be reused). */
+MPI_Comm           mxh_last_comm = MPI_COMM_NULL;
+static mxh_hier_t *last_hier;
+
 static void hier_free_comms(mxh_hier_t *h)
 {
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
@@ -44,6 +51,10 @@ static void hier_destroy(mxh_hier_t *h)
 {
     if (h == NULL)
         return;
+    if (h == last_hier) {
+        mxh_last_comm = MPI_COMM_NULL;
+        last_hier = NULL;
+    }
     for (hier_node_t **pp = &live_hiers; *pp; pp = &(*pp)->next) {
         if ((*pp)->hier == h) {
             hier_node_t *dead = *pp;
@@ -77,6 +88,10 @@ static int hier_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
+#ifdef MXH_SIMGRID
+    if (!lib_initialized)
+        return MPI_SUCCESS; /* after MPI_Finalize under SMPI: see self_delete_fn */
+#endif
     hier_destroy((mxh_hier_t *)attr);
     return MPI_SUCCESS;
 }
@@ -86,6 +101,21 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)attr;
     (void)extra;
+#ifdef MXH_SIMGRID
+    /* SimGrid SMPI runs this after MPI is finalized (every MPI call fails, fatally by
+     * default): forget the hierarchies; the simulated process ends here anyway. */
+    while (live_hiers != NULL) {
+        hier_node_t *dead = live_hiers;
+        live_hiers = dead->next;
+        free(dead);
+    }
+    hier_keyval = MPI_KEYVAL_INVALID;
+    (void)keyval;
+    mxh_discover_cleanup();
+    self_keyval     = MPI_KEYVAL_INVALID;
+    lib_initialized = 0;
+    return MPI_SUCCESS;
+#endif
     /* MPI_Finalize (MPI_COMM_SELF's attributes go first, while MPI is fully up):
      * delete the hierarchies still attached to user communicators. */
     while (live_hiers != NULL) {
@@ -157,7 +187,8 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
         int zero = 0, leader = -1;
         MPI_Get_processor_name(name, &len);
         name[len] = '\0';
-        mxh_strlcpy(rec->node, name, sizeof(rec->node));
+        mxh_strlcpy(rec->node, name,
+                    sizeof(name) < sizeof(rec->node) ? sizeof(name) : sizeof(rec->node));
         MPI_Comm_group(shm, &g_shm);
         MPI_Comm_group(h->comm, &g_comm);
         MPI_Group_translate_ranks(g_shm, 1, &zero, g_comm, &leader);
@@ -171,9 +202,31 @@ static mxh_status_t fill_record(mxh_hier_t *h, mxh_record_t *rec)
         return MXH_ERR_CONFIG;
     }
 
+    /* the cluster file: node, rail and leaf of this host (rec->node is the host here) */
+    if (h->config.cluster_file[0] != '\0') {
+        mxh_cluster_file_t *cf = NULL;
+        st = mxh_cluster_file_parse_file(h->config.cluster_file, &cf);
+        if (st != MXH_OK)
+            return st;
+        const mxh_cluster_host_t *e = mxh_cluster_file_find(cf, rec->node);
+        if (e == NULL) {
+            mxh_warn("host '%s' is not listed in %s: discovery decides its node, rail and leaf",
+                     rec->node, h->config.cluster_file);
+        } else {
+            if (strcmp(e->node, rec->node) != 0)
+                rec->shm_id = -1; /* a named node: the name alone identifies it */
+            mxh_strlcpy(rec->node, e->node, sizeof(rec->node));
+            if (e->rail >= 0)
+                rec->rail = e->rail;
+            if (e->leaf != NULL)
+                mxh_strlcpy(rec->leaf, e->leaf, sizeof(rec->leaf));
+        }
+        mxh_cluster_file_destroy(cf);
+    }
+
     if (h->config.topo_file[0] == '\0' && access(MXH_SLURM_TOPO_DEFAULT, R_OK) == 0)
         mxh_strlcpy(h->config.topo_file, MXH_SLURM_TOPO_DEFAULT, sizeof(h->config.topo_file));
-    if (h->config.topo_file[0] != '\0') {
+    if (h->config.topo_file[0] != '\0' && rec->leaf[0] == '\0') {
         mxh_topo_conf_t *conf = NULL;
         st = mxh_topo_conf_parse_file(h->config.topo_file, &conf);
         if (st != MXH_OK)
@@ -457,13 +510,22 @@ int mxh_hier_get(MPI_Comm comm, const char *func, mxh_hier_t **hier_p)
     void *attr = NULL;
     int flag = 0;
 
+    if (comm == mxh_last_comm && last_hier != NULL) {
+        *hier_p = last_hier;
+        return MPI_SUCCESS;
+    }
     if (lib_init() != MPI_SUCCESS)
         return mxh_raise(comm, MPI_ERR_OTHER, func, "library initialization failed");
     if (MPI_Comm_get_attr(comm, hier_keyval, &attr, &flag) == MPI_SUCCESS && flag && attr) {
         *hier_p = (mxh_hier_t *)attr;
-        return MPI_SUCCESS;
+    } else {
+        int rc = hier_attach(comm, MPI_INFO_NULL, func, hier_p);
+        if (rc != MPI_SUCCESS)
+            return rc;
     }
-    return hier_attach(comm, MPI_INFO_NULL, func, hier_p);
+    mxh_last_comm = comm;
+    last_hier = *hier_p;
+    return MPI_SUCCESS;
 }
 
 int mxh_hier_active(const mxh_hier_t *hier)

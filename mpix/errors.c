@@ -165,12 +165,10 @@ static const dt_entry_t dt_table[] = {
     DT(MPI_2DOUBLE_PRECISION, MXH_DT_PAIR), DT(MPI_2INTEGER, MXH_DT_PAIR),
 };
 
-mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
+static mxh_dtype_class_t classify_slow(MPI_Datatype dt)
 {
     int ni, na, nd, combiner;
 
-    if (mxh_half_kind(dt) != MXH_HALF_NONE)
-        return MXH_DT_HALF;
     for (size_t i = 0; i < sizeof(dt_table) / sizeof(dt_table[0]); i++)
         if (dt_table[i].dt != MPI_DATATYPE_NULL && dt_table[i].dt == dt)
             return dt_table[i].cls;
@@ -180,23 +178,74 @@ mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
     return MXH_DT_DERIVED;
 }
 
-int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
+/* What the entry checks need to know of a predefined datatype, cached: the
+ * handles of predefined types never change or get reused, so a handle found
+ * here is that type (derived types are never entered). Keeps the per-call
+ * cost of the checks to a few loads. Not thread-safe, like the rest. */
+typedef struct dt_info {
+    MPI_Datatype      dt;
+    mxh_dtype_class_t cls;
+    int               plain;
+    size_t            size;
+} dt_info_t;
+
+#define DT_CACHE_SIZE 128
+static dt_info_t dt_cache[DT_CACHE_SIZE];
+static int       dt_cache_used[DT_CACHE_SIZE];
+
+static unsigned dt_slot(MPI_Datatype dt)
 {
+    uint64_t h = (uint64_t)(uintptr_t)dt * 0x9E3779B97F4A7C15ULL;
+    return (unsigned)(h >> 57) % DT_CACHE_SIZE;
+}
+
+/* NULL for derived (and invalid) types. */
+static const dt_info_t *dt_info(MPI_Datatype dt)
+{
+    unsigned k = dt_slot(dt);
     int ni, na, nd, combiner, sz;
     MPI_Aint lb, extent;
+
+    if (dt_cache_used[k] && dt_cache[k].dt == dt)
+        return &dt_cache[k];
+    if (dt == MPI_DATATYPE_NULL ||
+        MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED)
+        return NULL;
+    dt_info_t info = {dt, classify_slow(dt), 0, 0};
+    if (MPI_Type_size(dt, &sz) == MPI_SUCCESS &&
+        MPI_Type_get_extent(dt, &lb, &extent) == MPI_SUCCESS && lb == 0 && extent == sz &&
+        sz > 0) {
+        info.plain = 1;
+        info.size  = (size_t)sz;
+    }
+    dt_cache[k]      = info; /* a collision simply replaces the slot */
+    dt_cache_used[k] = 1;
+    return &dt_cache[k];
+}
+
+mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
+{
+    const dt_info_t *info;
+
+    if (mxh_half_kind(dt) != MXH_HALF_NONE)
+        return MXH_DT_HALF;
+    info = dt_info(dt);
+    return info ? info->cls : MXH_DT_DERIVED;
+}
+
+int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
+{
+    const dt_info_t *info;
 
     if (mxh_half_kind(dt) != MXH_HALF_NONE) {
         *size = 2;
         return 1;
     }
-    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
-        combiner != MPI_COMBINER_NAMED)
+    info = dt_info(dt);
+    if (info == NULL || !info->plain)
         return 0;
-    if (MPI_Type_size(dt, &sz) != MPI_SUCCESS || MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS)
-        return 0;
-    if (lb != 0 || extent != sz || sz <= 0)
-        return 0;
-    *size = (size_t)sz;
+    *size = info->size;
     return 1;
 }
 
@@ -206,6 +255,8 @@ int mxh_check_comm(MPI_Comm comm, const char *func)
 
     if (comm == MPI_COMM_NULL)
         return mxh_raise(comm, MPI_ERR_COMM, func, "communicator is MPI_COMM_NULL");
+    if (comm == mxh_last_comm)
+        return MPI_SUCCESS; /* validated when its hierarchy was looked up */
     if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator");
     if (inter)
@@ -236,6 +287,8 @@ int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char
 
     if (dt == MPI_DATATYPE_NULL)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is MPI_DATATYPE_NULL", what);
+    if (dt_info(dt) != NULL)
+        return MPI_SUCCESS; /* predefined */
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is not a valid datatype", what);
     if (combiner == MPI_COMBINER_NAMED)

@@ -86,6 +86,10 @@ int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, c
 
 /* ---- hierarchy (comm.c) ---- */
 
+/* The communicator of the last hierarchy looked up (a valid intracommunicator
+ * with a live hierarchy), or MPI_COMM_NULL: lets the checks skip MPI queries. */
+extern MPI_Comm mxh_last_comm;
+
 /* The hierarchy of @comm, built on first use (collective). On failure the
  * error is raised on @comm and its code returned. */
 int mxh_hier_get(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
