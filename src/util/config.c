@@ -26,6 +26,11 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Slurm topology.conf (tree: SwitchName=, Nodes=, Switches=; block: BlockName=) giving the "
      "leaf switch of each node. Empty: /etc/slurm/topology.conf if readable, else all nodes "
      "under one leaf.", 0},
+    {"MPIX_HIER_CLUSTER_FILE", "",
+     "Cluster description: lines 'HOSTLIST node=NAME rail=N leaf=NAME' mapping host names "
+     "(MPI_Get_processor_name, or MPIX_HIER_HOSTNAME; under SimGrid the simulated host) to "
+     "node, rail and leaf switch group; values may be hostlists applied element-wise "
+     "(README: Cluster file). Listed values override discovery and MPIX_HIER_TOPO_FILE.", 0},
     {"MPIX_HIER_HWLOC_XML", "",
      "hwloc XML export to discover GPUs, NICs and NVLink from instead of this machine "
      "(default: hwloc's HWLOC_XMLFILE, else the live machine).", 0},
@@ -253,6 +258,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         return copy_str(cfg->hostname, sizeof(cfg->hostname), name, value);
     } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
         return copy_str(cfg->topo_file, sizeof(cfg->topo_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_CLUSTER_FILE")) {
+        return copy_str(cfg->cluster_file, sizeof(cfg->cluster_file), name, value);
     } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
         return copy_str(cfg->hwloc_xml, sizeof(cfg->hwloc_xml), name, value);
     } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {
@@ -330,6 +337,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->hostname);
     } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
         snprintf(buf, len, "%s", cfg->topo_file);
+    } else if (!strcmp(name, "MPIX_HIER_CLUSTER_FILE")) {
+        snprintf(buf, len, "%s", cfg->cluster_file);
     } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
         snprintf(buf, len, "%s", cfg->hwloc_xml);
     } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {

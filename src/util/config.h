@@ -25,6 +25,7 @@ typedef struct mxh_config {
     int    log_level;                       /* MPIX_HIER_LOG_LEVEL (mxh_log_level_t) */
     char   hostname[256];                   /* MPIX_HIER_HOSTNAME ("" = processor name) */
     char   topo_file[MXH_CONFIG_STR_MAX];   /* MPIX_HIER_TOPO_FILE ("" = none) */
+    char   cluster_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_CLUSTER_FILE ("" = none) */
     size_t min_bytes;                       /* MPIX_HIER_MIN_BYTES */
     int    levels_mask;                     /* MPIX_HIER_LEVELS (bit per mxh_level_type) */
     int    plan_cache_size;                 /* MPIX_HIER_PLAN_CACHE_SIZE */

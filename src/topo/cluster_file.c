@@ -1,0 +1,378 @@
+/* Cluster description file parser (see cluster_file.h for the syntax). */
+#include "topo/cluster_file.h"
+
+#include "hier/record.h"
+#include "topo/topo_conf.h"
+#include "util/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { KEY_NODE, KEY_RAIL, KEY_LEAF, KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {"node", "rail", "leaf"};
+
+typedef struct parser {
+    const char         *src;
+    mxh_cluster_file_t *cf;
+    size_t              cap;
+} parser_t;
+
+static void host_free(mxh_cluster_host_t *h)
+{
+    free(h->host);
+    free(h->node);
+    free(h->leaf);
+}
+
+void mxh_cluster_file_destroy(mxh_cluster_file_t *cf)
+{
+    if (cf == NULL)
+        return;
+    for (int i = 0; i < cf->nhosts; i++)
+        host_free(&cf->hosts[i]);
+    free(cf->hosts);
+    free(cf->source);
+    free(cf);
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* rail value: a decimal integer in [0, INT_MAX] */
+static int parse_rail(const char *s, int *out)
+{
+    char *end;
+    long v;
+
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < 0 || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* One logical line: HOSTLIST key=value...; @line is modified in place. */
+static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
+{
+    char *tok, *save = NULL;
+    char **hosts = NULL, **vals[KEY_COUNT] = {NULL, NULL, NULL};
+    int nhosts = 0, nvals[KEY_COUNT] = {0, 0, 0}, given[KEY_COUNT] = {0, 0, 0};
+    mxh_status_t st = MXH_OK;
+    const char *src = ps->src;
+
+    tok = strtok_r(line, " \t\r\v\f", &save);
+    if (tok == NULL)
+        return MXH_OK; /* blank */
+    if (strchr(tok, '=') != NULL) {
+        mxh_error("%s:%d: expected a host list first, got '%s'", src, lineno, tok);
+        return MXH_ERR_PARSE;
+    }
+    st = mxh_hostlist_expand(tok, MXH_CLUSTER_FILE_MAX_HOSTS, &hosts, &nhosts);
+    if (st != MXH_OK || nhosts == 0) {
+        mxh_error("%s:%d: malformed host list '%s'", src, lineno, tok);
+        st = st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
+        goto cleanup;
+    }
+    while ((tok = strtok_r(NULL, " \t\r\v\f", &save)) != NULL) {
+        char *eq = strchr(tok, '=');
+        int k;
+        if (eq == NULL) {
+            mxh_error("%s:%d: '%s' is not KEY=VALUE (keys: node, rail, leaf)", src, lineno, tok);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        *eq = '\0';
+        for (k = 0; k < KEY_COUNT && strcasecmp(tok, key_names[k]) != 0; k++)
+            ;
+        if (k == KEY_COUNT) {
+            mxh_error("%s:%d: unknown key '%s' (keys: node, rail, leaf)", src, lineno, tok);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        if (given[k]) {
+            mxh_error("%s:%d: key '%s' given twice", src, lineno, key_names[k]);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        given[k] = 1;
+        if (eq[1] == '\0') {
+            mxh_error("%s:%d: empty value for '%s'", src, lineno, key_names[k]);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        st = mxh_hostlist_expand(eq + 1, MXH_CLUSTER_FILE_MAX_HOSTS, &vals[k], &nvals[k]);
+        if (st != MXH_OK || nvals[k] == 0) {
+            mxh_error("%s:%d: malformed %s value '%s'", src, lineno, key_names[k], eq + 1);
+            st = st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        if (nvals[k] != 1 && nvals[k] != nhosts) {
+            mxh_error("%s:%d: %s value '%s' gives %d values for %d hosts (give 1 or %d)", src,
+                      lineno, key_names[k], eq + 1, nvals[k], nhosts, nhosts);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        for (int i = 0; i < nvals[k]; i++) {
+            size_t len = strlen(vals[k][i]), max = k == KEY_NODE   ? MXH_NODE_NAME_MAX
+                                                  : k == KEY_LEAF ? MXH_LEAF_NAME_MAX
+                                                                  : 16;
+            int r;
+            if (len >= max) {
+                mxh_error("%s:%d: %s '%s' is longer than %zu characters", src, lineno,
+                          key_names[k], vals[k][i], max - 1);
+                st = MXH_ERR_PARSE;
+                goto cleanup;
+            }
+            if (k == KEY_RAIL && parse_rail(vals[k][i], &r) != 0) {
+                mxh_error("%s:%d: rail '%s' is not an integer >= 0", src, lineno, vals[k][i]);
+                st = MXH_ERR_PARSE;
+                goto cleanup;
+            }
+        }
+    }
+
+    if ((size_t)ps->cf->nhosts + (size_t)nhosts > MXH_CLUSTER_FILE_MAX_HOSTS) {
+        mxh_error("%s:%d: more than %zu hosts in the file", src, lineno,
+                  MXH_CLUSTER_FILE_MAX_HOSTS);
+        st = MXH_ERR_PARSE;
+        goto cleanup;
+    }
+    if ((size_t)ps->cf->nhosts + (size_t)nhosts > ps->cap) {
+        size_t cap = ps->cap ? ps->cap : 64;
+        while (cap < (size_t)ps->cf->nhosts + (size_t)nhosts)
+            cap *= 2;
+        mxh_cluster_host_t *h = realloc(ps->cf->hosts, cap * sizeof(*h));
+        if (h == NULL) {
+            mxh_error("%s:%d: out of memory", src, lineno);
+            st = MXH_ERR_NO_MEMORY;
+            goto cleanup;
+        }
+        ps->cf->hosts = h;
+        ps->cap       = cap;
+    }
+    for (int i = 0; i < nhosts; i++) {
+        mxh_cluster_host_t *h = &ps->cf->hosts[ps->cf->nhosts];
+        memset(h, 0, sizeof(*h));
+        h->rail = -1;
+        h->line = lineno;
+        if (strlen(hosts[i]) >= MXH_NODE_NAME_MAX && !given[KEY_NODE]) {
+            mxh_error("%s:%d: host '%s' is longer than %d characters (give node=)", src,
+                      lineno, hosts[i], MXH_NODE_NAME_MAX - 1);
+            st = MXH_ERR_PARSE;
+            goto cleanup;
+        }
+        h->host = hosts[i];
+        hosts[i] = NULL;
+        if (given[KEY_NODE])
+            h->node = dup_str(vals[KEY_NODE][nvals[KEY_NODE] == 1 ? 0 : i]);
+        else
+            h->node = dup_str(h->host);
+        if (given[KEY_LEAF])
+            h->leaf = dup_str(vals[KEY_LEAF][nvals[KEY_LEAF] == 1 ? 0 : i]);
+        if (given[KEY_RAIL])
+            parse_rail(vals[KEY_RAIL][nvals[KEY_RAIL] == 1 ? 0 : i], &h->rail);
+        ps->cf->nhosts++;
+        if (h->node == NULL || (given[KEY_LEAF] && h->leaf == NULL)) {
+            mxh_error("%s:%d: out of memory", src, lineno);
+            st = MXH_ERR_NO_MEMORY;
+            goto cleanup;
+        }
+    }
+
+cleanup:
+    mxh_hostlist_free(hosts, nhosts);
+    for (int k = 0; k < KEY_COUNT; k++)
+        mxh_hostlist_free(vals[k], nvals[k]);
+    return st;
+}
+
+static int cmp_host(const void *a, const void *b)
+{
+    const mxh_cluster_host_t *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    if (c != 0)
+        return c;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+mxh_status_t mxh_cluster_file_parse_string(const char *text, const char *source,
+                                           mxh_cluster_file_t **cf_p)
+{
+    parser_t ps;
+    mxh_status_t st = MXH_OK;
+    char *buf = NULL;
+    int lineno = 0;
+
+    if (cf_p == NULL || text == NULL) {
+        mxh_error("mxh_cluster_file_parse_string: NULL %s", cf_p == NULL ? "cf_p" : "text");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *cf_p = NULL;
+    if (source == NULL)
+        source = "(cluster file)";
+    memset(&ps, 0, sizeof(ps));
+    ps.src = source;
+    ps.cf  = calloc(1, sizeof(*ps.cf));
+    buf    = dup_str(text);
+    if (ps.cf == NULL || buf == NULL || (ps.cf->source = dup_str(source)) == NULL) {
+        mxh_error("%s: out of memory", source);
+        st = MXH_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (char *line = buf; line != NULL && st == MXH_OK;) {
+        char *nl = strchr(line, '\n'), *hash;
+        if (nl != NULL)
+            *nl = '\0';
+        lineno++;
+        if ((hash = strchr(line, '#')) != NULL)
+            *hash = '\0';
+        st   = parse_line(&ps, line, lineno);
+        line = nl ? nl + 1 : NULL;
+    }
+    if (st != MXH_OK)
+        goto out;
+    qsort(ps.cf->hosts, (size_t)ps.cf->nhosts, sizeof(*ps.cf->hosts), cmp_host);
+    for (int i = 1; i < ps.cf->nhosts; i++) {
+        if (strcmp(ps.cf->hosts[i].host, ps.cf->hosts[i - 1].host) == 0) {
+            mxh_error("%s:%d: host '%s' is already listed on line %d", source,
+                      ps.cf->hosts[i].line, ps.cf->hosts[i].host, ps.cf->hosts[i - 1].line);
+            st = MXH_ERR_PARSE;
+            goto out;
+        }
+    }
+    *cf_p = ps.cf;
+    ps.cf = NULL;
+out:
+    free(buf);
+    mxh_cluster_file_destroy(ps.cf);
+    return st;
+}
+
+mxh_status_t mxh_cluster_file_parse_file(const char *path, mxh_cluster_file_t **cf_p)
+{
+    mxh_status_t st = MXH_OK;
+    FILE *f = NULL;
+    char *text = NULL;
+    size_t len = 0;
+
+    if (cf_p == NULL || path == NULL) {
+        mxh_error("mxh_cluster_file_parse_file: NULL %s", cf_p == NULL ? "cf_p" : "path");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *cf_p = NULL;
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        mxh_error("%s: cannot open cluster file: %s", path, strerror(errno));
+        return MXH_ERR_IO;
+    }
+    for (size_t cap = 0;;) {
+        if (len + 65536 + 1 > cap) {
+            char *t = realloc(text, cap = 2 * cap + 65536 + 1);
+            if (t == NULL) {
+                mxh_error("%s: out of memory reading cluster file", path);
+                st = MXH_ERR_NO_MEMORY;
+                goto out;
+            }
+            text = t;
+        }
+        size_t got = fread(text + len, 1, 65536, f);
+        len += got;
+        if (len > MXH_CLUSTER_FILE_MAX_BYTES) {
+            mxh_error("%s: cluster file is larger than the limit of %zu bytes", path,
+                      MXH_CLUSTER_FILE_MAX_BYTES);
+            st = MXH_ERR_PARSE;
+            goto out;
+        }
+        if (got < 65536) {
+            if (ferror(f)) {
+                mxh_error("%s: cannot read cluster file: %s", path, strerror(errno));
+                st = MXH_ERR_IO;
+                goto out;
+            }
+            break;
+        }
+    }
+    if (memchr(text, '\0', len) != NULL) {
+        mxh_error("%s: cluster file contains a NUL byte (not a text file?)", path);
+        st = MXH_ERR_PARSE;
+        goto out;
+    }
+    text[len] = '\0';
+    st = mxh_cluster_file_parse_string(text, path, cf_p);
+out:
+    free(text);
+    if (f != NULL)
+        fclose(f);
+    return st;
+}
+
+/* Length of the short name (up to the first '.'); 0 when the name has no usable
+ * short form (no dot, empty short part, or a dotted IPv4-like number). */
+static size_t short_len(const char *name)
+{
+    const char *dot = strchr(name, '.');
+    if (dot == NULL || dot == name)
+        return 0;
+    for (const char *q = name; *q; q++)
+        if (!((*q >= '0' && *q <= '9') || *q == '.'))
+            return (size_t)(dot - name);
+    return 0;
+}
+
+const mxh_cluster_host_t *mxh_cluster_file_find(const mxh_cluster_file_t *cf, const char *host)
+{
+    const mxh_cluster_host_t *hit;
+    size_t hlen;
+    int host_dotted;
+
+    if (cf == NULL || host == NULL || host[0] == '\0' || cf->nhosts == 0)
+        return NULL;
+    /* exact: the entries are sorted by name and unique */
+    size_t lo = 0, hi = (size_t)cf->nhosts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(cf->hosts[mid].host, host);
+        if (c == 0)
+            return &cf->hosts[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* short names: "a.b" matches "a", "a" matches "a.b", "a.b" matches "a.c"; the
+     * first match in name order wins */
+    hit         = NULL;
+    hlen        = short_len(host);
+    host_dotted = hlen > 0;
+    if (!host_dotted) {
+        if (strchr(host, '.') != NULL)
+            return NULL; /* ".x" or an IPv4 address: exact match only */
+        hlen = strlen(host);
+    }
+    for (int i = 0; i < cf->nhosts && hit == NULL; i++) {
+        const char *name = cf->hosts[i].host;
+        size_t nlen = short_len(name);
+        if (nlen == 0) {
+            if (!host_dotted || strchr(name, '.') != NULL)
+                continue;
+            nlen = strlen(name);
+        }
+        if (nlen == hlen && strncmp(name, host, hlen) == 0)
+            hit = &cf->hosts[i];
+    }
+    return hit;
+}

@@ -1,0 +1,246 @@
+// Unit tests of src/topo/cluster_file.c: the MPIX_HIER_CLUSTER_FILE parser
+// (hostlists, element-wise values, defaults, lookup) and its error messages
+// (file and line of every malformed entry).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "hier/record.h"
+#include "topo/cluster_file.h"
+#include "unit_util.hh"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace {
+
+using mxh_test::QuietStderr;
+
+struct CfDeleter {
+    void operator()(mxh_cluster_file_t *c) const { mxh_cluster_file_destroy(c); }
+};
+using CfPtr = std::unique_ptr<mxh_cluster_file_t, CfDeleter>;
+
+CfPtr parse_ok(const std::string &text)
+{
+    mxh_cluster_file_t *cf = nullptr;
+    mxh_log_clear_last_error();
+    mxh_status_t st = mxh_cluster_file_parse_string(text.c_str(), "test.cluster", &cf);
+    EXPECT_EQ(st, MXH_OK) << mxh_log_last_error();
+    return CfPtr(cf);
+}
+
+// Parses text that must fail; returns the error message.
+std::string parse_bad(const std::string &text, mxh_status_t want = MXH_ERR_PARSE)
+{
+    QuietStderr quiet;
+    mxh_cluster_file_t *cf = nullptr;
+    mxh_log_clear_last_error();
+    mxh_status_t st = mxh_cluster_file_parse_string(text.c_str(), "bad.cluster", &cf);
+    EXPECT_EQ(st, want) << text;
+    EXPECT_EQ(cf, nullptr);
+    mxh_cluster_file_destroy(cf);
+    return mxh_log_last_error();
+}
+
+const mxh_cluster_host_t *find(const CfPtr &cf, const char *host)
+{
+    return mxh_cluster_file_find(cf.get(), host);
+}
+
+TEST(ClusterFile, ElementWiseValuesAndSingleValues)
+{
+    CfPtr cf = parse_ok("# 2 nodes x 4 GPUs\n"
+                        "n0g[0-3] node=n0 rail=[0-3] leaf=su0\n"
+                        "n1g[0-3]\tnode=n1  rail=[0-3]  leaf=su1   # trailing comment\n");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(cf->nhosts, 8);
+    for (int n = 0; n < 2; n++)
+        for (int g = 0; g < 4; g++) {
+            std::string h = "n" + std::to_string(n) + "g" + std::to_string(g);
+            const mxh_cluster_host_t *e = find(cf, h.c_str());
+            ASSERT_NE(e, nullptr) << h;
+            EXPECT_EQ(std::string(e->node), "n" + std::to_string(n));
+            EXPECT_EQ(e->rail, g);
+            ASSERT_NE(e->leaf, nullptr);
+            EXPECT_EQ(std::string(e->leaf), "su" + std::to_string(n));
+            EXPECT_EQ(e->line, 2 + n);
+        }
+    EXPECT_EQ(find(cf, "n2g0"), nullptr);
+    EXPECT_EQ(find(cf, ""), nullptr);
+    EXPECT_EQ(find(cf, nullptr), nullptr);
+}
+
+TEST(ClusterFile, ElementWiseNamesAndZeroPadding)
+{
+    CfPtr cf = parse_ok("gpu[00-03] node=node[0-1],node[0-1] rail=1 leaf=su[00-03]\n");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(find(cf, "gpu2"), nullptr);
+    const mxh_cluster_host_t *e = find(cf, "gpu02");
+    ASSERT_NE(e, nullptr);
+    EXPECT_STREQ(e->node, "node0");
+    EXPECT_STREQ(find(cf, "gpu03")->node, "node1");
+    EXPECT_STREQ(e->leaf, "su02");
+    EXPECT_EQ(e->rail, 1);
+}
+
+TEST(ClusterFile, Defaults)
+{
+    CfPtr cf = parse_ok("a\nb rail=2\nc leaf=L\n\n   \n# only a comment\n");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(cf->nhosts, 3);
+    const mxh_cluster_host_t *a = find(cf, "a"), *b = find(cf, "b"), *c = find(cf, "c");
+    ASSERT_TRUE(a && b && c);
+    EXPECT_STREQ(a->node, "a");
+    EXPECT_EQ(a->rail, -1);
+    EXPECT_EQ(a->leaf, nullptr);
+    EXPECT_EQ(b->rail, 2);
+    EXPECT_STREQ(c->leaf, "L");
+    EXPECT_EQ(c->rail, -1);
+}
+
+TEST(ClusterFile, KeysAreCaseInsensitive)
+{
+    CfPtr cf = parse_ok("h[1-2] NODE=x Rail=[5-6] LeAf=y\n");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(find(cf, "h2")->rail, 6);
+    EXPECT_STREQ(find(cf, "h1")->node, "x");
+}
+
+TEST(ClusterFile, EmptyFile)
+{
+    CfPtr cf = parse_ok("");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(cf->nhosts, 0);
+    EXPECT_EQ(find(cf, "a"), nullptr);
+}
+
+TEST(ClusterFile, ShortNames)
+{
+    CfPtr cf = parse_ok("n0g1 node=n0\nx.site.org node=x\n10.0.0.1 node=ip\n");
+    ASSERT_TRUE(cf);
+    EXPECT_STREQ(find(cf, "n0g1.cluster.local")->node, "n0");
+    EXPECT_STREQ(find(cf, "x")->node, "x");
+    EXPECT_STREQ(find(cf, "x.other")->node, "x");
+    EXPECT_STREQ(find(cf, "10.0.0.1")->node, "ip");
+    EXPECT_EQ(find(cf, "10.0.0.2"), nullptr);
+    EXPECT_EQ(find(cf, "10"), nullptr);
+}
+
+TEST(ClusterFile, Errors)
+{
+    std::string m;
+    m = parse_bad("a node=x\nb nodes=y\n");
+    EXPECT_NE(m.find("bad.cluster:2:"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown key 'nodes'"), std::string::npos) << m;
+
+    m = parse_bad("a node\n");
+    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
+    EXPECT_NE(m.find("not KEY=VALUE"), std::string::npos) << m;
+
+    m = parse_bad("\n\nrail=1 a\n");
+    EXPECT_NE(m.find("bad.cluster:3: expected a host list"), std::string::npos) << m;
+
+    m = parse_bad("a node=\n");
+    EXPECT_NE(m.find("bad.cluster:1: empty value for 'node'"), std::string::npos) << m;
+
+    m = parse_bad("g[0-3] rail=[0-2]\n");
+    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
+    EXPECT_NE(m.find("3 values for 4 hosts"), std::string::npos) << m;
+
+    m = parse_bad("a rail=x\n");
+    EXPECT_NE(m.find("rail 'x' is not an integer >= 0"), std::string::npos) << m;
+    m = parse_bad("a rail=-1\n");
+    EXPECT_NE(m.find("not an integer"), std::string::npos) << m;
+    m = parse_bad("a rail=99999999999\n");
+    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
+    m = parse_bad("a rail=1x\n");
+    EXPECT_NE(m.find("not an integer"), std::string::npos) << m;
+
+    m = parse_bad("a node=x node=y\n");
+    EXPECT_NE(m.find("key 'node' given twice"), std::string::npos) << m;
+
+    m = parse_bad("g[0-3] node=n0\n# c\ng3 node=n1\n");
+    EXPECT_NE(m.find("bad.cluster:3: host 'g3' is already listed on line 1"), std::string::npos)
+        << m;
+
+    m = parse_bad("g[0-3 node=n0\n");
+    EXPECT_NE(m.find("bad.cluster:1: malformed host list"), std::string::npos) << m;
+
+    m = parse_bad("a leaf=x[1-\n");
+    EXPECT_NE(m.find("bad.cluster:1: malformed leaf value"), std::string::npos) << m;
+
+    m = parse_bad("a node=" + std::string(MXH_NODE_NAME_MAX, 'n') + "\n");
+    EXPECT_NE(m.find("longer than"), std::string::npos) << m;
+    m = parse_bad("a leaf=" + std::string(MXH_LEAF_NAME_MAX, 'l') + "\n");
+    EXPECT_NE(m.find("longer than"), std::string::npos) << m;
+    m = parse_bad(std::string(MXH_NODE_NAME_MAX, 'h') + "\n");
+    EXPECT_NE(m.find("give node="), std::string::npos) << m;
+
+    m = parse_bad("g[0-99999999] node=x\n");
+    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
+}
+
+TEST(ClusterFile, Files)
+{
+    {
+        QuietStderr quiet;
+        mxh_cluster_file_t *cf = nullptr;
+        EXPECT_EQ(mxh_cluster_file_parse_file("/nonexistent/x.cluster", &cf), MXH_ERR_IO);
+        EXPECT_NE(std::string(mxh_log_last_error()).find("/nonexistent/x.cluster"),
+                  std::string::npos);
+        EXPECT_EQ(mxh_cluster_file_parse_file(nullptr, &cf), MXH_ERR_INVALID_PARAM);
+    }
+    char path[] = "/tmp/mxh_cluster_test.XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ASSERT_NE(f, nullptr);
+    fputs("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n\nn1g[0-1] node=n1 rail=[0-1] leaf=su0 x\n", f);
+    fclose(f);
+    {
+        QuietStderr quiet;
+        mxh_cluster_file_t *cf = nullptr;
+        EXPECT_EQ(mxh_cluster_file_parse_file(path, &cf), MXH_ERR_PARSE);
+        std::string m = mxh_log_last_error();
+        EXPECT_NE(m.find(std::string(path) + ":3:"), std::string::npos) << m;
+    }
+    f = fopen(path, "w");
+    ASSERT_NE(f, nullptr);
+    fputs("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n", f);
+    fclose(f);
+    mxh_cluster_file_t *cf = nullptr;
+    EXPECT_EQ(mxh_cluster_file_parse_file(path, &cf), MXH_OK) << mxh_log_last_error();
+    ASSERT_NE(cf, nullptr);
+    EXPECT_EQ(cf->nhosts, 2);
+    EXPECT_EQ(std::string(cf->source), path);
+    mxh_cluster_file_destroy(cf);
+    unlink(path);
+}
+
+// The generator's layout at 1024 nodes x 8 GPUs: every host found with its values.
+TEST(ClusterFile, LargeCluster)
+{
+    std::ostringstream os;
+    for (int n = 0; n < 1024; n++)
+        os << "n" << n << "g[0-7] node=n" << n << " rail=[0-7] leaf=su" << n / 32 << "\n";
+    CfPtr cf = parse_ok(os.str());
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(cf->nhosts, 8192);
+    for (int n = 0; n < 1024; n += 7)
+        for (int g = 0; g < 8; g++) {
+            std::string h = "n" + std::to_string(n) + "g" + std::to_string(g);
+            const mxh_cluster_host_t *e = find(cf, h.c_str());
+            ASSERT_NE(e, nullptr) << h;
+            EXPECT_EQ(e->rail, g);
+            EXPECT_EQ(std::string(e->node), "n" + std::to_string(n));
+            EXPECT_EQ(std::string(e->leaf), "su" + std::to_string(n / 32));
+        }
+}
+
+}  // namespace
