@@ -897,6 +897,31 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
     return rc;
 }
 
+#ifdef SMPI_SHARED_MALLOC
+/* SimGrid SMPI: without --check the contents of the benchmark buffers do not
+ * matter, so all simulated ranks share one copy (SMPI_SHARED_MALLOC: bounded
+ * memory, and SMPI skips copying shared data); --check keeps private buffers. */
+static void *buf_alloc(size_t n, int check)
+{
+    void *p = check ? xmalloc(n) : SMPI_SHARED_MALLOC(n);
+    if (p == NULL) {
+        fprintf(stderr, "mpix_bench: cannot allocate %zu bytes\n", n);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    return p;
+}
+static void buf_free(void *p, int check)
+{
+    if (p != NULL && !check)
+        SMPI_SHARED_FREE(p);
+    else
+        free(p);
+}
+#else
+#define buf_alloc(n, check) xmalloc(n)
+#define buf_free(p, check) free(p)
+#endif
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -919,10 +944,10 @@ int main(int argc, char **argv)
         printf("# warning: --plot: gnuplot not found in PATH: the data will be written but not "
                "drawn, and the exit status will be 3\n");
 
-    sbuf = xmalloc(o.maxb);
+    sbuf = buf_alloc(o.maxb, o.check);
     for (int k = 0; k < NIMPL; k++)
         if (o.impl[k])
-            rbuf[k] = xmalloc(o.maxb);
+            rbuf[k] = buf_alloc(o.maxb, o.check);
     if (o.check)
         exp = xmalloc(o.maxb);
     memset(sbuf, 0, o.maxb);
@@ -930,9 +955,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.ncolls; i++)
         bench_coll(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
 
-    free(sbuf);
-    free(rbuf[0]);
-    free(rbuf[1]);
+    buf_free(sbuf, o.check);
+    buf_free(rbuf[0], o.check);
+    buf_free(rbuf[1], o.check);
     free(exp);
     if (half_uop != MPI_OP_NULL)
         MPI_Op_free(&half_uop);
