@@ -12,6 +12,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #define SHM_LINE          128                 /* control word separation (2 lines: adjacent-line prefetch) */
 #define SHM_PAGE          4096
@@ -44,7 +49,8 @@ typedef struct shm_peer {
 } shm_peer_t;
 
 struct mxh_shm {
-    MPI_Win     win;
+    void       *map;       /* the whole segment: [size] parts of equal size */
+    size_t      map_bytes;
     int         rank, size;
     size_t      slot;      /* bytes per data slot */
     size_t      small_max; /* one-phase allreduce/reduce up to this many bytes */
@@ -142,12 +148,74 @@ static inline char *my_in(mxh_shm_t *shm, uint64_t s) { return shm->peers[shm->r
 
 /* ------------------------------------------------------------ create/destroy */
 
+/* The segment: POSIX shared memory created (and space reserved with
+ * posix_fallocate, so a full /dev/shm fails here instead of SIGBUS later) by
+ * rank 0, opened and mapped by all, unlinked as soon as everyone mapped it (no
+ * name survives a crash after that point). Every failure is agreed. */
+static mxh_status_t map_segment(mxh_shm_t *shm, MPI_Comm comm, int rank)
+{
+    static unsigned serial;
+    char name[64] = "";
+    int fd = -1, err = 0, anyerr = 0;
+
+    if (rank == 0) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        snprintf(name, sizeof(name), "/mxh-shm-%ld-%u-%lx", (long)getpid(), serial++,
+                 (unsigned long)t.tv_nsec);
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0) {
+            err = errno;
+        } else if ((err = posix_fallocate(fd, 0, (off_t)shm->map_bytes)) != 0) {
+            close(fd);
+            fd = -1;
+            shm_unlink(name);
+        }
+        if (err)
+            mxh_error("mxh_shm_create: cannot create %zu bytes of shared memory %s: %s",
+                      shm->map_bytes, name, strerror(err));
+        if (err)
+            name[0] = '\0';
+    }
+    if (MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, comm) != MPI_SUCCESS) {
+        mxh_error("mxh_shm_create: MPI_Bcast failed");
+        return MXH_ERR_MPI;
+    }
+    if (name[0] == '\0')
+        return MXH_ERR_NO_MEMORY; /* rank 0 logged why */
+    if (rank != 0) {
+        fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0)
+            err = errno;
+    }
+    if (fd >= 0) {
+        shm->map = mmap(NULL, shm->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (shm->map == MAP_FAILED) {
+            err = errno;
+            shm->map = NULL;
+        }
+        close(fd);
+    }
+    if (err)
+        mxh_error("mxh_shm_create: cannot map shared memory %s: %s", name, strerror(err));
+    /* everyone has mapped it (or failed): the name can go */
+    MPI_Allreduce(&err, &anyerr, 1, MPI_INT, MPI_MAX, comm);
+    if (rank == 0)
+        shm_unlink(name);
+    if (anyerr) {
+        if (shm->map != NULL)
+            munmap(shm->map, shm->map_bytes);
+        shm->map = NULL;
+        return MXH_ERR_NO_MEMORY;
+    }
+    return MXH_OK;
+}
+
 mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p)
 {
     mxh_status_t st = MXH_OK;
     mxh_shm_t *shm = NULL;
     MPI_Comm node = MPI_COMM_NULL;
-    MPI_Info info = MPI_INFO_NULL;
     int rank, size, node_size = 0, rc;
     /* agreed over comm (MAX): not shared, no memory, chunk, oversubscribed */
     unsigned long long mine[4], all[4];
@@ -228,33 +296,19 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     size_t ctrl_bytes = round_up(sizeof(shm_ctrl_t), SHM_PAGE);
     size_t seg = ctrl_bytes + 4 * stride;
 
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    rc = MPI_Win_allocate_shared((MPI_Aint)seg, 1, info, comm, &base, &shm->win);
-    MPI_Info_free(&info);
-    /* a failure is collective in MPICH (the window is created by all or none) */
-    int bad = rc != MPI_SUCCESS, anybad = 0;
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, comm);
-    if (anybad) {
-        mxh_error("mxh_shm_create: MPI_Win_allocate_shared of %zu bytes per rank failed%s", seg,
-                  bad ? "" : " on another rank");
-        if (!bad)
-            MPI_Win_free(&shm->win);
-        shm->win = MPI_WIN_NULL;
-        st = MXH_ERR_MPI;
+    shm->map_bytes = seg * (size_t)size;
+    st = map_segment(shm, comm, rank);
+    if (st != MXH_OK)
         goto cleanup;
-    }
     for (int p = 0; p < size; p++) {
-        MPI_Aint psize = 0;
-        int disp = 0;
-        char *pb = NULL;
-        MPI_Win_shared_query(shm->win, p, &psize, &disp, &pb);
+        char *pb = (char *)shm->map + (size_t)p * seg;
         shm->peers[p].ctrl = (shm_ctrl_t *)pb;
         for (int b = 0; b < 2; b++) {
             shm->peers[p].in[b] = pb + ctrl_bytes + (size_t)b * stride;
             shm->peers[p].res[b] = pb + ctrl_bytes + (size_t)(2 + b) * stride;
         }
     }
+    base = (char *)shm->map + (size_t)rank * seg;
     /* initialise (and first-touch) my part, then make it visible to all */
     memset(base + ctrl_bytes, 0, 4 * stride);
     for (int f = 0; f < F_COUNT; f++)
@@ -285,7 +339,7 @@ void mxh_shm_destroy(mxh_shm_t *shm)
         flag_set(shm, F_READY, s);
         wait_all(shm, F_READY, s);
     }
-    MPI_Win_free(&shm->win);
+    munmap(shm->map, shm->map_bytes);
     free(shm->peers);
     free(shm);
 }

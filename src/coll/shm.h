@@ -5,9 +5,14 @@
  * number, and its peers read the slot directly (and reduce it). No MPI call
  * on the data path.
  *
- * Segment (MPI_Win_allocate_shared on the communicator, "alloc_shared_noncontig"
- * so each rank's part is first-touched by its owner; freed by destroy). Per
- * rank, 4 KiB aligned:
+ * Segment: POSIX shared memory (shm_open by rank 0 with a unique name sent
+ * with MPI_Bcast, space reserved with posix_fallocate so a full /dev/shm fails
+ * at create instead of SIGBUS later; mapped by all, unlinked at once after
+ * everyone mapped it; munmap in destroy). Not MPI_Win_allocate_shared: MPICH
+ * 4.0.2 probes addresses with msync there (valgrind errors) and the window
+ * costs a communicator per object. Known limit: posix_fallocate places every
+ * page on rank 0's NUMA node (mbind per part would fix it on multi-socket
+ * nodes). One part per rank, 4 KiB aligned:
  *   3 control words, each on its own 128-byte line (only the owner writes):
  *     ready  step whose input data is in my in-slot (step % 2)
  *     res    step whose reduced sub-chunk is in my res-slot (step % 2)
