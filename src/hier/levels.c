@@ -576,7 +576,7 @@ size_t mxh_layout_describe(const mxh_layout_t *L, const mxh_record_t *recs, char
     sb_printf(&sb, "hierarchy: %d ranks, %d node%s, %d leaf switch%s, %d level%s%s\n", L->nranks,
               L->nnodes, L->nnodes == 1 ? "" : "s", L->nleaves, L->nleaves == 1 ? "" : "es",
               L->nlevels, L->nlevels == 1 ? "" : "s",
-              L->nlevels <= 1 ? " (trivial: plain MPI collectives are used)" : "");
+              L->nlevels <= 1 ? " (no hierarchy to exploit: one node uses shared memory, else plain MPI)" : "");
     for (int l = 0; l < L->nlevels; l++) {
         int shown = 0;
         int minsz = L->nranks, maxsz = 0;

@@ -266,9 +266,26 @@ plans_barrier:
         }
         if (rank == 0 && json)
             printf("]");
-    } else if (rank == 0 && !json) {
-        printf("\nEvery MPIX_Hier_ collective uses the plain MPI collective on this "
-               "communicator (%s).\n", h->config.enable ? "trivial hierarchy" : "MPIX_HIER_ENABLE=no");
+    }
+    /* the algorithm each collective takes, by message size (identical on every rank) */
+    if (rank == 0) {
+        if (json)
+            printf(",\n\"algorithms\": {");
+        else
+            printf("\n# Algorithms by message size (bytes per rank)%s\n",
+                   h->config.enable ? "" : " (MPIX_HIER_ENABLE=no)");
+        for (int c = 0; c < MXH_COLL_COUNT; c++) {
+            char sel[512];
+            mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
+            if (json) {
+                printf("%s\"%s\": ", c ? ", " : "", mxh_coll_name((mxh_coll_t)c));
+                json_str(sel);
+            } else {
+                printf("  %-22s %s\n", mxh_coll_name((mxh_coll_t)c), sel);
+            }
+        }
+        if (json)
+            printf("}");
     }
 }
 
