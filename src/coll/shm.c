@@ -419,6 +419,20 @@ static mxh_status_t reduce_small(mxh_shm_t *shm, const void *in, void *out, size
     return reduce_status(failed, func);
 }
 
+/* Chunked allreduce/reduce: chunk of @ck elements into my in slot, except my
+ * own sub-chunk (only I reduce it, straight from the caller's buffer). */
+static void ar_copy_in(mxh_shm_t *shm, const char *src, size_t ck, size_t tsize, uint64_t s)
+{
+    char *dst = my_in(shm, s);
+    size_t lo, len;
+
+    sub_chunk(ck, tsize, shm->size, shm->rank, &lo, &len);
+    slot_free(shm, s);
+    memcpy(dst, src, lo * tsize);
+    memcpy(dst + (lo + len) * tsize, src + (lo + len) * tsize, (ck - lo - len) * tsize);
+    flag_set(shm, F_READY, s);
+}
+
 /* Chunked: per chunk, rank r reduces sub-chunk r into its res slot; then all
  * ranks (@root < 0) or the root copy the sub-chunks out. */
 static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, size_t count,
@@ -434,9 +448,7 @@ static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, si
 
     shm->step += nchunks;
     /* copy-in of chunk 0 */
-    slot_free(shm, base + 1);
-    memcpy(my_in(shm, base + 1), in, (count < C ? count : C) * tsize);
-    flag_set(shm, F_READY, base + 1);
+    ar_copy_in(shm, (const char *)in, count < C ? count : C, tsize, base + 1);
 
     for (size_t k = 0; k < nchunks; k++) {
         const uint64_t s = base + 1 + k;
@@ -447,23 +459,24 @@ static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, si
         /* reduce my sub-chunk of all inputs, in rank order, into my res slot */
         sub_chunk(ck, tsize, n, me, &lo, &len);
         char *res = shm->peers[me].res[b];
+        /* my own sub-chunk was not copied in: read it from in (out, even when it
+         * is in, is written only after this) */
+        const char *mysrc = (const char *)in + (off + lo) * tsize;
         wait_flag(shm, 0, F_READY, s);
         if (len)
-            memcpy(res, shm->peers[0].in[b] + lo * tsize, len * tsize);
+            memcpy(res, me == 0 ? mysrc : shm->peers[0].in[b] + lo * tsize, len * tsize);
         for (int p = 1; p < n; p++) {
             wait_flag(shm, p, F_READY, s);
             if (len)
-                failed |= shm_reduce_local(shm->peers[p].in[b] + lo * tsize, res, len, dt, op) !=
-                          MPI_SUCCESS;
+                failed |= shm_reduce_local(p == me ? mysrc : shm->peers[p].in[b] + lo * tsize,
+                                           res, len, dt, op) != MPI_SUCCESS;
         }
         flag_set(shm, F_RES, s);
 
         /* copy-in of chunk k + 1 while the peers finish chunk k */
         if (k + 1 < nchunks) {
             const size_t noff = off + C, nck = count - noff < C ? count - noff : C;
-            slot_free(shm, s + 1);
-            memcpy(my_in(shm, s + 1), (const char *)in + noff * tsize, nck * tsize);
-            flag_set(shm, F_READY, s + 1);
+            ar_copy_in(shm, (const char *)in + noff * tsize, nck, tsize, s + 1);
         }
 
         if (gather) {
@@ -535,7 +548,7 @@ static inline void slice(size_t c, size_t j, size_t ns, size_t *lo, size_t *len)
 
 /* reduce_scatter: copy slice j of every part into my in slot, in rank order */
 static void rs_copy_in(mxh_shm_t *shm, const char *in, const int *counts, const int *displs,
-                       size_t tsize, size_t j, size_t ns, uint64_t s)
+                       size_t tsize, size_t j, size_t ns, uint64_t s, int skip_me)
 {
     char *dst = my_in(shm, s);
     size_t lo, len;
@@ -543,10 +556,9 @@ static void rs_copy_in(mxh_shm_t *shm, const char *in, const int *counts, const 
     slot_free(shm, s);
     for (int q = 0; q < shm->size; q++) {
         slice((size_t)counts[q], j, ns, &lo, &len);
-        if (len) {
+        if (len && !(skip_me && q == shm->rank))
             memcpy(dst, in + ((size_t)displs[q] + lo) * tsize, len * tsize);
-            dst += len * tsize;
-        }
+        dst += len * tsize;
     }
     flag_set(shm, F_READY, s);
 }
@@ -589,28 +601,33 @@ mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, c
     const size_t cme = (size_t)counts[me];
 
     shm->step += ns;
-    rs_copy_in(shm, in, counts, displs, tsize, 0, ns, base + 1);
+    /* my own part is reduced straight from in, unless out overlaps it (in place) */
+    const char *mypart = (const char *)in + (size_t)displs[me] * tsize;
+    const int skip_me = (const char *)out + cme * tsize <= mypart ||
+                        (const char *)out >= mypart + cme * tsize;
+    rs_copy_in(shm, in, counts, displs, tsize, 0, ns, base + 1, skip_me);
     for (size_t j = 0; j < ns; j++) {
         const uint64_t s = base + 1 + j;
         const int b = (int)(s & 1);
         size_t myoff = 0, lo, len;
 
         if (j + 1 < ns)
-            rs_copy_in(shm, in, counts, displs, tsize, j + 1, ns, s + 1);
+            rs_copy_in(shm, in, counts, displs, tsize, j + 1, ns, s + 1, skip_me);
         for (int q = 0; q < me; q++) {
             slice((size_t)counts[q], j, ns, &lo, &len);
             myoff += len;
         }
         slice(cme, j, ns, &lo, &len);
         char *dst = (char *)out + lo * tsize;
+        const char *mysrc = skip_me ? mypart + lo * tsize : my_in(shm, s) + myoff * tsize;
         wait_flag(shm, 0, F_READY, s);
         if (len)
-            memcpy(dst, shm->peers[0].in[b] + myoff * tsize, len * tsize);
+            memcpy(dst, me == 0 ? mysrc : shm->peers[0].in[b] + myoff * tsize, len * tsize);
         for (int p = 1; p < n; p++) {
             wait_flag(shm, p, F_READY, s);
             if (len)
-                failed |= shm_reduce_local(shm->peers[p].in[b] + myoff * tsize, dst, len, dt,
-                                           op) != MPI_SUCCESS;
+                failed |= shm_reduce_local(p == me ? mysrc : shm->peers[p].in[b] + myoff * tsize,
+                                           dst, len, dt, op) != MPI_SUCCESS;
         }
         flag_set(shm, F_DONE, s);
     }

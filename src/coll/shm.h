@@ -41,13 +41,15 @@
  *     into n sub-chunks (64-byte units); rank r reduces sub-chunk r of all n
  *     inputs into its res-slot, publishes res, then every rank copies all
  *     sub-chunks into out. Chunk k + 1 is copied in before waiting for the
- *     sub-chunks of chunk k.
+ *     sub-chunks of chunk k. A rank does not copy its own sub-chunk in (only
+ *     it reads it): it reduces it straight from `in`.
  *   reduce: as allreduce, but only the root reads the results (small: only the
  *     root reduces; non-roots leave as soon as their data is published).
  *   reduce_scatter: step j holds slice j of every part (part q cut into nsteps
  *     proportional slices, nsteps = ceil(total / (C - n))), laid out in rank
  *     order in each rank's in-slot; rank q reduces slice j of part q from all n
- *     in-slots straight into out.
+ *     in-slots straight into out (its own slice straight from `in`, not
+ *     copied in, unless out overlaps it).
  *   allgather: step j holds elements [jC, (j+1)C) of each rank's own part;
  *     every rank copies its peers' slices into out.
  *   bcast: the root's in-slot carries `slot` bytes per step.
