@@ -1,6 +1,8 @@
 #include "coll/exec.h"
+#include "reduce/reduce.h"
 #include "util/log.h"
 
+#include <sched.h>
 #include <string.h>
 
 #define MXH_EXEC_TAG 7177
@@ -12,6 +14,25 @@ static mxh_status_t mpi_failed(int rc, const mxh_step_t *s)
     MPI_Error_string(rc, msg, &len);
     mxh_error("%s step on level %d failed: %s", mxh_step_type_name(s->type), s->level, msg);
     return MXH_ERR_MPI;
+}
+
+/* The segment a step runs through, or NULL (no segment at its level, or a
+ * step without a shared-memory form: those go through MPI). */
+static mxh_shm_t *shm_step_form(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+{
+    mxh_shm_t *shm = ctx->shm ? ctx->shm[s->level] : NULL;
+    if (shm == NULL)
+        return NULL;
+    switch (s->type) {
+    case MXH_STEP_REDUCE_SCATTER:
+    case MXH_STEP_ALLGATHER:
+    case MXH_STEP_ALLREDUCE:
+    case MXH_STEP_REDUCE:
+    case MXH_STEP_BCAST:
+        return shm;
+    default:
+        return NULL;
+    }
 }
 
 /* A step on a shared-memory level: run it through the segment (blocking).
@@ -205,20 +226,147 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
     return MXH_OK;
 }
 
+/* ---- rings: reduce-scatter / allgather / allreduce steps of pipelined
+ * schedules as point-to-point rings, advanced by the executor itself. A ring
+ * moves (p-1)/p of the region each way (bandwidth-optimal), and its substeps
+ * interleave with the other stages' work instead of waiting for a nonblocking
+ * collective whose algorithm we do not control. Each block is reduced along
+ * one chain, then passed on unchanged: every rank ends with the same bits. */
+
+#define MXH_RING_TAG 7300 /* + stage: rings of different stages never mix */
+
+typedef struct ring {
+    const mxh_step_t *s;
+    char             *base; /* the step's region */
+    char             *tmp;  /* receive buffer of the reduce-scatter phase */
+    int               k;    /* substep: [0, p-1) reduce-scatter, then allgather */
+    int               nrs;  /* reduce-scatter substeps (0 for allgather) */
+    int               nsub; /* all substeps */
+    int               active;
+    MPI_Request       req[2];
+} ring_t;
+
+/* Part x of the step's region: its parts, or an even split for allreduce. */
+static void ring_part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
+{
+    if (s->counts) {
+        *off = (size_t)s->displs[x];
+        *cnt = (size_t)s->counts[x];
+        return;
+    }
+    size_t g = (size_t)s->gsize, q = s->count / g, rem = s->count % g, ux = (size_t)x;
+    *off = ux * q + (ux < rem ? ux : rem);
+    *cnt = q + (ux < rem);
+}
+
+static int ring_post(ring_t *r, const mxh_exec_ctx_t *ctx)
+{
+    const mxh_step_t *s = r->s;
+    int p = s->gsize, me = s->me, right = (me + 1) % p, left = (me + p - 1) % p;
+    int tag = MXH_RING_TAG + s->stage, sb, rb;
+    size_t soff, scnt, roff, rcnt, ext = ctx->extent;
+    MPI_Comm comm = ctx->comms[s->level];
+
+    if (r->k < r->nrs) { /* reduce-scatter: pass on the partial sum of block me-1-k */
+        sb = (me - 1 - r->k + 2 * p) % p;
+        rb = (me - 2 - r->k + 2 * p) % p;
+    } else {             /* allgather: pass on the finished block me-k */
+        int k = r->k - r->nrs;
+        sb = (me - k + p) % p;
+        rb = (me - k - 1 + p) % p;
+    }
+    ring_part(s, sb, &soff, &scnt);
+    ring_part(s, rb, &roff, &rcnt);
+    int rc = MPI_Irecv(r->k < r->nrs ? r->tmp : r->base + roff * ext, (int)rcnt, ctx->dt, left,
+                       tag, comm, &r->req[0]);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Isend(r->base + soff * ext, (int)scnt, ctx->dt, right, tag, comm, &r->req[1]);
+    return rc;
+}
+
+static int ring_start(ring_t *r, const mxh_step_t *s, char *base, char *tmp,
+                      const mxh_exec_ctx_t *ctx)
+{
+    int p    = s->gsize;
+    r->s     = s;
+    r->base  = base;
+    r->tmp   = tmp;
+    r->k     = 0;
+    r->nrs   = s->type == MXH_STEP_ALLGATHER ? 0 : p - 1;
+    r->nsub  = r->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : p - 1);
+    r->active = r->nsub > 0;
+    return r->active ? ring_post(r, ctx) : MPI_SUCCESS;
+}
+
+/* Test the current substep; when it is done, reduce and post the next one.
+ * Returns an MPI error code; *moved says whether a substep completed. */
+static int ring_advance(ring_t *r, const mxh_exec_ctx_t *ctx, int *moved)
+{
+    MPI_Status stats[2];
+    int flag = 0, rc;
+
+    if (!r->active)
+        return MPI_SUCCESS;
+    rc = MPI_Testall(2, r->req, &flag, stats);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
+    *moved = 1;
+    if (r->k < r->nrs) {
+        const mxh_step_t *s = r->s;
+        size_t off, cnt;
+        ring_part(s, (s->me - 2 - r->k + 2 * s->gsize) % s->gsize, &off, &cnt);
+        if (cnt && mxh_reduce_local(r->tmp, r->base + off * ctx->extent, cnt, ctx->dt,
+                                    ctx->op) != MXH_OK)
+            return MPI_ERR_OP;
+    }
+    if (++r->k == r->nsub) {
+        r->active = 0;
+        return MPI_SUCCESS;
+    }
+    return ring_post(r, ctx);
+}
+
+static int ring_step(const mxh_step_t *s)
+{
+    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
+            s->type == MXH_STEP_ALLREDUCE) &&
+           s->gsize > 1;
+}
+
 typedef struct progress_arg {
-    MPI_Request *reqs;
-    int          n;
+    const mxh_exec_ctx_t *ctx;
+    MPI_Request          *reqs;  /* nonblocking collectives of the round */
+    int                   n;
+    ring_t               *rings;
+    int                   nrings;
+    int                   rc;    /* first error */
 } progress_arg_t;
 
-/* While a shared-memory step waits for its peers, keep the round's MPI steps
- * moving (MPICH progresses nonblocking collectives only inside MPI calls). */
-static void progress_mpi(void *arg)
+/* One pass: progress the round's nonblocking collectives and rings. Returns
+ * the number of rings still running. */
+static int progress_round(progress_arg_t *p)
 {
-    progress_arg_t *p = (progress_arg_t *)arg;
     MPI_Status stats[2 * MXH_MAX_LEVELS]; /* (MPI_STATUSES_IGNORE trips gcc's bounds checks) */
-    int flag;
+    int flag, running = 0, moved = 0;
+
     if (p->n > 0)
         MPI_Testall(p->n, p->reqs, &flag, stats);
+    for (int i = 0; i < p->nrings; i++) {
+        int rc = ring_advance(&p->rings[i], p->ctx, &moved);
+        if (rc != MPI_SUCCESS && p->rc == MPI_SUCCESS) {
+            p->rc = rc;
+            p->rings[i].active = 0;
+        }
+        running += p->rings[i].active;
+    }
+    return running;
+}
+
+/* While a shared-memory step waits for its peers, keep the round's MPI work
+ * moving (MPICH progresses nonblocking operations only inside MPI calls). */
+static void progress_mpi(void *arg)
+{
+    progress_round((progress_arg_t *)arg);
 }
 
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
@@ -232,11 +380,12 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
         return mxh_exec_plan(sched->plan, ctx, work, tmp);
 
     for (int r = 0; r < sched->nrounds && st == MXH_OK; r++) {
-        const mxh_step_t *started[MXH_MAX_LEVELS * 2];
-        char *bases[MXH_MAX_LEVELS * 2];
-        int nreq = 0, rc = MPI_SUCCESS;
+        const mxh_step_t *started[2 * MXH_MAX_LEVELS], *steps[2 * MXH_MAX_LEVELS];
+        char *bases[2 * MXH_MAX_LEVELS], *sbase[2 * MXH_MAX_LEVELS];
+        ring_t rings[2 * MXH_MAX_LEVELS];
+        int nreq = 0, nring = 0, nsteps = 0, rc = MPI_SUCCESS;
 
-        /* 1. start the round's MPI steps, in stage order (the same on every rank) */
+        /* the round's steps, in stage order (the same on every rank) */
         for (int s = 0; s < ns; s++) {
             int f = mxh_sched_frag_at(sched, r, s);
             if (f < 0)
@@ -245,46 +394,50 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
             int i               = p->stage_step[s];
             if (i < 0 || p->steps[i].count == 0)
                 continue;
-            const mxh_step_t *step = &p->steps[i];
-            if (ctx->shm && ctx->shm[step->level] && step->type != MXH_STEP_SCATTER &&
-                step->type != MXH_STEP_GATHER && step->type != MXH_STEP_SEND &&
-                step->type != MXH_STEP_RECV)
+            steps[nsteps] = &p->steps[i];
+            sbase[nsteps] = (char *)work + (mxh_sched_frag_offset(sched, f) + p->steps[i].offset) *
+                                               ctx->extent;
+            nsteps++;
+        }
+        /* 1. start the MPI steps: rings and nonblocking collectives */
+        for (int k = 0; k < nsteps && st == MXH_OK; k++) {
+            const mxh_step_t *step = steps[k];
+            char *stmp             = (char *)tmp + (size_t)step->stage * slot;
+            if (shm_step_form(step, ctx))
                 continue; /* shared-memory step: below */
-            char *base = (char *)work + (mxh_sched_frag_offset(sched, f) + step->offset) *
-                                            ctx->extent;
-            rc = start_step(step, ctx, base, (char *)tmp + (size_t)s * slot, &ctx->reqs[nreq]);
-            if (rc != MPI_SUCCESS) {
-                st = mpi_failed(rc, step);
-                break;
+            if (ring_step(step)) {
+                rc = ring_start(&rings[nring++], step, sbase[k], stmp, ctx);
+            } else {
+                rc = start_step(step, ctx, sbase[k], stmp, &ctx->reqs[nreq]);
+                if (rc == MPI_SUCCESS) {
+                    started[nreq] = step;
+                    bases[nreq]   = sbase[k];
+                    nreq++;
+                }
             }
-            started[nreq] = step;
-            bases[nreq]   = base;
-            nreq++;
+            if (rc != MPI_SUCCESS)
+                st = mpi_failed(rc, step);
         }
         /* 2. shared-memory steps, in stage order, progressing the MPI ones */
-        progress_arg_t parg = {ctx->reqs, nreq};
-        for (int s = 0; s < ns && st == MXH_OK; s++) {
-            int f = mxh_sched_frag_at(sched, r, s);
-            if (f < 0)
-                continue;
-            const mxh_plan_t *p = mxh_sched_plan(sched, f);
-            int i               = p->stage_step[s];
-            if (i < 0 || p->steps[i].count == 0)
-                continue;
-            const mxh_step_t *step = &p->steps[i];
-            mxh_shm_t *shm         = ctx->shm ? ctx->shm[step->level] : NULL;
+        progress_arg_t parg = {ctx, ctx->reqs, nreq, rings, nring, MPI_SUCCESS};
+        for (int k = 0; k < nsteps && st == MXH_OK; k++) {
+            const mxh_step_t *step = steps[k];
+            mxh_shm_t *shm         = shm_step_form(step, ctx);
+            mxh_status_t sst       = MXH_OK;
             if (shm == NULL)
                 continue;
-            char *base = (char *)work + (mxh_sched_frag_offset(sched, f) + step->offset) *
-                                            ctx->extent;
-            mxh_status_t sst = MXH_OK;
             mxh_shm_set_progress(shm, progress_mpi, &parg);
-            int done = shm_step(step, ctx, base, &sst);
+            shm_step(step, ctx, sbase[k], &sst);
             mxh_shm_set_progress(shm, NULL, NULL);
-            if (done && sst != MXH_OK)
+            if (sst != MXH_OK)
                 st = sst;
         }
-        /* 3. one wait per round, then the copies out of the stage slots */
+        /* 3. drive the rings to the end, then one wait for the collectives */
+        for (int spins = 0; progress_round(&parg) > 0;)
+            if (++spins % 64 == 0)
+                sched_yield(); /* oversubscribed ranks: let the peer run */
+        if (parg.rc != MPI_SUCCESS && st == MXH_OK)
+            st = mpi_failed(parg.rc, rings[0].s);
         if (nreq > 0) {
             MPI_Status stats[2 * MXH_MAX_LEVELS];
             rc = MPI_Waitall(nreq, ctx->reqs, stats);
