@@ -1,4 +1,5 @@
 #include "coll/exec.h"
+#include "coll/select.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -21,14 +22,19 @@ static mxh_status_t mpi_failed(int rc, const mxh_step_t *s)
 static mxh_shm_t *shm_step_form(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 {
     mxh_shm_t *shm = ctx->shm ? ctx->shm[s->level] : NULL;
+    size_t bytes   = s->count * ctx->extent;
     if (shm == NULL)
         return NULL;
+    /* the data movers only where shared memory beats MPI (select.c) */
     switch (s->type) {
     case MXH_STEP_REDUCE_SCATTER:
+        return bytes < mxh_select_shm_max(MXH_COLL_REDUCE_SCATTER_BLOCK) ? shm : NULL;
     case MXH_STEP_ALLGATHER:
+        return bytes < mxh_select_shm_max(MXH_COLL_ALLGATHER) ? shm : NULL;
+    case MXH_STEP_BCAST:
+        return bytes < mxh_select_shm_max(MXH_COLL_BCAST) ? shm : NULL;
     case MXH_STEP_ALLREDUCE:
     case MXH_STEP_REDUCE:
-    case MXH_STEP_BCAST:
         return shm;
     default:
         return NULL;
@@ -40,7 +46,7 @@ static mxh_shm_t *shm_step_form(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 static int shm_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base,
                     mxh_status_t *st)
 {
-    mxh_shm_t *shm = ctx->shm ? ctx->shm[s->level] : NULL;
+    mxh_shm_t *shm = shm_step_form(s, ctx);
     size_t ext     = ctx->extent;
 
     if (shm == NULL)

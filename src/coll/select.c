@@ -1,6 +1,26 @@
 #include "coll/select.h"
 
+#include <stdint.h>
 #include <stdio.h>
+
+/* Measured with 2 ranks on one node, every collective and size interleaved with
+ * MPICH's (mpix_bench -c all -b 8 -e 16M -f 4, MPIX_HIER_ALGO=shm; see
+ * benchmarks/RESULTS.md): the shared-memory reductions win at every size, the
+ * data movers only while the message is small, as our two copies (in, out)
+ * lose to MPICH's single-copy rendezvous once it kicks in. */
+size_t mxh_select_shm_max(mxh_coll_t coll)
+{
+    switch (coll) {
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        return (size_t)4 << 20;
+    case MXH_COLL_ALLGATHER:
+        return (size_t)1 << 20;
+    case MXH_COLL_BCAST:
+        return (size_t)2 << 10;
+    default:
+        return SIZE_MAX;
+    }
+}
 
 const char *mxh_algo_name(mxh_algo_t algo)
 {
@@ -44,9 +64,8 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
     } else if (bytes < cfg->min_bytes) {
         c.algo = MXH_ALGO_MPI;
     } else if (applicable(shape, MXH_ALGO_SHM)) {
-        /* one node: every rank reads its peers' data directly; beats MPICH's
-         * point-to-point based algorithms at every size measured (benchmarks/RESULTS.md) */
-        c.algo = MXH_ALGO_SHM;
+        /* one node: every rank reads its peers' data directly, where measured faster */
+        c.algo = work_bytes < mxh_select_shm_max(coll) ? MXH_ALGO_SHM : MXH_ALGO_MPI;
     } else if (applicable(shape, MXH_ALGO_HIER)) {
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
@@ -70,21 +89,24 @@ static size_t fmt_size(char *buf, size_t len, size_t b)
     return k > 0 ? (size_t)k : 0;
 }
 
-/* The choice changes only at MIN_BYTES and at two fragments: evaluate there. */
+/* The choice changes only at MIN_BYTES, at two fragments and at the
+ * shared-memory limit: evaluate there. */
 size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                            mxh_coll_t coll, char *buf, size_t len)
 {
     size_t per = (coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER)
                      ? (size_t)(shape->nranks > 0 ? shape->nranks : 1)
                      : 1;
-    size_t pts[3] = {0, cfg->min_bytes, 0}, off = 0;
+    size_t pts[4] = {0, cfg->min_bytes, 0, 0}, off = 0;
     int npts = 2;
     mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0};
     size_t start = 0;
 
     if (cfg->frag_size > 0)
         pts[npts++] = (2 * cfg->frag_size + per - 1) / per;
-    /* sort the three breakpoints */
+    if (mxh_select_shm_max(coll) != SIZE_MAX)
+        pts[npts++] = (mxh_select_shm_max(coll) + per - 1) / per;
+    /* sort the breakpoints */
     for (int i = 0; i < npts; i++)
         for (int j = i + 1; j < npts; j++)
             if (pts[j] < pts[i]) {

@@ -37,6 +37,11 @@ typedef struct mxh_choice {
 
 const char *mxh_algo_name(mxh_algo_t algo);
 
+/* Largest message (bytes of the whole vector) the shared-memory algorithm of
+ * @coll serves by default: above it MPICH's single-copy (CMA) transfers win on
+ * a node (measured, benchmarks/RESULTS.md). SIZE_MAX: every size. */
+size_t mxh_select_shm_max(mxh_coll_t coll);
+
 /* @bytes: the per-rank message (count * element size; the block for
  * reduce_scatter_block/allgather); @work_bytes: the whole vector a schedule
  * moves (bytes, or bytes * nranks for the block collectives). */

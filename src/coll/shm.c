@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "coll/shm.h"
+#include "reduce/reduce.h"
 #include "util/log.h"
 
 #include <sched.h>
@@ -65,7 +66,7 @@ struct mxh_shm {
 static inline int shm_reduce_local(const void *in, void *inout, size_t count, MPI_Datatype dt,
                                    MPI_Op op)
 {
-    return MPI_Reduce_local(in, inout, (int)count, dt, op);
+    return mxh_reduce_local(in, inout, count, dt, op) == MXH_OK ? MPI_SUCCESS : MPI_ERR_OP;
 }
 
 static inline void cpu_relax(void)

@@ -1048,7 +1048,16 @@ TEST(Select, DefaultsByShapeAndSize)
     for (int c = 0; c < MXH_COLL_COUNT; c++) {
         auto coll = (mxh_coll_t)c;
         EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 8, 8).algo);
-        EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 64 << 20, 64 << 20).algo);
+        // reductions through shared memory at every size; the data movers hand large
+        // messages to MPI (single-copy transfers win there)
+        bool reduction = coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE;
+        EXPECT_EQ(reduction ? MXH_ALGO_SHM : MXH_ALGO_MPI,
+                  mxh_select(&cfg, &one_node, coll, 64 << 20, 64 << 20).algo);
+        size_t lim = mxh_select_shm_max(coll);
+        if (!reduction) {
+            EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 1, lim - 1).algo);
+            EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &one_node, coll, 1, lim).algo);
+        }
         EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &flat, coll, 1 << 20, 1 << 20).algo);
         EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &single, coll, 1 << 20, 1 << 20).algo);
         EXPECT_EQ(MXH_ALGO_HIER, mxh_select(&cfg, &two_levels, coll, 8, 8).algo);
@@ -1116,6 +1125,11 @@ TEST(Select, DescribeNamesSizeRanges)
                  buf);
     mxh_select_shape_t one_node = {2, 1, 1};
     cfg.min_bytes = 0;
-    mxh_select_describe(&cfg, &one_node, MXH_COLL_BCAST, buf, sizeof(buf));
+    mxh_select_describe(&cfg, &one_node, MXH_COLL_ALLREDUCE, buf, sizeof(buf));
     EXPECT_STREQ("[0 B, inf) shm", buf);
+    mxh_select_describe(&cfg, &one_node, MXH_COLL_BCAST, buf, sizeof(buf));
+    EXPECT_STREQ("[0 B, 2 KiB) shm; [2 KiB, inf) mpi", buf);
+    // allgather: the limit is on the whole vector, 1 MiB / 2 ranks per block
+    mxh_select_describe(&cfg, &one_node, MXH_COLL_ALLGATHER, buf, sizeof(buf));
+    EXPECT_STREQ("[0 B, 512 KiB) shm; [512 KiB, inf) mpi", buf);
 }
