@@ -1,6 +1,11 @@
 bin_PROGRAMS += benchmarks/mpix_bench
 benchmarks_mpix_bench_SOURCES = benchmarks/mpix_bench.c benchmarks/bench_util.h
 benchmarks_mpix_bench_LDADD = libmpixhier.la
+if HAVE_CUDA
+# -m cuda (device buffers)
+benchmarks_mpix_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DMXH_BENCH_CUDA
+benchmarks_mpix_bench_LDADD += $(CUDA_LDFLAGS) $(CUDA_LIBS)
+endif
 # GPU benchmarks (CUDA builds): kernel bandwidth vs cudaMemcpy D2D, and
 # MPIX_Hier_allreduce on device buffers vs host-staged MPI_Allreduce
 if HAVE_CUDA

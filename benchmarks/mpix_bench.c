@@ -36,6 +36,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef MXH_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "mpix_hier.h"
 #include "reduce/half.h" /* header-only fp16/bf16 <-> float (the plain-MPI user ops) */
 
@@ -81,6 +85,7 @@ struct opts {
     struct dtype dt;
     int op;
     const char *csv, *json, *plot;
+    int cuda; /* -m cuda: device buffers; the mpi column stages them through the host */
 };
 
 
@@ -269,11 +274,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else BAD("unknown op '%s' (sum|prod|max|min)", optarg);
             break;
         case 'm':
-            /* -m cuda: device buffers plug in here (allocation, fill and check
-             * through host staging); until then it is refused */
-            if (!strcmp(optarg, "cuda"))
-                BAD("-m cuda: device buffers are not supported yet");
-            if (strcmp(optarg, "host")) BAD("unknown memory kind '%s' (host|cuda)", optarg);
+            if (!strcmp(optarg, "cuda")) {
+#ifdef MXH_BENCH_CUDA
+                o->cuda = 1;
+#else
+                BAD("-m cuda: this mpix_bench was built without CUDA (configure --with-cuda)");
+#endif
+            } else if (strcmp(optarg, "host")) {
+                BAD("unknown memory kind '%s' (host|cuda)", optarg);
+            }
             break;
         case 'C': o->check = 1; break;
         case 'I': {
@@ -457,6 +466,33 @@ static const char *op_name(int op)
     return n[op];
 }
 
+/* ---- -m cuda: device buffers. Inputs are made and results checked on the host
+ * copies; the timed calls get device pointers. The mpi column is what a user of
+ * a non-CUDA-aware MPI does: copy to the host, call MPI, copy back (timed). */
+static char *dev_sbuf, *dev_rbuf[NIMPL], *stage_s, *stage_r;
+
+#ifdef MXH_BENCH_CUDA
+static void cuda_check(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "mpix_bench: %s: %s\n", what, cudaGetErrorString(e));
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+#define CUDA_CHECK(x) cuda_check((x), #x)
+
+static void to_dev(void *dev, const void *host, size_t n)
+{
+    if (n)
+        CUDA_CHECK(cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice));
+}
+static void to_host(void *host, const void *dev, size_t n)
+{
+    if (n)
+        CUDA_CHECK(cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost));
+}
+#endif
+
 /* One call of collective @coll by implementation @impl. */
 static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
                     size_t count, size_t per_rank)
@@ -477,6 +513,26 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
         case C_BCAST: CHECK_MPI(MPIX_Hier_bcast(rbuf, n, t, o->root, w)); break;
         default: CHECK_MPI(MPIX_Hier_reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
         }
+    } else if (o->cuda) {
+#ifdef MXH_BENCH_CUDA
+        size_t ts = (size_t)o->dt.size;
+        size_t in = coll == C_ALLGATHER ? per_rank * ts : count * ts;
+        size_t out = coll == C_REDUCE_SCATTER ? per_rank * ts : count * ts;
+        if (coll == C_BCAST)
+            to_host(stage_r, rbuf, out);
+        else
+            to_host(stage_s, sbuf, in);
+        switch (coll) {
+        case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(stage_s, stage_r, n, t, op, w)); break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPI_Reduce_scatter_block(stage_s, stage_r, pr, t, op, w)); break;
+        case C_ALLGATHER: CHECK_MPI(MPI_Allgather(stage_s, pr, t, stage_r, pr, t, w)); break;
+        case C_BCAST: CHECK_MPI(MPI_Bcast(stage_r, n, t, o->root, w)); break;
+        default: CHECK_MPI(MPI_Reduce(stage_s, stage_r, n, t, op, o->root, w)); break;
+        }
+        if (coll != C_REDUCE || world_rank == o->root)
+            to_dev(rbuf, stage_r, out);
+#endif
     } else {
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(sbuf, rbuf, n, t, op, w)); break;
@@ -582,19 +638,39 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                 break;
             }
         }
+        size_t out_bytes = (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts;
+#ifdef MXH_BENCH_CUDA
+        if (o->cuda) {
+            to_dev(dev_sbuf, sbuf, (coll == C_ALLGATHER ? per_rank : count) * (size_t)ts);
+            if (coll == C_BCAST)
+                for (int k = 0; k < NIMPL; k++)
+                    if (o->impl[k])
+                        to_dev(dev_rbuf[k], rbuf[k], out_bytes);
+        }
+#endif
         for (int it = 0; it < nt; it++) {
             for (int k = 0; k < NIMPL; k++) {
                 double t0, t1;
+                char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
                 if (!o->impl[k])
                     continue;
-                if (o->check && !(coll == C_BCAST && world_rank == o->root))
-                    memset(rbuf[k], 0xA5, (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts);
+                if (o->check && !(coll == C_BCAST && world_rank == o->root)) {
+                    memset(rbuf[k], 0xA5, out_bytes);
+#ifdef MXH_BENCH_CUDA
+                    if (o->cuda)
+                        to_dev(dev_rbuf[k], rbuf[k], out_bytes);
+#endif
+                }
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                 t0 = MPI_Wtime();
-                run_one(k, coll, o, sbuf, rbuf[k], count, per_rank);
+                run_one(k, coll, o, sb, rb, count, per_rank);
                 t1 = MPI_Wtime();
                 if (it >= o->warmup)
                     tl[k * o->iters + (it - o->warmup)] = t1 - t0;
+#ifdef MXH_BENCH_CUDA
+                if (check_here && o->cuda)
+                    to_host(rbuf[k], dev_rbuf[k], out_bytes);
+#endif
                 if (check_here) {
                     long long w =
                         (long long)count_wrong(rbuf[k], exp, nexp, ts, value_bytes(&o->dt));
@@ -678,10 +754,11 @@ static void print_header(const struct opts *o)
     }
     printf("# mpix_bench: mpix-hier %d.%d.%d, %s\n", maj, min, pat, lib);
     printf("# ranks: %d, type %s, op %s, root %d, sizes %zu..%zu x%d, iters %d, warmup %d, "
-           "check %s, impl %s%s%s, memory host\n",
+           "check %s, impl %s%s%s, memory %s\n",
            world_size, o->dt.name, op_name(o->op), o->root, o->minb, o->maxb, o->factor, o->iters,
            o->warmup, o->check ? "on" : "off", o->impl[0] ? "hier" : "",
-           o->impl[0] && o->impl[1] ? "," : "", o->impl[1] ? "mpi" : "");
+           o->impl[0] && o->impl[1] ? "," : "", o->impl[1] ? "mpi" : "",
+           o->cuda ? "cuda (mpi column: staged through host copies)" : "host");
     printf("# hierarchy of MPI_COMM_WORLD (MPIX_Hier_comm_describe):\n");
     for (char *line = desc, *nl; *line; line = nl + 1) {
         nl = strchr(line, '\n');
@@ -951,10 +1028,38 @@ int main(int argc, char **argv)
     if (o.check)
         exp = xmalloc(o.maxb);
     memset(sbuf, 0, o.maxb);
+#ifdef MXH_BENCH_CUDA
+    if (o.cuda) {
+        int ndev = 0, none;
+        none = cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0;
+        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &none, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+        if (none) {
+            if (world_rank == 0)
+                printf("# -m cuda: no CUDA device on some rank: nothing measured\n");
+            MPI_Finalize();
+            return 2;
+        }
+        CUDA_CHECK(cudaMalloc((void **)&dev_sbuf, o.maxb));
+        for (int k = 0; k < NIMPL; k++)
+            if (o.impl[k])
+                CUDA_CHECK(cudaMalloc((void **)&dev_rbuf[k], o.maxb));
+        stage_s = xmalloc(o.maxb);
+        stage_r = xmalloc(o.maxb);
+    }
+#endif
 
     for (int i = 0; i < o.ncolls; i++)
         bench_coll(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
 
+#ifdef MXH_BENCH_CUDA
+    if (o.cuda) {
+        cudaFree(dev_sbuf);
+        for (int k = 0; k < NIMPL; k++)
+            cudaFree(dev_rbuf[k]);
+        free(stage_s);
+        free(stage_r);
+    }
+#endif
     buf_free(sbuf, o.check);
     buf_free(rbuf[0], o.check);
     buf_free(rbuf[1], o.check);
