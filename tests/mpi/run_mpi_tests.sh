@@ -8,7 +8,7 @@
 #   MXH_TEST_GTEST_FILTER='*Allreduce*'  gtest filter for every run
 #   MXH_TEST_BINDIR=/path/to/mpi     where the binaries are (default: ./mpi)
 #   MPIEXEC=mpiexec                  the launcher (set by make check)
-#   MXH_TEST_RUN_TIMEOUT=300         seconds per mpiexec run (MPIEXEC_TIMEOUT + timeout)
+#   MXH_TEST_RUN_TIMEOUT=600         seconds per mpiexec run (MPIEXEC_TIMEOUT + timeout)
 #   MXH_TEST_TIMEOUT=120             seconds per test (the in-process watchdog)
 #   MXH_TEST_LOGDIR=./mpi            where mxh-<layout>-<binary>.log go
 #   MXH_TEST_WRAPPER="valgrind ..."  run every rank under this command (make check-valgrind)
@@ -32,7 +32,7 @@ datadir=${MXH_TEST_DATADIR:-$srcdir_mpi/../data}
 bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
 logdir=${MXH_TEST_LOGDIR:-$bindir}
 MPIEXEC=${MPIEXEC:-mpiexec}
-run_timeout=${MXH_TEST_RUN_TIMEOUT:-300}
+run_timeout=${MXH_TEST_RUN_TIMEOUT:-600}
 export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
 export MPIEXEC_TIMEOUT=$run_timeout
 
