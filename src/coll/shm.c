@@ -1,5 +1,8 @@
 /* Shared-memory collectives among the ranks of one node; protocol and
  * synchronisation are described in shm.h. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
 #include "config.h"
 
 #include "coll/shm.h"
@@ -18,6 +21,12 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/uio.h>
+#define SHM_HAVE_CMA 1
+#else
+#define SHM_HAVE_CMA 0
+#endif
 
 #define SHM_LINE          128                 /* control word separation (2 lines: adjacent-line prefetch) */
 #define SHM_PAGE          4096
@@ -26,6 +35,8 @@
 #define SHM_DEFAULT_CHUNK ((size_t)128 << 10)
 #define SHM_MAX_CHUNK     ((size_t)1 << 30)
 #define SHM_SMALL_TOTAL   ((size_t)8 << 10) /* one phase up to 8 KiB / n (>= 512 B) */
+#define SHM_CMA_MIN       ((size_t)8 << 10) /* single copy (bcast, allgather) from 8 KiB */
+#define SHM_CMA_IO        ((size_t)4 << 20) /* bytes per process_vm_readv (progress in between) */
 
 /* waiting: polls with a pause, then sched_yield per poll; sleep once waiting is long */
 #define SHM_SPIN_POLLS        2048u
@@ -34,19 +45,27 @@
 #define SHM_SLEEP_AFTER_NS    1000000L /* 1 ms */
 #define SHM_SLEEP_NS          10000L
 
-enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_COUNT };
+/* F_CMA: step whose buffer descriptor (cma line) is published */
+enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_CMA = 3, F_COUNT };
 
 typedef struct shm_ctrl {
     struct {
         _Atomic uint64_t v;
         char             pad[SHM_LINE - sizeof(uint64_t)];
     } f[F_COUNT];
+    /* single copy: the owner's user buffer of step f[F_CMA] (relaxed stores,
+     * published by the release store of f[F_CMA]); pid set once at create */
+    struct {
+        _Atomic uint64_t pid, addr, len;
+        char             pad[SHM_LINE - 3 * sizeof(uint64_t)];
+    } cma;
 } shm_ctrl_t;
 
 typedef struct shm_peer {
     shm_ctrl_t *ctrl;
     char       *in[2];  /* input slots */
     char       *res[2]; /* reduced sub-chunks (allreduce/reduce chunked protocol) */
+    long        pid;    /* for process_vm_readv */
 } shm_peer_t;
 
 struct mxh_shm {
@@ -55,6 +74,8 @@ struct mxh_shm {
     int         rank, size;
     size_t      slot;      /* bytes per data slot */
     size_t      small_max; /* one-phase allreduce/reduce up to this many bytes */
+    int         cma;       /* process_vm_readv works between every pair (agreed) */
+    size_t      cma_min;   /* single copy from this many bytes per transfer */
     unsigned    spin_polls;
     uint64_t    step;      /* last step used; the same on every rank between calls */
     shm_peer_t *peers;     /* [size] */
@@ -146,6 +167,115 @@ static inline void slot_free(mxh_shm_t *shm, uint64_t s)
 }
 
 static inline char *my_in(mxh_shm_t *shm, uint64_t s) { return shm->peers[shm->rank].in[s & 1]; }
+
+/* ------------------------------------------------------------ single copy */
+
+/* Copy @len bytes at address @src of process @pid into @dst with
+ * process_vm_readv, SHM_CMA_IO bytes per call (partial transfers resumed, the
+ * progress hook called in between). Returns 0 or an errno value. */
+static int cma_copy(mxh_shm_t *shm, long pid, void *dst, uint64_t src, size_t len)
+{
+#if SHM_HAVE_CMA
+    char *d = dst;
+    while (len > 0) {
+        struct iovec l, r;
+        l.iov_base = d;
+        l.iov_len = len < SHM_CMA_IO ? len : SHM_CMA_IO;
+        r.iov_base = (void *)(uintptr_t)src;
+        r.iov_len = l.iov_len;
+        ssize_t k = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? errno : EFAULT;
+        d += k;
+        src += (uint64_t)k;
+        len -= (size_t)k;
+        if (len > 0 && shm->progress)
+            shm->progress(shm->progress_arg);
+    }
+    return 0;
+#else
+    (void)shm, (void)pid, (void)dst, (void)src, (void)len;
+    return ENOSYS;
+#endif
+}
+
+/* Publish my buffer [addr, addr + len) for step @s. Safe to overwrite: every
+ * reader of an earlier single-copy step raised done before its owner returned. */
+static void cma_publish(mxh_shm_t *shm, const void *addr, size_t len, uint64_t s)
+{
+    shm_ctrl_t *c = shm->peers[shm->rank].ctrl;
+    atomic_store_explicit(&c->cma.addr, (uint64_t)(uintptr_t)addr, memory_order_relaxed);
+    atomic_store_explicit(&c->cma.len, (uint64_t)len, memory_order_relaxed);
+    flag_set(shm, F_CMA, s);
+}
+
+/* Read the @len bytes rank @p published for step @s into @dst. Returns 0 on
+ * success (errors logged). */
+static int cma_pull(mxh_shm_t *shm, int p, void *dst, size_t len, uint64_t s, const char *func)
+{
+    shm_ctrl_t *c = shm->peers[p].ctrl;
+    wait_flag(shm, p, F_CMA, s);
+    uint64_t addr = atomic_load_explicit(&c->cma.addr, memory_order_relaxed);
+    uint64_t plen = atomic_load_explicit(&c->cma.len, memory_order_relaxed);
+    if (plen != (uint64_t)len) {
+        mxh_error("%s: rank %d published %llu bytes, %zu expected (counts differ between ranks?)",
+                  func, p, (unsigned long long)plen, len);
+        return -1;
+    }
+    int err = cma_copy(shm, shm->peers[p].pid, dst, addr, len);
+    if (err) {
+        mxh_error("%s: process_vm_readv of %zu bytes from rank %d (pid %ld) failed: %s", func,
+                  len, p, shm->peers[p].pid, strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* At create: every rank publishes a cookie (pid, address, value) and reads
+ * every peer's with process_vm_readv. 1 if all reads returned the values. The
+ * cookies must stay valid until every rank has probed (the caller's barrier). */
+static int cma_probe(mxh_shm_t *shm)
+{
+#if SHM_HAVE_CMA
+    for (int i = 1; i < shm->size; i++) {
+        int p = (shm->rank + i) % shm->size;
+        shm_ctrl_t *c = shm->peers[p].ctrl;
+        uint64_t want = atomic_load_explicit(&c->cma.len, memory_order_acquire), got = ~want;
+        shm->peers[p].pid = (long)atomic_load_explicit(&c->cma.pid, memory_order_relaxed);
+        int err = cma_copy(shm, shm->peers[p].pid, &got, atomic_load(&c->cma.addr), sizeof(got));
+        if (err || got != want) {
+            mxh_debug("shm: process_vm_readv from rank %d (pid %ld) %s: single copy disabled", p,
+                      shm->peers[p].pid, err ? strerror(err) : "read a wrong value");
+            return 0;
+        }
+    }
+    return 1;
+#else
+    (void)shm;
+    return 0;
+#endif
+}
+
+/* This rank's vote: MXH_SHM_CMA=0 forbids single copy (for tests and
+ * diagnosis); MXH_SHM_CMA_MIN=bytes sets the threshold (the maximum over the
+ * ranks is used). */
+static void cma_env(int *allowed, unsigned long long *min)
+{
+    const char *v = getenv("MXH_SHM_CMA");
+    *allowed = !(v && v[0] == '0' && v[1] == '\0');
+    v = getenv("MXH_SHM_CMA_MIN");
+    *min = SHM_CMA_MIN;
+    if (v && *v) {
+        char *end;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (*end == '\0')
+            *min = x;
+        else
+            mxh_warn("MXH_SHM_CMA_MIN=%s ignored (a number of bytes expected)", v);
+    }
+}
 
 /* ------------------------------------------------------------ create/destroy */
 
@@ -310,15 +440,43 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
         }
     }
     base = (char *)shm->map + (size_t)rank * seg;
-    /* initialise (and first-touch) my part, then make it visible to all */
+    /* initialise (and first-touch) my part, then make it visible to all; the
+     * cma line carries the single-copy probe's cookie */
+    volatile uint64_t cookie = ((uint64_t)getpid() << 24) ^ ((uint64_t)rank << 4) ^
+                               (uint64_t)(uintptr_t)shm ^ 0x5eedc0de5eedc0deULL;
+    shm_ctrl_t *ctrl = shm->peers[rank].ctrl;
     memset(base + ctrl_bytes, 0, 4 * stride);
     for (int f = 0; f < F_COUNT; f++)
-        atomic_init(&shm->peers[rank].ctrl->f[f].v, 0);
+        atomic_init(&ctrl->f[f].v, 0);
+    atomic_init(&ctrl->cma.pid, (uint64_t)getpid());
+    atomic_init(&ctrl->cma.addr, (uint64_t)(uintptr_t)&cookie);
+    atomic_init(&ctrl->cma.len, cookie);
+    shm->peers[rank].pid = (long)getpid();
     atomic_thread_fence(memory_order_seq_cst);
     MPI_Barrier(comm);
 
-    mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s", size, shm->slot,
-              shm->small_max, all[3] ? "oversubscribed" : "spinning");
+    /* single copy: probed between every pair, agreed (everyone or nobody); the
+     * allreduce also keeps every cookie alive until all ranks have read */
+    {
+        int allowed;
+        unsigned long long cmin;
+        cma_env(&allowed, &cmin);
+        mine[0] = size < 2 || !allowed || !cma_probe(shm);
+        mine[1] = cmin;
+        rc = MPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+        if (rc != MPI_SUCCESS) {
+            mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
+            munmap(shm->map, shm->map_bytes);
+            st = MXH_ERR_MPI;
+            goto cleanup;
+        }
+        shm->cma = !all[0];
+        shm->cma_min = all[1] < (unsigned long long)SIZE_MAX ? (size_t)all[1] : SIZE_MAX;
+    }
+
+    mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s, single copy %s (from %zu B)",
+              size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "spinning",
+              shm->cma ? "on" : "off", shm->cma_min);
     *shm_p = shm;
     return MXH_OK;
 
@@ -360,6 +518,21 @@ void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes)
 {
     if (shm != NULL)
         shm->small_max = bytes < shm->slot ? bytes : shm->slot;
+}
+
+int mxh_shm_cma_available(const mxh_shm_t *shm) { return shm ? shm->cma : 0; }
+size_t mxh_shm_get_cma_min(const mxh_shm_t *shm) { return shm ? shm->cma_min : SIZE_MAX; }
+
+void mxh_shm_set_cma_min(mxh_shm_t *shm, size_t bytes)
+{
+    if (shm != NULL)
+        shm->cma_min = bytes;
+}
+
+/* single copy for a transfer of @bytes (the same decision on every rank) */
+static inline int use_cma(const mxh_shm_t *shm, size_t bytes)
+{
+    return shm->cma && bytes >= shm->cma_min && bytes > 0;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -672,6 +845,26 @@ mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, cons
     const size_t cme = (size_t)counts[me];
     char *myout = (char *)out + (size_t)displs[me] * tsize;
 
+    if (n > 1 && use_cma(shm, maxc * tsize)) {
+        /* single copy: publish my part (the input: read-only during the call),
+         * copy it into place while the peers read it, read theirs, and leave
+         * once nobody reads mine any more */
+        const uint64_t s = ++shm->step;
+        int failed = 0;
+        cma_publish(shm, mine, cme * tsize, s);
+        if (cme && (const char *)mine != myout)
+            memmove(myout, mine, cme * tsize);
+        for (int i = 1; i < n; i++) {
+            int p = (me + i) % n;
+            size_t len = (size_t)counts[p] * tsize;
+            if (len)
+                failed |= cma_pull(shm, p, (char *)out + (size_t)displs[p] * tsize, len, s,
+                                   func) != 0;
+        }
+        flag_set(shm, F_DONE, s);
+        wait_all(shm, F_DONE, s);
+        return failed ? MXH_ERR_UNSUPPORTED : MXH_OK;
+    }
     if (cme && (const char *)mine != myout)
         memmove(myout, mine, cme * tsize);
     if (maxc == 0 || n == 1)
@@ -716,6 +909,21 @@ mxh_status_t mxh_shm_bcast(mxh_shm_t *shm, void *buf, size_t count, size_t tsize
     const size_t bytes = count * tsize;
     if (bytes == 0 || shm->size == 1)
         return MXH_OK;
+
+    if (use_cma(shm, bytes)) {
+        /* single copy: the root publishes buf and waits until every peer read it */
+        const uint64_t s = ++shm->step;
+        int failed = 0;
+        if (shm->rank == root) {
+            cma_publish(shm, buf, bytes, s);
+            flag_set(shm, F_DONE, s);
+            wait_all(shm, F_DONE, s);
+        } else {
+            failed = cma_pull(shm, root, buf, bytes, s, func) != 0;
+            flag_set(shm, F_DONE, s);
+        }
+        return failed ? MXH_ERR_UNSUPPORTED : MXH_OK;
+    }
 
     const size_t S = shm->slot, ns = (bytes + S - 1) / S;
     const uint64_t base = shm->step;

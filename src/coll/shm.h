@@ -13,10 +13,12 @@
  * costs a communicator per object. Known limit: posix_fallocate places every
  * page on rank 0's NUMA node (mbind per part would fix it on multi-socket
  * nodes). One part per rank, 4 KiB aligned:
- *   3 control words, each on its own 128-byte line (only the owner writes):
+ *   4 control words, each on its own 128-byte line (only the owner writes):
  *     ready  step whose input data is in my in-slot (step % 2)
  *     res    step whose reduced sub-chunk is in my res-slot (step % 2)
- *     done   step whose reads of peers' slots I have finished
+ *     done   step whose reads of peers' slots (or buffers) I have finished
+ *     cma    step whose buffer descriptor (next line) is published
+ *   a descriptor line (pid, address, length): my user buffer for single copy;
  *   in-slot[2], res-slot[2]: double-buffered data slots of `slot` bytes, where
  *   slot = chunk_bytes rounded up to a multiple of 64 and to at least 64 * n
  *   (n = size of the communicator; chunk_bytes is taken as the maximum over
@@ -53,6 +55,23 @@
  *   allgather: step j holds elements [jC, (j+1)C) of each rank's own part;
  *     every rank copies its peers' slices into out.
  *   bcast: the root's in-slot carries `slot` bytes per step.
+ *
+ * Single copy (Linux cross-memory attach, process_vm_readv), bcast and
+ * allgather from cma_min bytes per transfer (the message for bcast, the
+ * largest part for allgather; default 8 KiB): one step s. The owner (the
+ * bcast root; every rank in allgather, its part read straight from `mine`)
+ * stores address and length in its descriptor line and raises cma = s
+ * (release); a peer waits for cma >= s, reads the buffer straight into its
+ * own (process_vm_readv, 4 MiB per call, the progress hook in between) and
+ * raises done = s; the owner returns only once every peer's done >= s (its
+ * buffer must stay valid and unchanged until then). A descriptor is rewritten
+ * only in a later call, after all its readers raised done. CMA can be
+ * forbidden (Yama ptrace_scope >= 1 with ranks that are not ancestors, seccomp
+ * in containers, pid namespaces): mxh_shm_create lets every rank read a cookie
+ * from every peer and agrees (MPI_Allreduce) on the result, so either every
+ * rank uses single copy or none (then the slot protocol above, as elsewhere
+ * than Linux). A read that fails later (a buffer unmapped under us) still
+ * completes the synchronisation and returns MXH_ERR_UNSUPPORTED.
  * Reductions run in rank order 0, 1, ..., n-1 (acc = x0; acc = x1 op acc; ...)
  * whichever rank computes, so the results are bitwise identical on every rank
  * and equal between the small and the chunked protocol.
@@ -105,6 +124,16 @@ size_t mxh_shm_slot_bytes(const mxh_shm_t *shm);
  * slot size. */
 size_t mxh_shm_get_small_max(const mxh_shm_t *shm);
 void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes);
+
+/* Single copy (see above): whether the probe at create succeeded on every
+ * rank (agreed), and the threshold in bytes per transfer (SIZE_MAX: never).
+ * The setter is local but must be called alike on all ranks. At create the
+ * environment of each rank votes: MXH_SHM_CMA=0 on any rank disables single
+ * copy for all; MXH_SHM_CMA_MIN=bytes sets the threshold (maximum over the
+ * ranks). */
+int mxh_shm_cma_available(const mxh_shm_t *shm);
+size_t mxh_shm_get_cma_min(const mxh_shm_t *shm);
+void mxh_shm_set_cma_min(mxh_shm_t *shm, size_t bytes);
 
 /* out = in[0] op in[1] op ... op in[n-1] (count elements) on every rank.
  * @in == @out (in place) or disjoint; other overlaps are not supported. */

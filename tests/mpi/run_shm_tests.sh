@@ -2,9 +2,11 @@
 # Runs mpi/test_shm (shared-memory collectives, src/coll/shm.h) under mpiexec
 # on 1, 2, 3, 4 and 8 ranks of this machine, and on 4 ranks split into two
 # shared-memory cliques by MPICH (MPIR_CVAR_NUM_CLIQUES=2: creating the object
-# on WORLD must then fail on every rank; the tests run on each clique).
+# on WORLD must then fail on every rank; the tests run on each clique), and on
+# 3 ranks with single copy (process_vm_readv) forbidden (MXH_SHM_CMA=0: the
+# slot protocol at every size, as where the kernel refuses it).
 #
-#   MXH_TEST_SHM_RANKS="1 2 3 4 8"   rank counts to run (plus "cliques")
+#   MXH_TEST_SHM_RANKS="1 2 3 4 8"   rank counts to run (plus "cliques", "nocma")
 #   MXH_TEST_GTEST_FILTER='*Allreduce*'  gtest filter
 #   MXH_TEST_BINDIR=/path/to/mpi     where test_shm is (default: ./mpi)
 #   MPIEXEC=mpiexec                  the launcher (set by make check)
@@ -27,7 +29,7 @@ if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
     exit 77
 fi
 mkdir -p "$logdir"
-unset MPIX_HIER_HOSTNAME MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES
+unset MPIX_HIER_HOSTNAME MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES MXH_SHM_CMA MXH_SHM_CMA_MIN
 
 npass=0
 nfail=0
@@ -62,9 +64,11 @@ run() {
     fi
 }
 
-for np in ${MXH_TEST_SHM_RANKS:-1 2 3 4 8 cliques}; do
+for np in ${MXH_TEST_SHM_RANKS:-1 2 3 4 8 cliques nocma}; do
     if [ "$np" = cliques ]; then
         run cliques 4 MPIR_CVAR_NUM_CLIQUES=2
+    elif [ "$np" = nocma ]; then
+        run nocma 3 MXH_SHM_CMA=0
     else
         run "$np" "$np"
     fi

@@ -10,9 +10,17 @@
 // random floats, and the one-phase and the chunked protocol must agree bit
 // for bit.
 //
+// Single copy (process_vm_readv, bcast and allgather): the parameterised
+// suite runs with the default threshold (so its large counts take it when
+// the probe succeeded); ShmCma forces it on every size, and off, on the same
+// cases, and checks the create-time agreement (MXH_SHM_CMA=0 on one rank).
+// run_shm_tests.sh also runs the whole suite once with MXH_SHM_CMA=0.
+//
 // MXH_TEST_QUICK=1 trims the matrix; MXH_TEST_TRACE=1 prints each case.
 #include <algorithm>
 #include <cstdarg>
+#include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -837,6 +845,193 @@ TEST_F(ShmLife, SupportAgreed)
     }
     mxh_shm_destroy(shm);
     MPI_Comm_free(&node);
+}
+
+// ------------------------------------------------------------ single copy
+
+class ShmCma : public MxhMpiTest {
+  protected:
+    void SetUp() override
+    {
+        MxhMpiTest::SetUp();
+        comm_ = make_node_comm(false);
+        ASSERT_EQ(mxh_shm_create(comm_, 4096, &shm_), MXH_OK);
+    }
+    void TearDown() override
+    {
+        mxh_shm_destroy(shm_);
+        MPI_Comm_free(&comm_);
+        MxhMpiTest::TearDown();
+    }
+    // Skip (on every rank alike) when the probe found no single copy.
+    bool have_cma()
+    {
+        int size;
+        MPI_Comm_size(comm_, &size);
+        if (size > 1 && !mxh_shm_cma_available(shm_)) {
+            int rank;
+            MPI_Comm_rank(comm_, &rank);
+            if (rank == 0)
+                std::printf("  [note] process_vm_readv not permitted here: single copy off\n");
+            return false;
+        }
+        return true;
+    }
+    // Bcast from every root and allgather (every shape, in place or not) at
+    // sizes around and far above the slot (4 KiB), with the threshold @cmin.
+    void matrix(Checker &ck, size_t cmin, int tag)
+    {
+        mxh_shm_set_cma_min(shm_, cmin);
+        const mxh_type_t *tb = mxh_type_find(MPI_BYTE), *td = mxh_type_find(MPI_DOUBLE);
+        const mxh_type_t *tz = mxh_type_find(MPI_C_DOUBLE_COMPLEX);
+        // bytes, ragged (4 KiB slots: the slot protocol takes 2200 steps for 9 MB)
+        const size_t big = quick() || ck.size > 2 ? 1000003 : 9000011;
+        for (size_t bytes : {(size_t)1, (size_t)4095, (size_t)4096, (size_t)65537, big})
+            for (int root = 0; root < ck.size; root++) {
+                bcast_case(ck, shm_, tb, 1, bytes, root, salt_of(tb, MPI_OP_NULL, bytes, tag + root));
+                bcast_case(ck, shm_, td, 8, bytes / 8 + 1, root,
+                           salt_of(td, MPI_OP_NULL, bytes, tag + 50 + root));
+            }
+        for (size_t m : {(size_t)1, (size_t)517, (size_t)70001, big / 16 / (size_t)ck.size})
+            for (int shape = 0; shape < 4; shape++)
+                for (int ip = 0; ip < 2; ip++) {
+                    ag_case(ck, shm_, tz, 16, shape, m, ip, salt_of(tz, MPI_OP_NULL, m, tag + 100 + shape));
+                    if (shape == 1)
+                        ag_case(ck, shm_, tb, 1, shape, m * 16 + 3, ip,
+                                salt_of(tb, MPI_OP_NULL, m, tag + 110));
+                }
+        mxh_shm_set_cma_min(shm_, SIZE_MAX);
+    }
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    mxh_shm_t *shm_ = nullptr;
+};
+
+// Every transfer through process_vm_readv (threshold 1 byte).
+TEST_F(ShmCma, SingleCopyEverySize)
+{
+    Checker ck(comm_);
+    if (have_cma())
+        matrix(ck, 1, 1000);
+    ck.finish();
+}
+
+// The slot protocol on the same cases (single copy disabled by the setter),
+// and the default threshold (both protocols in one run).
+TEST_F(ShmCma, SlotsWhenDisabledAndDefaultThreshold)
+{
+    Checker ck(comm_);
+    size_t def = mxh_shm_get_cma_min(shm_);
+    EXPECT_GT(def, (size_t)0);
+    matrix(ck, SIZE_MAX, 2000);
+    matrix(ck, def, 3000);
+    ck.finish();
+}
+
+// Single copy and slot calls back to back without MPI in between (the step
+// counter and the flags stay consistent across protocols), with a late root
+// (the readers wait) and a late reader (the root waits before returning: its
+// buffer is modified right after the call, which must not reach the reader).
+TEST_F(ShmCma, MixedWithSlotsAndLateRanks)
+{
+    Checker ck(comm_);
+    if (!have_cma()) {
+        ck.finish();
+        return;
+    }
+    mxh_shm_set_cma_min(shm_, 32768);
+    std::mt19937 rng(77);
+    const int iters = quick() ? 100 : 400;
+    for (int it = 0; it < iters && ck.failures() == 0; it++) {
+        size_t bytes = rng() % 2 ? 40000 + rng() % 100000 : 1 + rng() % 20000;
+        int root = (int)(rng() % (unsigned)ck.size);
+        int late = (int)(rng() % (unsigned)ck.size);
+        bool sleepy = it % 16 == 0;
+        std::vector<unsigned char> a(bytes);
+        for (size_t i = 0; i < bytes; i++)
+            a[i] = ck.rank == root ? (unsigned char)(i * 13 + (size_t)it) : 0;
+        if (sleepy && ck.rank == late)
+            usleep(5000);
+        ck.st(mxh_shm_bcast(shm_, a.data(), bytes, 1, root), "bcast");
+        if (ck.rank == root)
+            std::fill(a.begin(), a.end(), 0xEE); // after the call: nobody reads it any more
+        else
+            for (size_t i = 0; i < bytes; i++)
+                if (a[i] != (unsigned char)(i * 13 + (size_t)it)) {
+                    ck.fail(fmt("iteration %d: bcast of %zu bytes from %d: byte %zu wrong", it,
+                                bytes, root, i));
+                    break;
+                }
+        // allgather of ragged parts right after, in place every other time
+        std::vector<int> counts((size_t)ck.size), displs((size_t)ck.size);
+        size_t tot = 0;
+        for (int q = 0; q < ck.size; q++) {
+            counts[(size_t)q] = (int)((bytes / 4 + 97 * (size_t)q) % 30011);
+            displs[(size_t)q] = (int)tot;
+            tot += (size_t)counts[(size_t)q];
+        }
+        std::vector<int> mine((size_t)counts[(size_t)ck.rank]), out(tot, -1);
+        for (size_t i = 0; i < mine.size(); i++)
+            mine[i] = ck.rank * 1000003 + (int)i + it;
+        const void *src = mine.data();
+        if (it % 2) {
+            std::copy(mine.begin(), mine.end(), out.begin() + displs[(size_t)ck.rank]);
+            src = out.data() + displs[(size_t)ck.rank];
+        }
+        ck.st(mxh_shm_allgather(shm_, src, out.data(), counts.data(), displs.data(), MPI_INT,
+                                sizeof(int)),
+              "allgather");
+        std::fill(mine.begin(), mine.end(), -7);
+        for (int q = 0; q < ck.size; q++)
+            for (int i = 0; i < counts[(size_t)q]; i++)
+                if (out[(size_t)displs[(size_t)q] + (size_t)i] != q * 1000003 + i + it) {
+                    ck.fail(fmt("iteration %d: allgather: part %d element %d wrong", it, q, i));
+                    q = ck.size;
+                    break;
+                }
+    }
+    mxh_shm_set_cma_min(shm_, SIZE_MAX);
+    ck.finish();
+}
+
+// MXH_SHM_CMA=0 on one rank only at create: every rank agrees on no single
+// copy, and the large collectives still work (slot protocol).
+TEST_F(ShmCma, OneRankForbidsAgreed)
+{
+    int rank, size;
+    MPI_Comm_rank(comm_, &rank);
+    MPI_Comm_size(comm_, &size);
+    const char *old = getenv("MXH_SHM_CMA");
+    std::string saved = old ? old : "";
+    if (rank == size - 1)
+        setenv("MXH_SHM_CMA", "0", 1);
+    mxh_shm_t *shm = nullptr;
+    ASSERT_EQ(mxh_shm_create(comm_, 0, &shm), MXH_OK);
+    if (old)
+        setenv("MXH_SHM_CMA", saved.c_str(), 1);
+    else
+        unsetenv("MXH_SHM_CMA");
+    EXPECT_EQ(mxh_shm_cma_available(shm), 0);
+    {
+        Checker ck(comm_);
+        mxh_shm_set_cma_min(shm, 1); // ignored: not available
+        const mxh_type_t *tb = mxh_type_find(MPI_BYTE);
+        for (int root = 0; root < size; root++)
+            bcast_case(ck, shm, tb, 1, 300007, root, salt_of(tb, MPI_OP_NULL, 1, 4000 + root));
+        ag_case(ck, shm, tb, 1, 1, 100003, false, salt_of(tb, MPI_OP_NULL, 1, 4100));
+        ck.finish();
+    }
+    mxh_shm_destroy(shm);
+    // the agreement also holds the other way: nobody forbids, all take it or none
+    ASSERT_EQ(mxh_shm_create(comm_, 0, &shm), MXH_OK);
+    int on = mxh_shm_cma_available(shm), lo = 0, hi = 0;
+    MPI_Allreduce(&on, &lo, 1, MPI_INT, MPI_MIN, comm_);
+    MPI_Allreduce(&on, &hi, 1, MPI_INT, MPI_MAX, comm_);
+    EXPECT_EQ(lo, hi) << "single copy not agreed";
+#ifdef __linux__
+    if (size > 1 && old == nullptr && !on && rank == 0)
+        std::printf("  [note] process_vm_readv refused on this machine\n");
+#endif
+    mxh_shm_destroy(shm);
 }
 
 } // namespace
