@@ -35,7 +35,11 @@
 #define SHM_DEFAULT_CHUNK ((size_t)128 << 10)
 #define SHM_MAX_CHUNK     ((size_t)1 << 30)
 #define SHM_SMALL_TOTAL   ((size_t)8 << 10) /* one phase up to 8 KiB / n (>= 512 B) */
-#define SHM_CMA_MIN       ((size_t)8 << 10) /* single copy (bcast, allgather) from 8 KiB */
+/* single copy (bcast, allgather) for transfers in [8 KiB, 1 MiB): measured on
+ * 2 ranks, larger transfers run faster through the pipelined slots (both
+ * ranks copy, the slots stay in cache) */
+#define SHM_CMA_MIN       ((size_t)8 << 10)
+#define SHM_CMA_MAX       ((size_t)1 << 20)
 #define SHM_CMA_IO        ((size_t)4 << 20) /* bytes per process_vm_readv (progress in between) */
 
 /* waiting: polls with a pause, then sched_yield per poll; sleep once waiting is long */
@@ -76,6 +80,7 @@ struct mxh_shm {
     size_t      small_max; /* one-phase allreduce/reduce up to this many bytes */
     int         cma;       /* process_vm_readv works between every pair (agreed) */
     size_t      cma_min;   /* single copy from this many bytes per transfer */
+    size_t      cma_max;   /* ... up to (excluding) this many */
     unsigned    spin_polls;
     uint64_t    step;      /* last step used; the same on every rank between calls */
     shm_peer_t *peers;     /* [size] */
@@ -258,23 +263,28 @@ static int cma_probe(mxh_shm_t *shm)
 #endif
 }
 
-/* This rank's vote: MXH_SHM_CMA=0 forbids single copy (for tests and
- * diagnosis); MXH_SHM_CMA_MIN=bytes sets the threshold (the maximum over the
- * ranks is used). */
-static void cma_env(int *allowed, unsigned long long *min)
+static unsigned long long env_bytes(const char *name, unsigned long long def)
 {
-    const char *v = getenv("MXH_SHM_CMA");
-    *allowed = !(v && v[0] == '0' && v[1] == '\0');
-    v = getenv("MXH_SHM_CMA_MIN");
-    *min = SHM_CMA_MIN;
+    const char *v = getenv(name);
     if (v && *v) {
         char *end;
         unsigned long long x = strtoull(v, &end, 10);
         if (*end == '\0')
-            *min = x;
-        else
-            mxh_warn("MXH_SHM_CMA_MIN=%s ignored (a number of bytes expected)", v);
+            return x;
+        mxh_warn("%s=%s ignored (a number of bytes expected)", name, v);
     }
+    return def;
+}
+
+/* This rank's vote: MXH_SHM_CMA=0 forbids single copy (for tests and
+ * diagnosis); MXH_SHM_CMA_MIN / MXH_SHM_CMA_MAX=bytes set the range (the
+ * narrowest over the ranks is used). */
+static void cma_env(int *allowed, unsigned long long *min, unsigned long long *max)
+{
+    const char *v = getenv("MXH_SHM_CMA");
+    *allowed = !(v && v[0] == '0' && v[1] == '\0');
+    *min = env_bytes("MXH_SHM_CMA_MIN", SHM_CMA_MIN);
+    *max = env_bytes("MXH_SHM_CMA_MAX", SHM_CMA_MAX);
 }
 
 /* ------------------------------------------------------------ create/destroy */
@@ -459,11 +469,12 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
      * allreduce also keeps every cookie alive until all ranks have read */
     {
         int allowed;
-        unsigned long long cmin;
-        cma_env(&allowed, &cmin);
+        unsigned long long cmin, cmax;
+        cma_env(&allowed, &cmin, &cmax);
         mine[0] = size < 2 || !allowed || !cma_probe(shm);
         mine[1] = cmin;
-        rc = MPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+        mine[2] = ~cmax; /* MAX of the complement: the smallest maximum */
+        rc = MPI_Allreduce(mine, all, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
         if (rc != MPI_SUCCESS) {
             mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
             munmap(shm->map, shm->map_bytes);
@@ -472,11 +483,12 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
         }
         shm->cma = !all[0];
         shm->cma_min = all[1] < (unsigned long long)SIZE_MAX ? (size_t)all[1] : SIZE_MAX;
+        shm->cma_max = ~all[2] < (unsigned long long)SIZE_MAX ? (size_t)~all[2] : SIZE_MAX;
     }
 
-    mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s, single copy %s (from %zu B)",
-              size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "spinning",
-              shm->cma ? "on" : "off", shm->cma_min);
+    mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s, single copy %s [%zu B, "
+              "%zu B)", size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "spinning",
+              shm->cma ? "on" : "off", shm->cma_min, shm->cma_max);
     *shm_p = shm;
     return MXH_OK;
 
@@ -523,16 +535,24 @@ void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes)
 int mxh_shm_cma_available(const mxh_shm_t *shm) { return shm ? shm->cma : 0; }
 size_t mxh_shm_get_cma_min(const mxh_shm_t *shm) { return shm ? shm->cma_min : SIZE_MAX; }
 
+size_t mxh_shm_get_cma_max(const mxh_shm_t *shm) { return shm ? shm->cma_max : 0; }
+
 void mxh_shm_set_cma_min(mxh_shm_t *shm, size_t bytes)
 {
     if (shm != NULL)
         shm->cma_min = bytes;
 }
 
+void mxh_shm_set_cma_max(mxh_shm_t *shm, size_t bytes)
+{
+    if (shm != NULL)
+        shm->cma_max = bytes;
+}
+
 /* single copy for a transfer of @bytes (the same decision on every rank) */
 static inline int use_cma(const mxh_shm_t *shm, size_t bytes)
 {
-    return shm->cma && bytes >= shm->cma_min && bytes > 0;
+    return shm->cma && bytes >= shm->cma_min && bytes < shm->cma_max && bytes > 0;
 }
 
 /* ------------------------------------------------------------ helpers */

@@ -57,8 +57,10 @@
  *   bcast: the root's in-slot carries `slot` bytes per step.
  *
  * Single copy (Linux cross-memory attach, process_vm_readv), bcast and
- * allgather from cma_min bytes per transfer (the message for bcast, the
- * largest part for allgather; default 8 KiB): one step s. The owner (the
+ * allgather for transfers of cma_min <= bytes < cma_max (the message for
+ * bcast, the largest part for allgather; default [8 KiB, 1 MiB): measured on
+ * 2 ranks, larger transfers ran faster through the pipelined slots, where
+ * both ranks copy and the slots stay in cache): one step s. The owner (the
  * bcast root; every rank in allgather, its part read straight from `mine`)
  * stores address and length in its descriptor line and raises cma = s
  * (release); a peer waits for cma >= s, reads the buffer straight into its
@@ -126,14 +128,16 @@ size_t mxh_shm_get_small_max(const mxh_shm_t *shm);
 void mxh_shm_set_small_max(mxh_shm_t *shm, size_t bytes);
 
 /* Single copy (see above): whether the probe at create succeeded on every
- * rank (agreed), and the threshold in bytes per transfer (SIZE_MAX: never).
- * The setter is local but must be called alike on all ranks. At create the
- * environment of each rank votes: MXH_SHM_CMA=0 on any rank disables single
- * copy for all; MXH_SHM_CMA_MIN=bytes sets the threshold (maximum over the
- * ranks). */
+ * rank (agreed), and the range [min, max) of bytes per transfer that takes it
+ * (min SIZE_MAX or max 0: never). The setters are local but must be called
+ * alike on all ranks. At create the environment of each rank votes:
+ * MXH_SHM_CMA=0 on any rank disables single copy for all; MXH_SHM_CMA_MIN and
+ * MXH_SHM_CMA_MAX=bytes set the range (the narrowest over the ranks). */
 int mxh_shm_cma_available(const mxh_shm_t *shm);
 size_t mxh_shm_get_cma_min(const mxh_shm_t *shm);
+size_t mxh_shm_get_cma_max(const mxh_shm_t *shm);
 void mxh_shm_set_cma_min(mxh_shm_t *shm, size_t bytes);
+void mxh_shm_set_cma_max(mxh_shm_t *shm, size_t bytes);
 
 /* out = in[0] op in[1] op ... op in[n-1] (count elements) on every rank.
  * @in == @out (in place) or disjoint; other overlaps are not supported. */

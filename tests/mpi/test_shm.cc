@@ -879,9 +879,10 @@ class ShmCma : public MxhMpiTest {
     }
     // Bcast from every root and allgather (every shape, in place or not) at
     // sizes around and far above the slot (4 KiB), with the threshold @cmin.
-    void matrix(Checker &ck, size_t cmin, int tag)
+    void matrix(Checker &ck, size_t cmin, size_t cmax, int tag)
     {
         mxh_shm_set_cma_min(shm_, cmin);
+        mxh_shm_set_cma_max(shm_, cmax);
         const mxh_type_t *tb = mxh_type_find(MPI_BYTE), *td = mxh_type_find(MPI_DOUBLE);
         const mxh_type_t *tz = mxh_type_find(MPI_C_DOUBLE_COMPLEX);
         // bytes, ragged (4 KiB slots: the slot protocol takes 2200 steps for 9 MB)
@@ -901,6 +902,7 @@ class ShmCma : public MxhMpiTest {
                                 salt_of(tb, MPI_OP_NULL, m, tag + 110));
                 }
         mxh_shm_set_cma_min(shm_, SIZE_MAX);
+        mxh_shm_set_cma_max(shm_, SIZE_MAX);
     }
     MPI_Comm comm_ = MPI_COMM_NULL;
     mxh_shm_t *shm_ = nullptr;
@@ -911,7 +913,7 @@ TEST_F(ShmCma, SingleCopyEverySize)
 {
     Checker ck(comm_);
     if (have_cma())
-        matrix(ck, 1, 1000);
+        matrix(ck, 1, SIZE_MAX, 1000);
     ck.finish();
 }
 
@@ -920,10 +922,11 @@ TEST_F(ShmCma, SingleCopyEverySize)
 TEST_F(ShmCma, SlotsWhenDisabledAndDefaultThreshold)
 {
     Checker ck(comm_);
-    size_t def = mxh_shm_get_cma_min(shm_);
+    size_t def = mxh_shm_get_cma_min(shm_), defmax = mxh_shm_get_cma_max(shm_);
     EXPECT_GT(def, (size_t)0);
-    matrix(ck, SIZE_MAX, 2000);
-    matrix(ck, def, 3000);
+    EXPECT_GT(defmax, def);
+    matrix(ck, SIZE_MAX, SIZE_MAX, 2000);
+    matrix(ck, def, defmax, 3000);
     ck.finish();
 }
 
@@ -939,10 +942,13 @@ TEST_F(ShmCma, MixedWithSlotsAndLateRanks)
         return;
     }
     mxh_shm_set_cma_min(shm_, 32768);
+    mxh_shm_set_cma_max(shm_, 100000); // three protocols: slots, single copy, slots
     std::mt19937 rng(77);
     const int iters = quick() ? 100 : 400;
     for (int it = 0; it < iters && ck.failures() == 0; it++) {
         size_t bytes = rng() % 2 ? 40000 + rng() % 100000 : 1 + rng() % 20000;
+        if (it % 5 == 0)
+            bytes += 400000;
         int root = (int)(rng() % (unsigned)ck.size);
         int late = (int)(rng() % (unsigned)ck.size);
         bool sleepy = it % 16 == 0;
@@ -990,6 +996,7 @@ TEST_F(ShmCma, MixedWithSlotsAndLateRanks)
                 }
     }
     mxh_shm_set_cma_min(shm_, SIZE_MAX);
+    mxh_shm_set_cma_max(shm_, SIZE_MAX);
     ck.finish();
 }
 
