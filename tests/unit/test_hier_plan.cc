@@ -1128,8 +1128,8 @@ TEST(Select, DescribeNamesSizeRanges)
     mxh_select_describe(&cfg, &one_node, MXH_COLL_ALLREDUCE, buf, sizeof(buf));
     EXPECT_STREQ("[0 B, inf) shm", buf);
     mxh_select_describe(&cfg, &one_node, MXH_COLL_BCAST, buf, sizeof(buf));
-    EXPECT_STREQ("[0 B, 2 KiB) shm; [2 KiB, inf) mpi", buf);
-    // allgather: the limit is on the whole vector, 1 MiB / 2 ranks per block
+    EXPECT_STREQ("[0 B, 8 MiB) shm; [8 MiB, inf) mpi", buf);
+    // allgather: the limit is on the whole vector, 2 MiB / 2 ranks per block
     mxh_select_describe(&cfg, &one_node, MXH_COLL_ALLGATHER, buf, sizeof(buf));
-    EXPECT_STREQ("[0 B, 512 KiB) shm; [512 KiB, inf) mpi", buf);
+    EXPECT_STREQ("[0 B, 1 MiB) shm; [1 MiB, inf) mpi", buf);
 }
