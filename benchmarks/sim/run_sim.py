@@ -6,6 +6,7 @@ next to the analytic two-level bound (ARCHITECTURE.md section 3).
 
   benchmarks/sim/run_sim.py --nodes 4 --gpus 4 -b 1M -e 256M
   benchmarks/sim/run_sim.py --check-model            # simulator vs analytic formulas
+  benchmarks/sim/run_sim.py -b 16M -e 64M --sweep-frag 128k,256k,512k,1m,2m
 
 Network model: SMPI's correction factors are set to 1, cross-traffic and RTT
 weighting off, so that links behave as the platform file says; reductions
@@ -46,8 +47,9 @@ def fmt_size(b):
 def smpirun(a, prefix, nranks, prog, env_extra, log):
     env = dict(os.environ)
     env.update(env_extra)
+    test_opts = ["--cfg=smpi/test:%g" % a.test_time, "--cfg=smpi/grow-injected-times:no"]
     cmd = ["smpirun", "-np", str(nranks), "-platform", prefix + ".xml",
-           "-hostfile", prefix + ".hosts"] + SMPI_OPTS + prog
+           "-hostfile", prefix + ".hosts"] + SMPI_OPTS + test_opts + prog
     t0 = time.time()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True, timeout=a.timeout)
@@ -81,8 +83,11 @@ def bench_rows(out, coll):
 
 
 def model(a, n):
-    """Times (s) of the analytic models for an allreduce of n bytes per rank."""
+    """Times (s) of the analytic models for an allreduce of n bytes per rank;
+    reduce_scatter and allgather of an n-byte vector move half as much."""
     N, g = a.nodes, a.gpus
+    if a.coll in ("reduce_scatter", "allgather"):
+        n = n / 2.0
     npl = a.nodes_per_leaf or N
     bnvl, bnic = a.b_nvl * 1e9, a.b_nic * 1e9
     t_intra = 2.0 * (g - 1) / g * n / bnvl if g > 1 else 0.0
@@ -94,7 +99,11 @@ def model(a, n):
     return t_intra, t_inter
 
 
-def run_compare(a):
+def bus_factor(a, p):
+    return (p - 1.0) / p if a.coll in ("reduce_scatter", "allgather") else 2.0 * (p - 1) / p
+
+
+def setup(a):
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, "plat_%s_%dx%d" % (a.topology, a.nodes, a.gpus))
     gargs = ["--topology", a.topology, "--nodes", str(a.nodes), "--gpus", str(a.gpus),
@@ -102,6 +111,11 @@ def run_compare(a):
              "--b-nvl", str(a.b_nvl), "--b-nic", str(a.b_nic), "--lat-nvl", str(a.lat_nvl),
              "--lat-nic", str(a.lat_nic), "--lat-spine", str(a.lat_spine), "-o", prefix]
     gen_platform.main(gargs)
+    return prefix
+
+
+def run_compare(a):
+    prefix = setup(a)
     p = a.nodes * a.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
     common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
@@ -109,6 +123,8 @@ def run_compare(a):
     env = {"MPIX_HIER_CLUSTER_FILE": prefix + ".cluster"}
     if a.frag:
         env["MPIX_HIER_FRAG_SIZE"] = a.frag
+    if a.depth is not None:
+        env["MPIX_HIER_PIPELINE_DEPTH"] = str(a.depth)
     runs = [("auto", dict(env), ["--impl", "hier,mpi"]),
             ("hier", dict(env, MPIX_HIER_ALGO="hier"), ["--impl", "hier"]),
             ("pipeline", dict(env, MPIX_HIER_ALGO="pipeline"), ["--impl", "hier"])]
@@ -118,7 +134,7 @@ def run_compare(a):
         out, wall = smpirun(a, prefix, p, [bench] + common + extra, e, log)
         res[name] = bench_rows(out, a.coll)
         sys.stderr.write("%s: %.0f s wall, log %s\n" % (name, wall, log))
-    fac = 2.0 * (p - 1) / p
+    fac = bus_factor(a, p)
     print("# %s, %s %d nodes x %d GPUs = %d ranks, nodes/leaf %s, oversub %g, B_nvl %g GB/s, "
           "B_nic %g GB/s" % (a.coll, a.topology, a.nodes, a.gpus, p,
                              a.nodes_per_leaf or a.nodes, a.oversub, a.b_nvl, a.b_nic))
@@ -138,6 +154,43 @@ def run_compare(a):
         pipe = float(res["pipeline"].get(n, ["nan"] * 3)[2])
         print("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
             fmt_size(n), mpi, auto, hier, pipe, b_seq, b_bound, pipe / b_bound, pipe / mpi))
+
+
+def run_sweep(a):
+    """Pipeline busbw per fragment size (MPIX_HIER_FRAG_SIZE), hier for reference."""
+    prefix = setup(a)
+    p = a.nodes * a.gpus
+    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
+    common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+              "-n", str(a.iters), "-w", str(a.warmup), "--impl", "hier"]
+    env = {"MPIX_HIER_CLUSTER_FILE": prefix + ".cluster"}
+    runs = [("hier", dict(env, MPIX_HIER_ALGO="hier"))]
+    for fr in a.sweep_frag.split(","):
+        for d in (a.sweep_depth.split(",") if a.sweep_depth else [None]):
+            e = dict(env, MPIX_HIER_ALGO="pipeline", MPIX_HIER_FRAG_SIZE=fr)
+            name = "pipeline %s" % fr
+            if d is not None:
+                e["MPIX_HIER_PIPELINE_DEPTH"] = d
+                name += " depth %s" % d
+            runs.append((name, e))
+    res = {}
+    for name, e in runs:
+        log = "%s.%s.%s.log" % (prefix, a.coll, name.replace(" ", "_"))
+        out, wall = smpirun(a, prefix, p, [bench] + common, e, log)
+        res[name] = bench_rows(out, a.coll)
+        sys.stderr.write("%s: %.0f s wall, log %s\n" % (name, wall, log))
+    fac = bus_factor(a, p)
+    sizes = sorted(res["hier"])
+    print("# %s, %s %d nodes x %d GPUs: busbw in GB/s (time in us)" % (
+        a.coll, a.topology, a.nodes, a.gpus))
+    print("| algorithm | " + " | ".join(fmt_size(n) for n in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for name, _ in runs:
+        print("| %s | " % name + " | ".join(
+            "%.1f (%.0f)" % (float(res[name][n][2]), float(res[name][n][0]))
+            if n in res[name] else "-" for n in sizes) + " |")
+    print("| bound (model) | " + " | ".join(
+        "%.1f" % (n / max(model(a, n)) / 1e9 * fac) for n in sizes) + " |")
 
 
 def run_check_model(a):
@@ -197,6 +250,15 @@ def main():
     ap.add_argument("-n", "--iters", type=int, default=3)
     ap.add_argument("-w", "--warmup", type=int, default=1)
     ap.add_argument("--frag", default="", help="MPIX_HIER_FRAG_SIZE for the runs")
+    ap.add_argument("--depth", type=int, default=None,
+                    help="MPIX_HIER_PIPELINE_DEPTH for the runs (default: the library's)")
+    ap.add_argument("--sweep-frag", default="",
+                    help="comma-separated MPIX_HIER_FRAG_SIZE values: pipeline-only sweep")
+    ap.add_argument("--sweep-depth", default="",
+                    help="with --sweep-frag: comma-separated MPIX_HIER_PIPELINE_DEPTH values")
+    ap.add_argument("--test-time", type=float, default=1e-8,
+                    help="simulated seconds charged per MPI_Test (smpi/test, no growth; "
+                         "default 1e-8)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per smpirun")
     ap.add_argument("--check-model", action="store_true",
                     help="run the simulator cross-check instead of the comparison")
@@ -206,6 +268,9 @@ def main():
     a = ap.parse_args()
     if a.check_model:
         return run_check_model(a)
+    if a.sweep_frag:
+        run_sweep(a)
+        return 0
     run_compare(a)
     return 0
 
