@@ -58,7 +58,7 @@ const mxh_config_var_t mxh_config_vars[] = {
      "hier, pipeline), or a list coll:algo with coll one of allreduce, reduce_scatter, "
      "allgather, bcast, reduce (e.g. 'allreduce:pipeline,bcast:mpi'). An algorithm that "
      "cannot run on the communicator degrades (shm -> hier -> mpi).", 1},
-    {"MPIX_HIER_FRAG_SIZE", "512k",
+    {"MPIX_HIER_FRAG_SIZE", "8m",
      "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
      "at least two fragments overlap levels fragment by fragment; 0 disables pipelining.", 1},
     {"MPIX_HIER_PIPELINE_DEPTH", "0",
@@ -67,7 +67,7 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_SHM", "yes",
      "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
      "collectives and the node level of hierarchical schedules.", 1},
-    {"MPIX_HIER_SHM_CHUNK", "256k",
+    {"MPIX_HIER_SHM_CHUNK", "128k",
      "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
      "it chunk by chunk).", 1},
     {NULL, NULL, NULL, 0}};
@@ -212,10 +212,10 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->levels_mask     = MXH_LEVELS_ALL;
     cfg->plan_cache_size = 16;
     cfg->discover        = 1;
-    cfg->frag_size       = 512 << 10;
+    cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
     cfg->pipeline_depth  = 0;
     cfg->shm             = 1;
-    cfg->shm_chunk       = 256 << 10;
+    cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
 }
 
 static const mxh_config_var_t *find_var(const char *name)

@@ -46,10 +46,10 @@ if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
     out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --count 1000 : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --count 1000 2>&1)
     check "mpiexec hierarchy" 'level 1 rail +top +2 groups of 2: \{0,2\} \{1,3\}' "$out"
     check "mpiexec plan" 'Plan of rank 0: allreduce count=1000' "$out"
-    check "mpiexec algorithms" 'allreduce +\[0 B, 1 MiB\) hier; \[1 MiB, inf\) pipeline \(fragments of 512 KiB\)' "$out"
+    check "mpiexec algorithms" 'allreduce +\[0 B, 16 MiB\) hier; \[16 MiB, inf\) pipeline \(fragments of 8 MiB\)' "$out"
     out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --json : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --json 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin); print([l["name"] for l in d["hierarchy"]["levels"]], len(d["plans"]), d["algorithms"]["bcast"])' 2>&1)
-    check "mpiexec json" "^\['node', 'rail'\] 5 \[0 B, 1 MiB\) hier; " "$out"
+    check "mpiexec json" "^\['node', 'rail'\] 5 \[0 B, 16 MiB\) hier; " "$out"
 fi
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ]

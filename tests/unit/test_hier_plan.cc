@@ -1061,7 +1061,7 @@ TEST(Select, DefaultsByShapeAndSize)
         EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &flat, coll, 1 << 20, 1 << 20).algo);
         EXPECT_EQ(MXH_ALGO_MPI, mxh_select(&cfg, &single, coll, 1 << 20, 1 << 20).algo);
         EXPECT_EQ(MXH_ALGO_HIER, mxh_select(&cfg, &two_levels, coll, 8, 8).algo);
-        mxh_choice_t big = mxh_select(&cfg, &two_levels, coll, 8 << 20, 8 << 20);
+        mxh_choice_t big = mxh_select(&cfg, &two_levels, coll, 64 << 20, 64 << 20);
         EXPECT_EQ(MXH_ALGO_PIPELINE, big.algo);
         EXPECT_EQ(cfg.frag_size, big.frag_bytes);
         // the threshold is two fragments of the whole vector
@@ -1117,11 +1117,11 @@ TEST(Select, DescribeNamesSizeRanges)
 
     cfg.min_bytes = 1024;
     mxh_select_describe(&cfg, &two_levels, MXH_COLL_ALLREDUCE, buf, sizeof(buf));
-    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 1 MiB) hier; [1 MiB, inf) pipeline (fragments of 512 KiB)",
+    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 16 MiB) hier; [16 MiB, inf) pipeline (fragments of 8 MiB)",
                  buf);
-    // block collectives: two fragments of the whole vector = 1 MiB / 8 ranks per block
+    // block collectives: two fragments of the whole vector = 16 MiB / 8 ranks per block
     mxh_select_describe(&cfg, &two_levels, MXH_COLL_ALLGATHER, buf, sizeof(buf));
-    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 128 KiB) hier; [128 KiB, inf) pipeline (fragments of 512 KiB)",
+    EXPECT_STREQ("[0 B, 1 KiB) mpi; [1 KiB, 2 MiB) hier; [2 MiB, inf) pipeline (fragments of 8 MiB)",
                  buf);
     mxh_select_shape_t one_node = {2, 1, 1};
     cfg.min_bytes = 0;
