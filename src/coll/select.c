@@ -3,25 +3,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Measured with 2 ranks on one node, every collective and size interleaved with
- * MPICH's (mpix_bench -c all -b 8 -e 16M -f 4, MPIX_HIER_ALGO=shm; see
- * benchmarks/RESULTS.md): the shared-memory reductions win at every size.
- * bcast and allgather read straight from the owner's buffer (process_vm_readv)
- * for transfers of 8 KiB to 1 MiB (src/coll/shm.h), else through the
- * pipelined slots (mpix_bench -c bcast|allgather -b 8 -e 16M -f 4 -n 30 -w 5,
- * loaded 2-core machine, several runs): bcast wins up to 4 MiB (32 KiB 2.3 vs
- * 2.9 us, 128 KiB 5.5 vs 6.4 us, 2 MiB 165-181 vs 210-339 us), 8 MiB was too
- * noisy to call; allgather wins up to 1 MiB (512 KiB 18-19 vs 38-40 us) and
- * loses at 2 MiB (211-216 vs 195-204 us). */
+/* Measured with 2 ranks on one node, interleaved with MPICH's collective
+ * (benchmarks/RESULTS.md; MPIX_HIER_ALGO=shm mpiexec -n 2 mpix_bench -c COLL
+ * -b 8 -e 64M, three runs on the idle machine, 2026-11-22): allreduce, reduce,
+ * reduce_scatter and bcast win at every size (bcast reads straight from the
+ * root's buffer with process_vm_readv for 8 KiB..1 MiB, else through the
+ * pipelined slots; 64 MiB: bcast 8.3-8.8 vs 13.1-14.0 ms, reduce_scatter
+ * 12.0-12.2 vs 28.7-29.5 ms). allgather wins up to 1 MiB of the whole vector
+ * and loses from 2 MiB on (2 MiB: 230-238 vs 193-217 us; 8 MiB 982-1063 vs
+ * 751-876 us): MPICH's single-copy rendezvous moves each part once. */
 size_t mxh_select_shm_max(mxh_coll_t coll)
 {
     switch (coll) {
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-        return (size_t)4 << 20;
     case MXH_COLL_ALLGATHER:
         return (size_t)2 << 20;
-    case MXH_COLL_BCAST:
-        return (size_t)8 << 20;
     default:
         return SIZE_MAX;
     }
