@@ -1,9 +1,10 @@
 bin_PROGRAMS += benchmarks/mpix_bench
 benchmarks_mpix_bench_SOURCES = benchmarks/mpix_bench.c benchmarks/bench_util.h
 benchmarks_mpix_bench_LDADD = libmpixhier.la
+benchmarks_mpix_bench_CPPFLAGS = $(AM_CPPFLAGS)
 if HAVE_CUDA
 # -m cuda (device buffers)
-benchmarks_mpix_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DMXH_BENCH_CUDA
+benchmarks_mpix_bench_CPPFLAGS += $(CUDA_CPPFLAGS) -DMXH_BENCH_CUDA
 benchmarks_mpix_bench_LDADD += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
 # GPU benchmarks (CUDA builds): kernel bandwidth vs cudaMemcpy D2D, and

@@ -469,9 +469,11 @@ static const char *op_name(int op)
 /* ---- -m cuda: device buffers. Inputs are made and results checked on the host
  * copies; the timed calls get device pointers. The mpi column is what a user of
  * a non-CUDA-aware MPI does: copy to the host, call MPI, copy back (timed). */
-static char *dev_sbuf, *dev_rbuf[NIMPL], *stage_s, *stage_r;
+static char *dev_sbuf, *dev_rbuf[NIMPL];
 
 #ifdef MXH_BENCH_CUDA
+static char *stage_s, *stage_r;
+
 static void cuda_check(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) {
