@@ -396,7 +396,13 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     mine[0] = node_size != size;
     mine[1] = shm == NULL;
     mine[2] = chunk_bytes ? chunk_bytes : SHM_DEFAULT_CHUNK;
-    mine[3] = ncpu > 0 && node_size > ncpu;
+    /* oversubscribed: more ranks on this machine than CPUs, counting the whole job's
+     * ranks here when the launcher says (Hydra: MPI_LOCALNRANKS), not only ours */
+    long local_job = 0;
+    const char *lnr = getenv("MPI_LOCALNRANKS");
+    if (lnr != NULL)
+        local_job = strtol(lnr, NULL, 10);
+    mine[3] = ncpu > 0 && (node_size > ncpu || local_job > ncpu);
     rc = MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) {
         mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
