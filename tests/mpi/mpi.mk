@@ -1,7 +1,7 @@
 # MPI tests: GoogleTest binaries run under mpiexec by mpi/run_mpi_tests.sh on
 # fake multi-node layouts (see mpi/README.md). Included from tests/Makefile.am;
 # paths are relative to tests/. CXX is mpicxx (the configure default).
-MXH_MPI_COMMON = mpi/main_mpi.cc mpi/mpi_util.hh shim/mxh_test_shim.c shim/mxh_test_shim.h
+MXH_MPI_COMMON = mpi/main_mpi.cc mpi/mpi_util.hh mpi/checker.hh shim/mxh_test_shim.c shim/mxh_test_shim.h
 MXH_MPI_LIBS = $(top_builddir)/libmpixhier.la $(GTEST_LIBS) -lpthread -ldl
 # -no-install: real binaries, no libtool wrapper scripts racing under mpiexec
 MXH_MPI_NOINST = -no-install

@@ -31,23 +31,17 @@
 #include <unistd.h>
 #include <vector>
 
+#include "checker.hh"
 #include "mxh_test_shim.h"
 
 #include "coll/shm.h"
 
 namespace {
 
-bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
+using mxh_test::Buf;
+using mxh_test::fmt;
 
-std::string fmt(const char *f, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, sizeof(buf), f, ap);
-    va_end(ap);
-    return buf;
-}
+bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
 
 void trace(const std::string &label)
 {
@@ -110,83 +104,15 @@ class ShmEnv : public ::testing::Environment {
 
 // ------------------------------------------------------------------ checker
 
-class Checker {
+// The shared checker, plus the library's internal status codes.
+class Checker : public mxh_test::Checker {
   public:
-    explicit Checker(MPI_Comm c) : comm(c)
-    {
-        MPI_Comm_rank(c, &rank);
-        MPI_Comm_size(c, &size);
-    }
-    ~Checker() { EXPECT_TRUE(finished_) << "Checker::finish() not called"; }
-    void fail(const std::string &msg)
-    {
-        if (++failures_ <= 12)
-            ADD_FAILURE() << msg << " [rank " << rank << "/" << size << "]";
-    }
+    explicit Checker(MPI_Comm c) : mxh_test::Checker(c) {}
     void st(mxh_status_t s, const std::string &what)
     {
         if (s != MXH_OK)
             fail(what + ": returned " + mxh_status_string(s));
     }
-    void same(const mxh_type_t *t, bool whole, const void *got, const void *want, size_t n,
-              const std::string &what)
-    {
-        char msg[512];
-        if (mxh_compare(t, whole, got, want, n, msg, sizeof(msg)) >= 0)
-            fail(what + ": differs from MPICH: " + msg);
-    }
-    void same_bytes(const void *got, const void *want, size_t n, const std::string &what)
-    {
-        long off = mxh_compare_bytes(got, want, n);
-        if (off >= 0)
-            fail(what + fmt(" (first differing byte at offset %ld of %zu)", off, n));
-    }
-    void guards(const mxh_buf_t &b, const std::string &what)
-    {
-        if (!mxh_buf_guards_ok(&b))
-            fail(what + ": wrote outside the buffer (guard zone damaged)");
-    }
-    void hash(uint64_t h, const std::string &label)
-    {
-        hashes_.push_back(h);
-        labels_.push_back(label);
-    }
-    // Collective: every rank recorded the same hashes as rank 0.
-    void finish()
-    {
-        finished_ = true;
-        int n = (int)hashes_.size(), nmin, nmax, bad = -1;
-        MPI_Allreduce(&n, &nmin, 1, MPI_INT, MPI_MIN, comm);
-        MPI_Allreduce(&n, &nmax, 1, MPI_INT, MPI_MAX, comm);
-        if (nmin != nmax) {
-            fail(fmt("ranks recorded different numbers of cases (%d..%d): test bug", nmin, nmax));
-            return;
-        }
-        if (!mxh_hashes_agree(comm, hashes_.data(), n, &bad))
-            fail("results not bitwise identical on all ranks; first case: " +
-                 labels_[(size_t)bad]);
-        if (failures_ > 12)
-            ADD_FAILURE() << failures_ << " failures in total (12 shown)";
-    }
-    int failures() const { return failures_; }
-
-    MPI_Comm comm;
-    int rank = 0, size = 1;
-
-  private:
-    int failures_ = 0;
-    bool finished_ = false;
-    std::vector<uint64_t> hashes_;
-    std::vector<std::string> labels_;
-};
-
-struct Buf {
-    mxh_buf_t b;
-    Buf(size_t bytes, int fill) { mxh_buf_alloc(&b, bytes, fill); }
-    ~Buf() { mxh_buf_free(&b); }
-    unsigned char *p() const { return (unsigned char *)b.p; }
-    Buf(const Buf &) = delete;
-    Buf &operator=(const Buf &) = delete;
 };
 
 uint64_t salt_of(const mxh_type_t *t, MPI_Op op, size_t count, int extra)
