@@ -596,6 +596,27 @@ static void sub_chunk(size_t count, size_t tsize, int n, int r, size_t *lo, size
 }
 
 /* One phase: every rank (@root < 0) or only @root reduces all inputs into out. */
+/* dst = in_0 op in_1 op ... op in_{n-1} (rank order, so every rank computes the
+ * same bits): @len elements at element @off of every peer's in slot of step @s,
+ * except mine, read from @mysrc. Returns nonzero when a reduction failed. */
+static int reduce_in_rank_order(mxh_shm_t *shm, uint64_t s, size_t off, const char *mysrc,
+                                char *dst, size_t len, MPI_Datatype dt, size_t tsize, MPI_Op op)
+{
+    int failed = 0;
+
+    for (int p = 0; p < shm->size; p++) {
+        const char *src = p == shm->rank ? mysrc : shm->peers[p].in[s & 1] + off * tsize;
+        wait_flag(shm, p, F_READY, s);
+        if (len == 0)
+            continue;
+        if (p == 0)
+            memcpy(dst, src, len * tsize);
+        else
+            failed |= shm_reduce_local(src, dst, len, dt, op) != MPI_SUCCESS;
+    }
+    return failed;
+}
+
 static mxh_status_t reduce_small(mxh_shm_t *shm, const void *in, void *out, size_t count,
                                  MPI_Datatype dt, size_t tsize, MPI_Op op, int root,
                                  const char *func)
@@ -607,14 +628,8 @@ static mxh_status_t reduce_small(mxh_shm_t *shm, const void *in, void *out, size
     slot_free(shm, s);
     memcpy(my_in(shm, s), in, bytes);
     flag_set(shm, F_READY, s);
-    if (root < 0 || root == shm->rank) {
-        wait_flag(shm, 0, F_READY, s);
-        memcpy(out, shm->peers[0].in[s & 1], bytes);
-        for (int p = 1; p < shm->size; p++) {
-            wait_flag(shm, p, F_READY, s);
-            failed |= shm_reduce_local(shm->peers[p].in[s & 1], out, count, dt, op) != MPI_SUCCESS;
-        }
-    }
+    if (root < 0 || root == shm->rank)
+        failed = reduce_in_rank_order(shm, s, 0, my_in(shm, s), out, count, dt, tsize, op);
     flag_set(shm, F_DONE, s);
     return reduce_status(failed, func);
 }
@@ -662,15 +677,7 @@ static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, si
         /* my own sub-chunk was not copied in: read it from in (out, even when it
          * is in, is written only after this) */
         const char *mysrc = (const char *)in + (off + lo) * tsize;
-        wait_flag(shm, 0, F_READY, s);
-        if (len)
-            memcpy(res, me == 0 ? mysrc : shm->peers[0].in[b] + lo * tsize, len * tsize);
-        for (int p = 1; p < n; p++) {
-            wait_flag(shm, p, F_READY, s);
-            if (len)
-                failed |= shm_reduce_local(p == me ? mysrc : shm->peers[p].in[b] + lo * tsize,
-                                           res, len, dt, op) != MPI_SUCCESS;
-        }
+        failed |= reduce_in_rank_order(shm, s, lo, mysrc, res, len, dt, tsize, op);
         flag_set(shm, F_RES, s);
 
         /* copy-in of chunk k + 1 while the peers finish chunk k */
@@ -808,7 +815,6 @@ mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, c
     rs_copy_in(shm, in, counts, displs, tsize, 0, ns, base + 1, skip_me);
     for (size_t j = 0; j < ns; j++) {
         const uint64_t s = base + 1 + j;
-        const int b = (int)(s & 1);
         size_t myoff = 0, lo, len;
 
         if (j + 1 < ns)
@@ -820,15 +826,7 @@ mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, c
         slice(cme, j, ns, &lo, &len);
         char *dst = (char *)out + lo * tsize;
         const char *mysrc = skip_me ? mypart + lo * tsize : my_in(shm, s) + myoff * tsize;
-        wait_flag(shm, 0, F_READY, s);
-        if (len)
-            memcpy(dst, me == 0 ? mysrc : shm->peers[0].in[b] + myoff * tsize, len * tsize);
-        for (int p = 1; p < n; p++) {
-            wait_flag(shm, p, F_READY, s);
-            if (len)
-                failed |= shm_reduce_local(p == me ? mysrc : shm->peers[p].in[b] + myoff * tsize,
-                                           dst, len, dt, op) != MPI_SUCCESS;
-        }
+        failed |= reduce_in_rank_order(shm, s, myoff, mysrc, dst, len, dt, tsize, op);
         flag_set(shm, F_DONE, s);
     }
     return reduce_status(failed, func);
