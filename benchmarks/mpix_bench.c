@@ -46,6 +46,12 @@
 #define BENCH_PROG "mpix_bench"
 #include "bench_util.h"
 
+#ifdef SMPI_SHARED_MALLOC
+/* SimGrid build (src/sim/sim.h): in model mode the plain-MPI column reduces with an op
+ * that charges the same modelled reduction time as the library's own reductions. */
+MPI_Op mxh_sim_mpi_op(MPI_Op op);
+#endif
+
 extern char **environ;
 
 #define CHECK_MPI(call)                                                                 \
@@ -503,6 +509,10 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
     MPI_Op op = mpi_op(o->op);
     if (impl == IMPL_MPI && half_uop != MPI_OP_NULL)
         op = half_uop;
+#ifdef SMPI_SHARED_MALLOC
+    if (impl == IMPL_MPI)
+        op = mxh_sim_mpi_op(op);
+#endif
     int n = (int)count, pr = (int)per_rank;
     MPI_Comm w = MPI_COMM_WORLD;
 

@@ -8,6 +8,7 @@
 #include "mpix_internal.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
+#include "sim/sim.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -19,6 +20,13 @@
         if (_rc != MPI_SUCCESS)                                                \
             return _rc;                                                        \
     } while (0)
+
+/* SimGrid model mode: MPI's reductions are charged like ours (util/sim.h). */
+#ifdef MXH_SIMGRID
+#define SIM_OP(_op) ((_op) = mxh_sim_mpi_op(_op))
+#else
+#define SIM_OP(_op) ((void)0)
+#endif
 
 /* The hierarchy of @comm and the algorithm for a message of @bytes per rank
  * and @work_bytes in the whole vector (identical on every rank). NULL with
@@ -191,6 +199,7 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     GPU_DISPATCH(comm, F, sendbuf, recvbuf, count > 0,
                  mxh_gpu_allreduce(_h, sendbuf, recvbuf, count, datatype, op));
     op = mxh_reduce_mpi_op(datatype, op); /* half types: our op; others unchanged */
+    SIM_OP(op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
@@ -206,7 +215,7 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
                         F);
     CHECK(get_sched(h, comm, MXH_COLL_ALLREDUCE, (size_t)count, -1, tsize, &choice, F, &sched));
     if (sendbuf != MPI_IN_PLACE)
-        memcpy(recvbuf, sendbuf, bytes);
+        mxh_copy(recvbuf, sendbuf, bytes);
     return run_sched(h, comm, sched, recvbuf, datatype, tsize, op, F);
 }
 
@@ -217,7 +226,7 @@ static void pack_block(const mxh_sched_t *s, char *work, int d, const char *src,
 {
     for (int f = 0; f < s->nfrag; f++) {
         size_t fc = mxh_sched_frag_count(s, f);
-        memcpy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
+        mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
                src + (size_t)f * s->frag_count * tsize, fc * tsize);
     }
 }
@@ -226,7 +235,7 @@ static void unpack_block(const mxh_sched_t *s, const char *work, int d, char *ds
 {
     for (int f = 0; f < s->nfrag; f++) {
         size_t fc = mxh_sched_frag_count(s, f);
-        memcpy(dst + (size_t)f * s->frag_count * tsize,
+        mxh_copy(dst + (size_t)f * s->frag_count * tsize,
                work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
                fc * tsize);
     }
@@ -253,6 +262,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     GPU_DISPATCH(comm, F, sendbuf, recvbuf, recvcount > 0,
                  mxh_gpu_reduce_scatter_block(_h, sendbuf, recvbuf, recvcount, datatype, op));
     op = mxh_reduce_mpi_op(datatype, op);
+    SIM_OP(op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, F);
     if (recvcount == 0)
@@ -281,7 +291,7 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
                                              datatype, tsize, op),
                       F);
         if (rc == MPI_SUCCESS && out != recvbuf)
-            memcpy(recvbuf, out, block);
+            mxh_copy(recvbuf, out, block);
         return rc;
     }
     CHECK(get_sched(h, comm, MXH_COLL_REDUCE_SCATTER_BLOCK, (size_t)recvcount, -1, tsize,
@@ -357,7 +367,7 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     if (!identity)
         pack_block(sched, work, rank, mine, tsize);
     else if (work + (size_t)rank * block != mine)
-        memcpy(work + (size_t)rank * block, mine, block);
+        mxh_copy(work + (size_t)rank * block, mine, block);
     CHECK(run_sched(h, comm, sched, work, recvtype, tsize, MPI_OP_NULL, F));
     if (!identity)
         for (int d = 0; d < size; d++)
@@ -435,6 +445,7 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     GPU_DISPATCH(comm, F, sendbuf, rank == root ? recvbuf : NULL, count > 0,
                  mxh_gpu_reduce(_h, sendbuf, recvbuf, count, datatype, op, root));
     op = mxh_reduce_mpi_op(datatype, op);
+    SIM_OP(op);
     if (!mxh_dtype_is_plain(datatype, &tsize) || !hier_op)
         return plain_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, F);
     if (count == 0)
@@ -459,6 +470,6 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                              bytes);
     }
     if (sendbuf != MPI_IN_PLACE)
-        memcpy(work, sendbuf, bytes);
+        mxh_copy(work, sendbuf, bytes);
     return run_sched(h, comm, sched, work, datatype, tsize, op, F);
 }

@@ -7,6 +7,7 @@
 #include "topo/discover.h"
 #include "topo/topo_conf.h"
 #include "util/log.h"
+#include "sim/sim.h"
 #include "util/str.h"
 
 #include <stdio.h>
@@ -76,8 +77,13 @@ static void hier_destroy(mxh_hier_t *h)
     mxh_layout_destroy(h->layout);
     free(h->recs);
     free(h->description);
+#ifdef MXH_SIMGRID
+    mxh_sim_free(h->scratch);
+    mxh_sim_free(h->tmp);
+#else
     free(h->scratch);
     free(h->tmp);
+#endif
     free(h->blk_counts);
     free(h->blk_displs);
     free(h);
@@ -595,9 +601,16 @@ static void *grow(void **buf, size_t *size, size_t bytes)
     if (bytes > *size) {
         /* grow geometrically so that varying sizes settle without reallocations */
         size_t want = bytes > 2 * *size ? bytes : 2 * *size;
+#ifdef MXH_SIMGRID
+        /* shared pages in model mode: bounded memory at any simulated scale */
+        void *p = mxh_sim_realloc(*buf, *size, want);
+        if (p == NULL && want > bytes)
+            p = mxh_sim_realloc(*buf, *size, want = bytes);
+#else
         void *p = realloc(*buf, want);
         if (p == NULL && want > bytes)
             p = realloc(*buf, want = bytes);
+#endif
         if (p == NULL)
             return NULL;
         *buf  = p;

@@ -2,6 +2,7 @@
 #include "coll/select.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
+#include "sim/sim.h"
 
 #include <sched.h>
 #include <string.h>
@@ -92,13 +93,13 @@ static int mpi_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base, 
     case MXH_STEP_REDUCE_SCATTER:
         rc = MPI_Reduce_scatter(base, tmp, s->counts, dt, ctx->op, comm);
         if (rc == MPI_SUCCESS && mybytes)
-            memcpy(mine, tmp, mybytes);
+            mxh_copy(mine, tmp, mybytes);
         break;
     case MXH_STEP_REDUCE:
         if (s->me == s->root) {
             rc = MPI_Reduce(base, tmp, cnt, dt, ctx->op, s->root, comm);
             if (rc == MPI_SUCCESS)
-                memcpy(base, tmp, s->count * ext);
+                mxh_copy(base, tmp, s->count * ext);
         } else {
             rc = MPI_Reduce(base, NULL, cnt, dt, ctx->op, s->root, comm);
         }
@@ -106,12 +107,12 @@ static int mpi_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base, 
     case MXH_STEP_ALLREDUCE:
         rc = MPI_Allreduce(base, tmp, cnt, dt, ctx->op, comm);
         if (rc == MPI_SUCCESS)
-            memcpy(base, tmp, s->count * ext);
+            mxh_copy(base, tmp, s->count * ext);
         break;
     case MXH_STEP_ALLGATHER:
         rc = MPI_Allgatherv(mine, s->counts[s->me], dt, tmp, s->counts, s->displs, dt, comm);
         if (rc == MPI_SUCCESS)
-            memcpy(base, tmp, s->count * ext);
+            mxh_copy(base, tmp, s->count * ext);
         break;
     case MXH_STEP_BCAST:
         rc = MPI_Bcast(base, cnt, dt, s->root, comm);
@@ -129,7 +130,7 @@ static int mpi_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base, 
             rc = MPI_Gatherv(mine, s->counts[s->me], dt, tmp, s->counts, s->displs, dt, s->root,
                              comm);
             if (rc == MPI_SUCCESS)
-                memcpy(base, tmp, s->count * ext);
+                mxh_copy(base, tmp, s->count * ext);
         } else {
             rc = MPI_Gatherv(mine, s->counts[s->me], dt, NULL, NULL, NULL, dt, s->root, comm);
         }
@@ -193,16 +194,16 @@ static void finish_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *ba
     switch (s->type) {
     case MXH_STEP_REDUCE_SCATTER:
         if (s->counts[s->me])
-            memcpy(base + (size_t)s->displs[s->me] * ext, tmp, (size_t)s->counts[s->me] * ext);
+            mxh_copy(base + (size_t)s->displs[s->me] * ext, tmp, (size_t)s->counts[s->me] * ext);
         break;
     case MXH_STEP_REDUCE:
     case MXH_STEP_GATHER:
         if (s->me == s->root)
-            memcpy(base, tmp, s->count * ext);
+            mxh_copy(base, tmp, s->count * ext);
         break;
     case MXH_STEP_ALLREDUCE:
     case MXH_STEP_ALLGATHER:
-        memcpy(base, tmp, s->count * ext);
+        mxh_copy(base, tmp, s->count * ext);
         break;
     default:
         break;

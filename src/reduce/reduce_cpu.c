@@ -18,6 +18,7 @@
 #endif
 
 #include "reduce/half.h"
+#include "sim/sim.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -322,6 +323,15 @@ mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Dat
         mxh_error("mxh_reduce_local: NULL buffer with count %zu", count);
         return MXH_ERR_INVALID_PARAM;
     }
+#ifdef MXH_SIMGRID
+    {
+        int tsz = 0;
+        MPI_Type_size(dt, &tsz);
+        mxh_sim_charge_reduce(count * (size_t)(tsz > 0 ? tsz : 1));
+        if (mxh_sim_model())
+            return MXH_OK;
+    }
+#endif
     k = kind_of(dt, &idx);
     o = opk_of(op);
     if (o < 0) {

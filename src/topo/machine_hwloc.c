@@ -583,8 +583,11 @@ mxh_status_t mxh_machine_from_hwloc(const char *xml_path, mxh_machine_t **machin
 {
     if (machine_p != NULL)
         *machine_p = NULL;
-    mxh_error("cannot read %s: mpix-hier was built without hwloc (install libhwloc-dev, reconfigure)",
-              xml_path != NULL ? xml_path : "this machine's topology");
+    if (xml_path != NULL) /* a file the user named: an error; the live machine degrades */
+        mxh_error("cannot read %s: mpix-hier was built without hwloc (install libhwloc-dev, "
+                  "reconfigure)", xml_path);
+    else
+        mxh_debug("built without hwloc: no description of this machine");
     return MXH_ERR_UNSUPPORTED;
 }
 

@@ -1,0 +1,125 @@
+#include "config.h"
+
+#include "sim/sim.h"
+
+#ifdef MXH_SIMGRID
+#include "util/log.h"
+
+#include <mpi.h>
+#include <simgrid/host.h>
+#include <stdlib.h>
+#include <strings.h>
+
+static int    sim_inited;
+static int    sim_model = 1;
+static double sim_reduce_bw = 1000e9, sim_copy_bw = 1500e9;
+
+static double env_gbps(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    char *end;
+    double x;
+    if (v == NULL || *v == '\0')
+        return dflt;
+    x = strtod(v, &end);
+    if (end == v || *end != '\0' || !(x > 0)) {
+        mxh_warn("%s=%s is not a positive number of GB/s: using %g", name, v, dflt / 1e9);
+        return dflt;
+    }
+    return x * 1e9;
+}
+
+/* SMPI privatizes globals per rank; every rank reads the same environment. */
+static void sim_init(void)
+{
+    const char *m = getenv("MPIX_HIER_SIM_REDUCE");
+    if (sim_inited)
+        return;
+    sim_inited = 1;
+    if (m && *m) {
+        if (!strcasecmp(m, "real"))
+            sim_model = 0;
+        else if (strcasecmp(m, "model"))
+            mxh_warn("MPIX_HIER_SIM_REDUCE=%s: expected model or real; using model", m);
+    }
+    sim_reduce_bw = env_gbps("MPIX_HIER_SIM_REDUCE_BW", sim_reduce_bw);
+    sim_copy_bw   = env_gbps("MPIX_HIER_SIM_COPY_BW", sim_copy_bw);
+}
+
+int mxh_sim_model(void)
+{
+    sim_init();
+    return sim_model;
+}
+
+/* Charge @seconds of simulated time. (smpi_execute() scales by smpi/host-speed, a
+ * benchmark-calibration factor; flops at this host's own speed are exact.) */
+static void charge(double seconds)
+{
+    double speed = sg_host_get_speed(sg_host_self());
+    if (seconds > 0 && speed > 0)
+        smpi_execute_flops(seconds * speed);
+}
+
+void mxh_sim_charge_reduce(size_t bytes)
+{
+    sim_init();
+    if (bytes)
+        charge((double)bytes / sim_reduce_bw);
+}
+
+void mxh_sim_charge_copy(size_t bytes)
+{
+    sim_init();
+    if (bytes)
+        charge((double)bytes / sim_copy_bw);
+}
+
+void *mxh_sim_alloc(size_t bytes)
+{
+    return mxh_sim_model() ? SMPI_SHARED_MALLOC(bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
+}
+
+void *mxh_sim_realloc(void *p, size_t old_bytes, size_t bytes)
+{
+    void *q;
+    if (!mxh_sim_model())
+        return realloc(p, bytes);
+    /* shared allocations hold no data worth keeping in model mode */
+    (void)old_bytes;
+    q = SMPI_SHARED_MALLOC(bytes ? bytes : 1);
+    if (q != NULL && p != NULL)
+        SMPI_SHARED_FREE(p);
+    return q;
+}
+
+static void costed_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int size = 0;
+    (void)in;
+    (void)inout;
+    MPI_Type_size(*dt, &size);
+    if (*len > 0 && size > 0)
+        mxh_sim_charge_reduce((size_t)*len * (size_t)size);
+}
+
+MPI_Op mxh_sim_mpi_op(MPI_Op op)
+{
+    static MPI_Op costed = MPI_OP_NULL;
+    if (!mxh_sim_model())
+        return op;
+    if (costed == MPI_OP_NULL && MPI_Op_create(costed_fn, 1, &costed) != MPI_SUCCESS)
+        return op;
+    return costed;
+}
+
+void mxh_sim_free(void *p)
+{
+    if (p == NULL)
+        return;
+    if (mxh_sim_model())
+        SMPI_SHARED_FREE(p);
+    else
+        free(p);
+}
+#endif
