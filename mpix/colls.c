@@ -129,11 +129,12 @@ static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, 
 static int run_sched(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,
                      MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func)
 {
-    void *tmp = mxh_hier_tmp(h, sched->tmp_count * tsize);
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs};
+    size_t tmp_bytes   = mxh_exec_tmp_count(sched, &ctx) * tsize;
+    void *tmp          = mxh_hier_tmp(h, tmp_bytes);
     if (tmp == NULL)
         return mxh_raise(comm, MPI_ERR_NO_MEM, func, "cannot allocate %zu bytes of scratch",
-                         sched->tmp_count * tsize);
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs};
+                         tmp_bytes);
     mxh_status_t st    = mxh_exec_sched(sched, &ctx, work, tmp);
     if (st != MXH_OK)
         return mxh_raise_status(comm, st, func);

@@ -1,4 +1,5 @@
 #include "coll/exec.h"
+#include "coll/p2p.h"
 #include "coll/select.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -210,6 +211,76 @@ static void finish_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *ba
     }
 }
 
+/* Tags of the executor's point-to-point steps: one per stage (rounds) or per
+ * fragment slot and stage (stream), so steps in flight at the same time never
+ * match each other's messages. */
+#define MXH_P2P_TAG 7300
+
+static mxh_p2p_env_t p2p_env(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+{
+    mxh_p2p_env_t e = {ctx->comms[s->level], ctx->dt, ctx->extent, ctx->op};
+    return e;
+}
+
+/* Elements of temporary space one step needs (MPI form: the whole region). */
+static size_t step_tmp(const mxh_step_t *s, size_t ext)
+{
+    size_t p2p = mxh_p2p_tmp_count(s, ext);
+    return p2p > s->count ? p2p : s->count;
+}
+
+static size_t plan_tmp(const mxh_plan_t *p, size_t ext)
+{
+    size_t m = 1;
+    for (int i = 0; i < p->nsteps; i++) {
+        size_t t = step_tmp(&p->steps[i], ext);
+        m        = t > m ? t : m;
+    }
+    return m;
+}
+
+/* Stream execution: every step of the schedule runs point to point (no shared
+ * memory, no MPI collective), so fragments need no common order. */
+static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
+{
+    const mxh_plan_t *plans[2] = {sched->plan, sched->last};
+    if (sched->nfrag < 2)
+        return 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < plans[k]->nsteps; i++) {
+            const mxh_step_t *s = &plans[k]->steps[i];
+            if (s->count == 0)
+                continue;
+            if (!mxh_p2p_usable(s) || shm_step_form(s, ctx) != NULL)
+                return 0;
+        }
+    return 1;
+}
+
+/* Fragments in flight in a stream: MPIX_HIER_PIPELINE_DEPTH, or enough to keep
+ * every stage busy with one more fragment waiting on latency. */
+static int stream_window(const mxh_sched_t *sched)
+{
+    int w = sched->depth > 0 ? sched->depth : sched->nstages + 1;
+    return w < sched->nfrag ? w : sched->nfrag;
+}
+
+static size_t sched_slot(const mxh_sched_t *sched, size_t ext)
+{
+    size_t a = plan_tmp(sched->plan, ext), b = plan_tmp(sched->last, ext);
+    return a > b ? a : b;
+}
+
+size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
+{
+    size_t slot = sched_slot(sched, ctx->extent);
+    if (sched->nfrag == 1)
+        return slot;
+    if (stream_able(sched, ctx))
+        return slot * (size_t)stream_window(sched);
+    return slot * (size_t)sched->nstages;
+}
+
 mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
                            void *tmp)
 {
@@ -217,6 +288,7 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
         const mxh_step_t *s = &plan->steps[i];
         char *base          = (char *)work + s->offset * ctx->extent;
         mxh_status_t st     = MXH_OK;
+        int rc;
 
         /* every member of a group sees the same region: empty steps are skipped by all */
         if (s->count == 0)
@@ -226,131 +298,30 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
                 return st;
             continue;
         }
-        int rc = mpi_step(s, ctx, base, tmp);
+        if (mxh_p2p_usable(s)) {
+            mxh_p2p_env_t env = p2p_env(s, ctx);
+            rc = mxh_p2p_run(s, &env, base, tmp, MXH_P2P_TAG + s->stage);
+        } else {
+            rc = mpi_step(s, ctx, base, tmp);
+        }
         if (rc != MPI_SUCCESS)
             return mpi_failed(rc, s);
     }
     return MXH_OK;
 }
 
-/* ---- rings: reduce-scatter / allgather / allreduce steps of pipelined
- * schedules as point-to-point rings, advanced by the executor itself. A ring
- * moves (p-1)/p of the region each way (bandwidth-optimal), and its substeps
- * interleave with the other stages' work instead of waiting for a nonblocking
- * collective whose algorithm we do not control. Each block is reduced along
- * one chain, then passed on unchanged: every rank ends with the same bits. */
-
-#define MXH_RING_TAG 7300 /* + stage: rings of different stages never mix */
-
-typedef struct ring {
-    const mxh_step_t *s;
-    char             *base; /* the step's region */
-    char             *tmp;  /* receive buffer of the reduce-scatter phase */
-    int               k;    /* substep: [0, p-1) reduce-scatter, then allgather */
-    int               nrs;  /* reduce-scatter substeps (0 for allgather) */
-    int               nsub; /* all substeps */
-    int               active;
-    MPI_Request       req[2];
-} ring_t;
-
-/* Part x of the step's region: its parts, or an even split for allreduce. */
-static void ring_part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
-{
-    if (s->counts) {
-        *off = (size_t)s->displs[x];
-        *cnt = (size_t)s->counts[x];
-        return;
-    }
-    size_t g = (size_t)s->gsize, q = s->count / g, rem = s->count % g, ux = (size_t)x;
-    *off = ux * q + (ux < rem ? ux : rem);
-    *cnt = q + (ux < rem);
-}
-
-static int ring_post(ring_t *r, const mxh_exec_ctx_t *ctx)
-{
-    const mxh_step_t *s = r->s;
-    int p = s->gsize, me = s->me, right = (me + 1) % p, left = (me + p - 1) % p;
-    int tag = MXH_RING_TAG + s->stage, sb, rb;
-    size_t soff, scnt, roff, rcnt, ext = ctx->extent;
-    MPI_Comm comm = ctx->comms[s->level];
-
-    if (r->k < r->nrs) { /* reduce-scatter: pass on the partial sum of block me-1-k */
-        sb = (me - 1 - r->k + 2 * p) % p;
-        rb = (me - 2 - r->k + 2 * p) % p;
-    } else {             /* allgather: pass on the finished block me-k */
-        int k = r->k - r->nrs;
-        sb = (me - k + p) % p;
-        rb = (me - k - 1 + p) % p;
-    }
-    ring_part(s, sb, &soff, &scnt);
-    ring_part(s, rb, &roff, &rcnt);
-    int rc = MPI_Irecv(r->k < r->nrs ? r->tmp : r->base + roff * ext, (int)rcnt, ctx->dt, left,
-                       tag, comm, &r->req[0]);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Isend(r->base + soff * ext, (int)scnt, ctx->dt, right, tag, comm, &r->req[1]);
-    return rc;
-}
-
-static int ring_start(ring_t *r, const mxh_step_t *s, char *base, char *tmp,
-                      const mxh_exec_ctx_t *ctx)
-{
-    int p    = s->gsize;
-    r->s     = s;
-    r->base  = base;
-    r->tmp   = tmp;
-    r->k     = 0;
-    r->nrs   = s->type == MXH_STEP_ALLGATHER ? 0 : p - 1;
-    r->nsub  = r->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : p - 1);
-    r->active = r->nsub > 0;
-    return r->active ? ring_post(r, ctx) : MPI_SUCCESS;
-}
-
-/* Test the current substep; when it is done, reduce and post the next one.
- * Returns an MPI error code; *moved says whether a substep completed. */
-static int ring_advance(ring_t *r, const mxh_exec_ctx_t *ctx, int *moved)
-{
-    MPI_Status stats[2];
-    int flag = 0, rc;
-
-    if (!r->active)
-        return MPI_SUCCESS;
-    rc = MPI_Testall(2, r->req, &flag, stats);
-    if (rc != MPI_SUCCESS || !flag)
-        return rc;
-    *moved = 1;
-    if (r->k < r->nrs) {
-        const mxh_step_t *s = r->s;
-        size_t off, cnt;
-        ring_part(s, (s->me - 2 - r->k + 2 * s->gsize) % s->gsize, &off, &cnt);
-        if (cnt && mxh_reduce_local(r->tmp, r->base + off * ctx->extent, cnt, ctx->dt,
-                                    ctx->op) != MXH_OK)
-            return MPI_ERR_OP;
-    }
-    if (++r->k == r->nsub) {
-        r->active = 0;
-        return MPI_SUCCESS;
-    }
-    return ring_post(r, ctx);
-}
-
-static int ring_step(const mxh_step_t *s)
-{
-    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
-            s->type == MXH_STEP_ALLREDUCE) &&
-           s->gsize > 1;
-}
-
 typedef struct progress_arg {
     const mxh_exec_ctx_t *ctx;
     MPI_Request          *reqs;  /* nonblocking collectives of the round */
     int                   n;
-    ring_t               *rings;
-    int                   nrings;
+    mxh_p2p_op_t         *ops;   /* point-to-point steps of the round */
+    int                   nops;
     int                   rc;    /* first error */
+    const mxh_step_t     *failed;
 } progress_arg_t;
 
-/* One pass: progress the round's nonblocking collectives and rings. Returns
- * the number of rings still running. */
+/* One pass: progress the round's nonblocking collectives and point-to-point
+ * steps. Returns the number of point-to-point steps still running. */
 static int progress_round(progress_arg_t *p)
 {
     MPI_Status stats[2 * MXH_MAX_LEVELS]; /* (MPI_STATUSES_IGNORE trips gcc's bounds checks) */
@@ -358,13 +329,14 @@ static int progress_round(progress_arg_t *p)
 
     if (p->n > 0)
         MPI_Testall(p->n, p->reqs, &flag, stats);
-    for (int i = 0; i < p->nrings; i++) {
-        int rc = ring_advance(&p->rings[i], p->ctx, &moved);
+    for (int i = 0; i < p->nops; i++) {
+        int rc = mxh_p2p_advance(&p->ops[i], &moved);
         if (rc != MPI_SUCCESS && p->rc == MPI_SUCCESS) {
-            p->rc = rc;
-            p->rings[i].active = 0;
+            p->rc          = rc;
+            p->failed      = p->ops[i].s;
+            p->ops[i].active = 0;
         }
-        running += p->rings[i].active;
+        running += p->ops[i].active;
     }
     return running;
 }
@@ -376,21 +348,107 @@ static void progress_mpi(void *arg)
     progress_round((progress_arg_t *)arg);
 }
 
+/* ---- stream: fragments advance independently through their stages ----------------- */
+
+typedef struct frag_state {
+    int          stage; /* current stage, nstages when done */
+    mxh_p2p_op_t op;
+} frag_state_t;
+
+/* Start fragment @f's next non-empty stage from fs->stage on. */
+static int stream_next(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, frag_state_t *fs,
+                       int f, int slotno, char *work, char *tmp, size_t slot)
+{
+    const mxh_plan_t *p = mxh_sched_plan(sched, f);
+    for (; fs->stage < sched->nstages; fs->stage++) {
+        int i = p->stage_step[fs->stage];
+        if (i < 0 || p->steps[i].count == 0)
+            continue;
+        const mxh_step_t *s = &p->steps[i];
+        mxh_p2p_env_t env   = p2p_env(s, ctx);
+        char *base = work + (mxh_sched_frag_offset(sched, f) + s->offset) * ctx->extent;
+        int tag    = MXH_P2P_TAG + 100 + slotno * sched->nstages + fs->stage;
+        int rc     = mxh_p2p_start(&fs->op, s, &env, base, tmp + (size_t)slotno * slot * ctx->extent,
+                                   tag);
+        if (rc != MPI_SUCCESS || fs->op.active)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
+                                char *tmp)
+{
+    const int W = stream_window(sched);
+    size_t slot = sched_slot(sched, ctx->extent);
+    frag_state_t fs[MXH_MAX_STREAM];
+    int lo = 0, next = 0, rc = MPI_SUCCESS, spins = 0;
+    const mxh_step_t *failed = NULL;
+
+    /* fragments [lo, next) are in flight, fragment f in slot f % W */
+    while (lo < sched->nfrag && rc == MPI_SUCCESS) {
+        int moved = 0;
+        while (next < sched->nfrag && next - lo < W && rc == MPI_SUCCESS) {
+            frag_state_t *x = &fs[next % W];
+            x->stage        = 0;
+            x->op.active    = 0;
+            x->op.s         = NULL;
+            rc = stream_next(sched, ctx, x, next, next % W, work, tmp, slot);
+            if (rc != MPI_SUCCESS)
+                failed = x->op.s;
+            next++;
+            moved = 1;
+        }
+        /* oldest first: the fragment nearest to completion gets the links first */
+        for (int f = lo; f < next && rc == MPI_SUCCESS; f++) {
+            frag_state_t *x = &fs[f % W];
+            if (x->stage >= sched->nstages)
+                continue;
+            rc = mxh_p2p_advance(&x->op, &moved);
+            if (rc == MPI_SUCCESS && !x->op.active) {
+                x->stage++;
+                rc = stream_next(sched, ctx, x, f, f % W, work, tmp, slot);
+            }
+            if (rc != MPI_SUCCESS)
+                failed = x->op.s;
+        }
+        while (lo < next && fs[lo % W].stage >= sched->nstages)
+            lo++;
+        if (!moved && ++spins % 64 == 0)
+            sched_yield(); /* oversubscribed ranks: let the peers run */
+    }
+    if (rc != MPI_SUCCESS) {
+        /* do not leave requests behind on the buffers */
+        for (int f = lo; f < next; f++)
+            if (fs[f % W].op.active && fs[f % W].op.nreq > 0) {
+                MPI_Status stats[MXH_P2P_MAXREQ];
+                MPI_Waitall(fs[f % W].op.nreq, fs[f % W].op.req, stats);
+            }
+        if (failed != NULL)
+            return mpi_failed(rc, failed);
+        mxh_error("pipelined step failed (MPI error %d)", rc);
+        return MXH_ERR_MPI;
+    }
+    return MXH_OK;
+}
+
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                             void *tmp)
 {
     const int ns = sched->nstages;
-    size_t slot  = sched->tmp_slot * ctx->extent;
+    size_t slot  = sched_slot(sched, ctx->extent) * ctx->extent;
     mxh_status_t st = MXH_OK;
 
     if (sched->nfrag == 1)
         return mxh_exec_plan(sched->plan, ctx, work, tmp);
+    if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
+        return exec_stream(sched, ctx, work, tmp);
 
     for (int r = 0; r < sched->nrounds && st == MXH_OK; r++) {
         const mxh_step_t *started[2 * MXH_MAX_LEVELS], *steps[2 * MXH_MAX_LEVELS];
         char *bases[2 * MXH_MAX_LEVELS], *sbase[2 * MXH_MAX_LEVELS];
-        ring_t rings[2 * MXH_MAX_LEVELS];
-        int nreq = 0, nring = 0, nsteps = 0, rc = MPI_SUCCESS;
+        mxh_p2p_op_t ops[2 * MXH_MAX_LEVELS];
+        int nreq = 0, nops = 0, nsteps = 0, rc = MPI_SUCCESS;
 
         /* the round's steps, in stage order (the same on every rank) */
         for (int s = 0; s < ns; s++) {
@@ -406,14 +464,16 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
                                                ctx->extent;
             nsteps++;
         }
-        /* 1. start the MPI steps: rings and nonblocking collectives */
+        /* 1. start the MPI steps: point-to-point ones and nonblocking collectives */
         for (int k = 0; k < nsteps && st == MXH_OK; k++) {
             const mxh_step_t *step = steps[k];
             char *stmp             = (char *)tmp + (size_t)step->stage * slot;
             if (shm_step_form(step, ctx))
                 continue; /* shared-memory step: below */
-            if (ring_step(step)) {
-                rc = ring_start(&rings[nring++], step, sbase[k], stmp, ctx);
+            if (mxh_p2p_usable(step)) {
+                mxh_p2p_env_t env = p2p_env(step, ctx);
+                rc = mxh_p2p_start(&ops[nops++], step, &env, sbase[k], stmp,
+                                   MXH_P2P_TAG + step->stage);
             } else {
                 rc = start_step(step, ctx, sbase[k], stmp, &ctx->reqs[nreq]);
                 if (rc == MPI_SUCCESS) {
@@ -426,7 +486,7 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
                 st = mpi_failed(rc, step);
         }
         /* 2. shared-memory steps, in stage order, progressing the MPI ones */
-        progress_arg_t parg = {ctx, ctx->reqs, nreq, rings, nring, MPI_SUCCESS};
+        progress_arg_t parg = {ctx, ctx->reqs, nreq, ops, nops, MPI_SUCCESS, NULL};
         for (int k = 0; k < nsteps && st == MXH_OK; k++) {
             const mxh_step_t *step = steps[k];
             mxh_shm_t *shm         = shm_step_form(step, ctx);
@@ -439,12 +499,12 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
             if (sst != MXH_OK)
                 st = sst;
         }
-        /* 3. drive the rings to the end, then one wait for the collectives */
+        /* 3. drive the point-to-point steps to the end, then one wait for the rest */
         for (int spins = 0; progress_round(&parg) > 0;)
             if (++spins % 64 == 0)
                 sched_yield(); /* oversubscribed ranks: let the peer run */
         if (parg.rc != MPI_SUCCESS && st == MXH_OK)
-            st = mpi_failed(parg.rc, rings[0].s);
+            st = mpi_failed(parg.rc, parg.failed);
         if (nreq > 0) {
             MPI_Status stats[2 * MXH_MAX_LEVELS];
             rc = MPI_Waitall(nreq, ctx->reqs, stats);

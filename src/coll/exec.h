@@ -19,15 +19,25 @@ typedef struct mxh_exec_ctx {
     MPI_Request      *reqs;   /* [nstages] scratch for the pipelined executor */
 } mxh_exec_ctx_t;
 
+/* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it
+ * falls back to rounds). */
+#define MXH_MAX_STREAM 64
+
+/* Elements of temporary space mxh_exec_sched needs for @sched. */
+size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx);
+
 /* Run @plan on the work buffer @work (plan->work_count elements), using @tmp
- * (plan->tmp_count elements, not overlapping @work), steps one after another.
+ * (mxh_exec_tmp_count of a one-fragment schedule, not overlapping @work), steps one after another.
  * On an MPI failure the MPI error string is logged and MXH_ERR_MPI returned. */
 mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
                            void *tmp);
 
-/* Run @sched on @work (sched->work_count elements) with @tmp (sched->tmp_count
- * elements). One fragment: mxh_exec_plan. Several: rounds of nonblocking steps
- * (shared-memory steps run while the MPI ones progress), one wait per round. */
+/* Run @sched on @work (sched->work_count elements) with @tmp
+ * (mxh_exec_tmp_count elements). One fragment: mxh_exec_plan. Several, every
+ * step point to point: a stream (each fragment moves on to its next stage as
+ * soon as its step completes, a window of fragments in flight). Otherwise
+ * rounds of nonblocking steps (shared-memory steps run while the MPI ones
+ * progress), one wait per round. */
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                             void *tmp);
 

@@ -1,0 +1,434 @@
+#include "coll/p2p.h"
+#include "reduce/reduce.h"
+#include "sim/sim.h"
+
+#include <string.h>
+
+/* ---- parts of a step's region ------------------------------------------------ */
+
+/* Part x: the step's parts, or an even split (allreduce). */
+static void part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
+{
+    if (s->counts) {
+        *off = (size_t)s->displs[x];
+        *cnt = (size_t)s->counts[x];
+        return;
+    }
+    size_t g = (size_t)s->gsize, q = s->count / g, rem = s->count % g, ux = (size_t)x;
+    *off = ux * q + (ux < rem ? ux : rem);
+    *cnt = q + (ux < rem);
+}
+
+/* Elements [*off, *off + *cnt) of the parts [lo, hi). */
+static void parts_range(const mxh_step_t *s, int lo, int hi, size_t *off, size_t *cnt)
+{
+    size_t o1, c1, o2, c2;
+    part(s, lo, &o1, &c1);
+    part(s, hi - 1, &o2, &c2);
+    *off = o1;
+    *cnt = o2 + c2 - o1;
+}
+
+/* Parts laid out in order without gaps (ranges of parts are contiguous). */
+static int parts_contiguous(const mxh_step_t *s)
+{
+    size_t next = 0;
+    if (s->counts == NULL)
+        return 1;
+    for (int x = 0; x < s->gsize; x++) {
+        if ((size_t)s->displs[x] != next)
+            return 0;
+        next += (size_t)s->counts[x];
+    }
+    return 1;
+}
+
+static size_t max_part(const mxh_step_t *s)
+{
+    size_t m = 0, off, cnt;
+    for (int x = 0; x < s->gsize; x++) {
+        part(s, x, &off, &cnt);
+        if (cnt > m)
+            m = cnt;
+    }
+    return m;
+}
+
+static int is_pow2(int p)
+{
+    return p > 0 && (p & (p - 1)) == 0;
+}
+
+static int log2i(int p)
+{
+    int l = 0;
+    while ((1 << l) < p)
+        l++;
+    return l;
+}
+
+/* p = fac[0] * fac[1] * ..., every factor in [2, MXH_P2P_RADIX]; 0 if impossible. */
+static int radix_factors(int p, int *fac)
+{
+    int n = 0;
+    while (p > 1) {
+        int f = MXH_P2P_RADIX;
+        while (f > 1 && p % f != 0)
+            f--;
+        if (f < 2)
+            return 0;
+        fac[n++] = f;
+        p /= f;
+    }
+    return n;
+}
+
+/* ---- choice -------------------------------------------------------------------- */
+
+int mxh_p2p_usable(const mxh_step_t *s)
+{
+    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
+            s->type == MXH_STEP_ALLREDUCE) &&
+           s->gsize > 1;
+}
+
+mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
+{
+    int fac[32], p = s->gsize;
+    size_t bytes = s->count * ext;
+
+    if (s->type == MXH_STEP_ALLREDUCE) {
+        if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
+            return MXH_P2P_RADIX_AR;
+        if (bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P)
+            return MXH_P2P_DIRECT;
+        return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
+    }
+    if (bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P)
+        return MXH_P2P_DIRECT;
+    return is_pow2(p) && parts_contiguous(s) ? MXH_P2P_RHD : MXH_P2P_RING;
+}
+
+const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo)
+{
+    static const char *const names[] = {"ring", "rhd", "direct", "radix"};
+    return algo <= MXH_P2P_RADIX_AR ? names[algo] : "?";
+}
+
+/* rhd: the parts range [lo, hi) before reduce-scatter exchange k, and its partner
+ * distance. Every exchange keeps the half my bit selects. */
+static int rhd_dist(int p, int k, int ascend)
+{
+    return ascend ? 1 << k : p >> (k + 1);
+}
+
+static void rhd_range(int p, int me, int k, int ascend, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = p;
+    for (int j = 0; j < k; j++) {
+        int mid = *lo + (*hi - *lo) / 2;
+        if (me & rhd_dist(p, j, ascend))
+            *lo = mid;
+        else
+            *hi = mid;
+    }
+}
+
+size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
+{
+    int fac[32], p = s->gsize;
+    size_t need = 0, off, cnt;
+
+    if (!mxh_p2p_usable(s) || s->type == MXH_STEP_ALLGATHER)
+        return 0;
+    switch (mxh_p2p_choose(s, ext)) {
+    case MXH_P2P_RING:
+        return max_part(s);
+    case MXH_P2P_RHD: {
+        int ascend = s->type == MXH_STEP_ALLREDUCE, lo, hi;
+        for (int k = 0; k < log2i(p); k++) {
+            rhd_range(p, s->me, k, ascend, &lo, &hi);
+            int mid = lo + (hi - lo) / 2;
+            if (s->me & rhd_dist(p, k, ascend))
+                parts_range(s, mid, hi, &off, &cnt);
+            else
+                parts_range(s, lo, mid, &off, &cnt);
+            if (cnt > need)
+                need = cnt;
+        }
+        return need;
+    }
+    case MXH_P2P_DIRECT:
+        part(s, s->me, &off, &cnt);
+        return (size_t)(p - 1) * cnt;
+    case MXH_P2P_RADIX_AR: {
+        int n = radix_factors(p, fac), fmax = 0;
+        for (int i = 0; i < n; i++)
+            fmax = fac[i] > fmax ? fac[i] : fmax;
+        return (size_t)(fmax - 1) * s->count;
+    }
+    }
+    return 0;
+}
+
+/* ---- exchanges ------------------------------------------------------------------- */
+
+static int post_pair(mxh_p2p_op_t *op, int peer, char *rbuf, size_t rcnt, const char *sbuf,
+                     size_t scnt)
+{
+    int rc = MPI_SUCCESS;
+    if (rcnt)
+        rc = MPI_Irecv(rbuf, (int)rcnt, op->env.dt, peer, op->tag, op->env.comm,
+                       &op->req[op->nreq++]);
+    if (rc == MPI_SUCCESS && scnt)
+        rc = MPI_Isend(sbuf, (int)scnt, op->env.dt, peer, op->tag, op->env.comm,
+                       &op->req[op->nreq++]);
+    return rc;
+}
+
+static char *at(const mxh_p2p_op_t *op, char *buf, size_t elems)
+{
+    return buf + elems * op->env.ext;
+}
+
+static int ring_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, right = (me + 1) % p, left = (me + p - 1) % p, sb, rb, rc;
+    size_t soff, scnt, roff, rcnt;
+
+    if (op->k < op->nrs) { /* reduce-scatter: pass on the partial sum of block me-1-k */
+        sb = (me - 1 - op->k + 2 * p) % p;
+        rb = (me - 2 - op->k + 2 * p) % p;
+    } else {               /* allgather: pass on the finished block me-k */
+        int k = op->k - op->nrs;
+        sb = (me - k + p) % p;
+        rb = (me - k - 1 + p) % p;
+    }
+    part(s, sb, &soff, &scnt);
+    part(s, rb, &roff, &rcnt);
+    /* receive first, then send (a left neighbour's send finds its receive posted) */
+    rc = post_pair(op, left, op->k < op->nrs ? op->tmp : at(op, op->base, roff), rcnt, NULL, 0);
+    if (rc == MPI_SUCCESS)
+        rc = post_pair(op, right, NULL, 0, at(op, op->base, soff), scnt);
+    return rc;
+}
+
+static int rhd_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, L = log2i(p), k, lo, hi, mid, upper;
+    size_t loff, lcnt, hoff, hcnt;
+
+    k = op->k < op->nrs ? op->k : L - 1 - (op->k - op->nrs);
+    rhd_range(p, me, k, op->ascend, &lo, &hi);
+    mid   = lo + (hi - lo) / 2;
+    upper = (me & rhd_dist(p, k, op->ascend)) != 0;
+    parts_range(s, lo, mid, &loff, &lcnt);
+    parts_range(s, mid, hi, &hoff, &hcnt);
+    int peer = me ^ rhd_dist(p, k, op->ascend);
+    if (op->k < op->nrs) /* keep my half: receive the partner's copy of it, send the other */
+        return upper ? post_pair(op, peer, op->tmp, hcnt, at(op, op->base, loff), lcnt)
+                     : post_pair(op, peer, op->tmp, lcnt, at(op, op->base, hoff), hcnt);
+    /* allgather: send the half I hold, receive the other */
+    return upper ? post_pair(op, peer, at(op, op->base, loff), lcnt, at(op, op->base, hoff), hcnt)
+                 : post_pair(op, peer, at(op, op->base, hoff), hcnt, at(op, op->base, loff), lcnt);
+}
+
+static int direct_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, rc = MPI_SUCCESS;
+    size_t moff, mcnt, off, cnt;
+
+    part(s, me, &moff, &mcnt);
+    for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
+        int x = (me + i) % p; /* spread the first messages over different peers */
+        int slot = x < me ? x : x - 1;
+        part(s, x, &off, &cnt);
+        if (op->k < op->nrs) /* my part from x, x's part to x */
+            rc = post_pair(op, x, at(op, op->tmp, (size_t)slot * mcnt), mcnt,
+                           at(op, op->base, off), cnt);
+        else                 /* x's part from x, my part to x */
+            rc = post_pair(op, x, at(op, op->base, off), cnt, at(op, op->base, moff), mcnt);
+    }
+    return rc;
+}
+
+static void radix_digit(const mxh_p2p_op_t *op, int i, int *stride, int *digit)
+{
+    int st = 1;
+    for (int j = 0; j < i; j++)
+        st *= op->fac[j];
+    *stride = st;
+    *digit  = (op->s->me / st) % op->fac[i];
+}
+
+static int radix_post(mxh_p2p_op_t *op)
+{
+    int f = op->fac[op->k], stride, d, rc = MPI_SUCCESS;
+    size_t n = op->s->count;
+
+    radix_digit(op, op->k, &stride, &d);
+    for (int i = 1; i < f && rc == MPI_SUCCESS; i++) {
+        int j = (d + i) % f, peer = op->s->me + (j - d) * stride;
+        int slot = j < d ? j : j - 1;
+        rc = post_pair(op, peer, at(op, op->tmp, (size_t)slot * n), n, op->base, n);
+    }
+    return rc;
+}
+
+static int post(mxh_p2p_op_t *op)
+{
+    op->nreq = 0;
+    switch (op->algo) {
+    case MXH_P2P_RING:
+        return ring_post(op);
+    case MXH_P2P_RHD:
+        return rhd_post(op);
+    case MXH_P2P_DIRECT:
+        return direct_post(op);
+    case MXH_P2P_RADIX_AR:
+        return radix_post(op);
+    }
+    return MPI_ERR_INTERN;
+}
+
+/* ---- reductions after an exchange --------------------------------------------------- */
+
+static int reduce(const mxh_p2p_op_t *op, const char *in, char *inout, size_t cnt)
+{
+    if (cnt == 0)
+        return MPI_SUCCESS;
+    return mxh_reduce_local(in, inout, cnt, op->env.dt, op->env.op) == MXH_OK ? MPI_SUCCESS
+                                                                            : MPI_ERR_OP;
+}
+
+static int complete(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, rc = MPI_SUCCESS;
+    size_t off, cnt;
+
+    if (op->k >= op->nrs && op->algo != MXH_P2P_RADIX_AR)
+        return MPI_SUCCESS; /* allgather exchanges only move data */
+    switch (op->algo) {
+    case MXH_P2P_RING:
+        part(s, (me - 2 - op->k + 2 * p) % p, &off, &cnt);
+        return reduce(op, op->tmp, at(op, op->base, off), cnt);
+    case MXH_P2P_RHD: {
+        int lo, hi, mid;
+        rhd_range(p, me, op->k, op->ascend, &lo, &hi);
+        mid = lo + (hi - lo) / 2;
+        if (me & rhd_dist(p, op->k, op->ascend))
+            parts_range(s, mid, hi, &off, &cnt);
+        else
+            parts_range(s, lo, mid, &off, &cnt);
+        return reduce(op, op->tmp, at(op, op->base, off), cnt);
+    }
+    case MXH_P2P_DIRECT:
+        /* my part: the contributions in rank order */
+        part(s, me, &off, &cnt);
+        for (int x = 0; x < p && rc == MPI_SUCCESS; x++)
+            if (x != me)
+                rc = reduce(op, at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt),
+                            at(op, op->base, off), cnt);
+        return rc;
+    case MXH_P2P_RADIX_AR: {
+        /* acc = v_{f-1} op (... op (v_1 op v_0)) in digit order, the same on every
+         * member of the digit group */
+        int f = op->fac[op->k], stride, d;
+        size_t n = s->count;
+        radix_digit(op, op->k, &stride, &d);
+        char *acc = d == 0 ? op->base : op->tmp; /* slot 0 holds v_0 when d != 0 */
+        for (int j = 1; j < f && rc == MPI_SUCCESS; j++) {
+            const char *v = j == d ? op->base : at(op, op->tmp, (size_t)(j < d ? j : j - 1) * n);
+            rc = reduce(op, v, acc, n);
+        }
+        if (rc == MPI_SUCCESS && acc != op->base)
+            mxh_copy(op->base, acc, n * op->env.ext);
+        return rc;
+    }
+    }
+    return MPI_ERR_INTERN;
+}
+
+/* ---- state machine ------------------------------------------------------------------ */
+
+int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *env, char *base,
+                  char *tmp, int tag)
+{
+    int p = s->gsize, L = log2i(p);
+
+    op->s      = s;
+    op->env    = *env;
+    op->base   = base;
+    op->tmp    = tmp;
+    op->tag    = tag;
+    op->k      = 0;
+    op->nreq   = 0;
+    op->algo   = mxh_p2p_choose(s, env->ext);
+    op->ascend = s->type == MXH_STEP_ALLREDUCE;
+    switch (op->algo) {
+    case MXH_P2P_RING:
+        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : p - 1;
+        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : p - 1);
+        break;
+    case MXH_P2P_RHD:
+        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : L;
+        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : L);
+        break;
+    case MXH_P2P_DIRECT:
+        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : 1;
+        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : 1);
+        break;
+    case MXH_P2P_RADIX_AR:
+        op->nfac = radix_factors(p, op->fac);
+        op->nrs  = op->nsub = op->nfac;
+        break;
+    }
+    op->active = s->count > 0 && op->nsub > 0;
+    return op->active ? post(op) : MPI_SUCCESS;
+}
+
+int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
+{
+    MPI_Status stats[MXH_P2P_MAXREQ];
+    int flag = 1, rc = MPI_SUCCESS;
+
+    if (!op->active)
+        return MPI_SUCCESS;
+    if (op->nreq > 0)
+        rc = MPI_Testall(op->nreq, op->req, &flag, stats);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
+    *moved = 1;
+    rc     = complete(op);
+    if (rc != MPI_SUCCESS) {
+        op->active = 0;
+        return rc;
+    }
+    if (++op->k == op->nsub) {
+        op->active = 0;
+        return MPI_SUCCESS;
+    }
+    return post(op);
+}
+
+int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char *tmp, int tag)
+{
+    mxh_p2p_op_t op;
+    MPI_Status stats[MXH_P2P_MAXREQ];
+    int rc = mxh_p2p_start(&op, s, env, base, tmp, tag);
+
+    while (rc == MPI_SUCCESS && op.active) {
+        int moved = 0;
+        if (op.nreq > 0)
+            rc = MPI_Waitall(op.nreq, op.req, stats);
+        op.nreq = 0;
+        if (rc == MPI_SUCCESS)
+            rc = mxh_p2p_advance(&op, &moved);
+    }
+    return rc;
+}

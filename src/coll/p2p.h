@@ -1,0 +1,98 @@
+/* Point-to-point algorithms for one reduce-scatter, allgather or allreduce step
+ * on a level communicator, as nonblocking state machines that the executor
+ * advances (several can be in flight: pipelined fragments, other stages).
+ *
+ *   ring    2(p-1) neighbour exchanges, bandwidth-optimal for any p
+ *   rhd     recursive halving / doubling: 2 log2 p exchanges, bandwidth-optimal,
+ *           p a power of two. Allreduce halves over the nearest partners first
+ *           (the big transfers stay under one leaf switch); reduce-scatter and
+ *           allgather keep rank order (my block ends at displs[me]).
+ *   direct  small messages: every part straight to its owner (reduce-scatter)
+ *           and to everybody (allgather): one exchange per phase
+ *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
+ *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
+ *           the f_i - 1 ranks that differ from it only in digit i and reduces the
+ *           f_i vectors in digit order. log_f p exchanges.
+ *
+ * Every element is reduced in one fixed order that all ranks holding it share,
+ * so results are bitwise identical on every rank. Reductions use
+ * mxh_reduce_local (the op must be commutative). */
+#ifndef MXH_P2P_H
+#define MXH_P2P_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MXH_P2P_SMALL     (32u << 10) /* region bytes up to which direct/radix are used */
+#define MXH_P2P_DIRECT_P  64          /* largest group for direct exchanges */
+#define MXH_P2P_RADIX     16          /* largest radix factor */
+#define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
+
+typedef enum mxh_p2p_algo {
+    MXH_P2P_RING = 0,
+    MXH_P2P_RHD,
+    MXH_P2P_DIRECT,
+    MXH_P2P_RADIX_AR
+} mxh_p2p_algo_t;
+
+typedef struct mxh_p2p_env {
+    MPI_Comm     comm;
+    MPI_Datatype dt;
+    size_t       ext;
+    MPI_Op       op;
+} mxh_p2p_env_t;
+
+typedef struct mxh_p2p_op {
+    const mxh_step_t *s;
+    mxh_p2p_env_t     env;
+    char             *base; /* the step's region */
+    char             *tmp;  /* receive space (mxh_p2p_tmp_count elements) */
+    int               tag;
+    mxh_p2p_algo_t    algo;
+    int               k;      /* current substep */
+    int               nrs;    /* substeps of the reduce-scatter phase */
+    int               nsub;   /* all substeps */
+    int               ascend; /* rhd: nearest partner first */
+    int               nfac;   /* radix: factors */
+    int               fac[32];
+    int               active;
+    int               nreq;
+    MPI_Request       req[MXH_P2P_MAXREQ];
+} mxh_p2p_op_t;
+
+/* Steps the point-to-point algorithms can run: reduce-scatter, allgather and
+ * allreduce on a group of more than one rank. */
+int mxh_p2p_usable(const mxh_step_t *s);
+
+/* The algorithm for step @s with @ext-byte elements (a pure function of the
+ * step: identical on every member of the group). */
+mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext);
+const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo);
+
+/* Elements of receive space the step needs. */
+size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext);
+
+/* Start step @s on @base with receive space @tmp, messages tagged @tag. Returns
+ * an MPI error code. */
+int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *env, char *base,
+                  char *tmp, int tag);
+
+/* Test the current exchange; when it is complete reduce, then post the next
+ * one. Returns an MPI error code; *moved is set when an exchange completed.
+ * op->active is 0 once the step is done. */
+int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
+
+/* Run step @s to completion (blocking). */
+int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char *tmp, int tag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
