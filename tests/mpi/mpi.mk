@@ -17,6 +17,13 @@ mpi_test_hier_SOURCES = mpi/test_hier.cc $(MXH_MPI_COMMON)
 mpi_test_hier_LDADD = $(MXH_MPI_LIBS)
 mpi_test_hier_LDFLAGS = $(MXH_MPI_NOINST)
 
+# the executor's point-to-point algorithms are internal: link the core library
+check_PROGRAMS += mpi/test_p2p
+mpi_test_p2p_SOURCES = mpi/test_p2p.cc $(MXH_MPI_COMMON)
+mpi_test_p2p_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src
+mpi_test_p2p_LDADD = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lpthread -ldl
+mpi_test_p2p_LDFLAGS = $(MXH_MPI_NOINST)
+
 TESTS += mpi/run_mpi_tests.sh
 EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf
 CLEANFILES += mpi/mxh-*.log

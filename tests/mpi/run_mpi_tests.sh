@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls) under
+# Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls, test_p2p) under
 # mpiexec on fake multi-node layouts; see README.md next to this script.
 #
 #   run_mpi_tests.sh                 all layouts (make check runs it from tests/)
@@ -159,6 +159,9 @@ for bin in test_hier test_errors test_colls; do
         -n 2 -env $H a -env $L leaf0 BIN : -n 2 -env $H b -env $L leaf0 BIN : \
         -n 2 -env $H c -env $L leaf1 BIN : -n 2 -env $H d -env $L leaf1 BIN
 done
+
+# the executor's point-to-point algorithms on communicators of 2..6 ranks
+run p2p-6 test_p2p '*' -- -n 6 BIN
 
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }

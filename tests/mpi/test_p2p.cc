@@ -1,0 +1,185 @@
+// The executor's point-to-point step algorithms (src/coll/p2p.h: ring,
+// recursive halving/doubling, direct, radix allreduce) against MPICH's own
+// collectives, on communicators of every size from 2 to the world size, with
+// counts around every algorithm's thresholds, even and uneven parts, integer
+// data (exact) and doubles (every rank must hold the same bits).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checker.hh"
+#include "coll/p2p.h"
+
+using mxh_test::fmt;
+
+namespace {
+
+// Counts (elements of the whole region) around the small-message limit
+// (MXH_P2P_SMALL bytes) and large enough for several ring/rhd parts.
+const size_t kCounts[] = {1, 2, 3, 7, 13, 100, 1021, 8191, 8192, 8193, 30011, 65536};
+
+struct Step {
+    mxh_step_t s;
+    std::vector<int> counts, displs;
+};
+
+// A step of @type over @count elements on @comm; @uneven gives part x a weight
+// x+1 (and some empty parts), else the plan's even split.
+Step make_step(mxh_step_type_t type, MPI_Comm comm, size_t count, bool uneven)
+{
+    Step st;
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    std::memset(&st.s, 0, sizeof(st.s));
+    st.s.type  = type;
+    st.s.gsize = p;
+    st.s.me    = me;
+    st.s.count = count;
+    if (type == MXH_STEP_ALLREDUCE)
+        return st;
+    st.counts.assign(p, 0);
+    st.displs.assign(p, 0);
+    size_t total_w = 0;
+    for (int x = 0; x < p; x++)
+        total_w += uneven ? (x % 3 == 1 ? 0 : x + 1) : 1;
+    size_t left = count;
+    for (int x = 0; x < p; x++) {
+        size_t w = uneven ? (x % 3 == 1 ? 0 : x + 1) : 1;
+        size_t c = x == p - 1 ? left : count * w / total_w;
+        st.counts[x] = (int)c;
+        left -= c;
+    }
+    for (int x = 1; x < p; x++)
+        st.displs[x] = st.displs[x - 1] + st.counts[x - 1];
+    st.s.counts = st.counts.data();
+    st.s.displs = st.displs.data();
+    return st;
+}
+
+template <typename T> T value(int rank, size_t i)
+{
+    return (T)((rank * 7919 + (int)(i % 1000) * 31) % 1009) / (T)(sizeof(T) == 8 ? 8 : 1);
+}
+
+// Run @type with the p2p algorithm and with MPICH; integers must match exactly,
+// doubles must be identical on every rank (checked through the hash).
+template <typename T>
+void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t count,
+           bool uneven, MPI_Datatype dt)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    Step st = make_step(type, comm, count, uneven);
+    std::vector<T> work(count), ref(count), tmp(mxh_p2p_tmp_count(&st.s, sizeof(T)) + 1);
+    for (size_t i = 0; i < count; i++)
+        work[i] = value<T>(me, i);
+    std::string what = fmt("%s p=%d count=%zu %s algo=%s", mxh_step_type_name(type), p, count,
+                           uneven ? "uneven" : "even",
+                           mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(T))));
+
+    // reference from MPICH on the same input
+    std::vector<T> in(work);
+    int rc = MPI_SUCCESS;
+    size_t moff = 0, mcnt = count;
+    if (type == MXH_STEP_ALLREDUCE) {
+        rc = MPI_Allreduce(in.data(), ref.data(), (int)count, dt, MPI_SUM, comm);
+    } else if (type == MXH_STEP_REDUCE_SCATTER) {
+        moff = (size_t)st.displs[me];
+        mcnt = (size_t)st.counts[me];
+        std::vector<T> mine(mcnt + 1);
+        rc = MPI_Reduce_scatter(in.data(), mine.data(), st.counts.data(), dt, MPI_SUM, comm);
+        std::copy(mine.begin(), mine.begin() + (long)mcnt, ref.begin() + (long)moff);
+    } else {
+        // allgather: part x comes from rank x; the others' parts are overwritten
+        for (int x = 0; x < p; x++)
+            for (int i = 0; i < st.counts[x]; i++)
+                ref[(size_t)st.displs[x] + (size_t)i] = value<T>(x, (size_t)st.displs[x] + (size_t)i);
+        for (int x = 0; x < p; x++)
+            if (x != me)
+                for (int i = 0; i < st.counts[x]; i++)
+                    work[(size_t)st.displs[x] + (size_t)i] = (T)-1;
+    }
+    ck.rc(rc, "MPICH reference " + what);
+
+    mxh_p2p_env_t env = {comm, dt, sizeof(T), MPI_SUM};
+    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), (char *)tmp.data(), 4242);
+    ck.rc(rc, what);
+    if (dt == MPI_INT || type == MXH_STEP_ALLGATHER) {
+        for (size_t i = moff; i < moff + mcnt; i++)
+            if (work[i] != ref[i]) {
+                ck.fail(fmt("%s: element %zu is %g, MPICH %g", what.c_str(), i, (double)work[i],
+                            (double)ref[i]));
+                break;
+            }
+    } else if (type == MXH_STEP_ALLREDUCE) {
+        // any summation order is within rounding of MPICH's; every rank the same bits
+        for (size_t i = 0; i < count; i++)
+            if (std::abs((double)work[i] - (double)ref[i]) > 1e-9 * (1 + std::abs((double)ref[i]))) {
+                ck.fail(fmt("%s: element %zu is %.17g, MPICH %.17g", what.c_str(), i,
+                            (double)work[i], (double)ref[i]));
+                break;
+            }
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *b = (const unsigned char *)work.data();
+        for (size_t i = 0; i < count * sizeof(T); i++)
+            h = (h ^ b[i]) * 1099511628211ull;
+        ck.hash(h, what);
+    }
+}
+
+class P2p : public ::testing::Test {};
+
+TEST_F(P2p, AllAlgorithmsMatchMpich)
+{
+    int wsize, wrank;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (wsize < 2)
+        GTEST_SKIP() << "needs at least 2 ranks";
+    for (int p = 2; p <= wsize; p++) {
+        MPI_Comm comm;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank < p ? 0 : MPI_UNDEFINED, wrank, &comm);
+        if (comm == MPI_COMM_NULL)
+            continue;
+        mxh_test::Checker ck(comm, fmt("first %d ranks", p));
+        for (size_t count : kCounts)
+            for (int uneven = 0; uneven < 2; uneven++) {
+                check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT);
+                check<int>(ck, comm, MXH_STEP_ALLGATHER, count, uneven, MPI_INT);
+                if (!uneven) {
+                    check<int>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_INT);
+                    check<double>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_DOUBLE);
+                }
+            }
+        ck.finish();
+        MPI_Comm_free(&comm);
+    }
+}
+
+// Every algorithm is reached by the counts above on these group sizes.
+TEST_F(P2p, ChoiceCoversEveryAlgorithm)
+{
+    Step big = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1 << 20, false);
+    big.s.gsize = 4;
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RHD);
+    big.s.gsize = 6;
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RING);
+    big.s.count = 10;
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RADIX_AR);
+    big.s.gsize = 67; /* prime above the radix limit, above the direct limit */
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RING);
+    big.s.gsize = 37; /* prime above the radix limit, direct */
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+    big.s.type  = MXH_STEP_REDUCE_SCATTER;
+    big.s.gsize = 8;
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+}
+
+} // namespace
