@@ -10,7 +10,9 @@
  * Timing: per size, WARMUP untimed then ITERS timed iterations; within an
  * iteration the implementations are interleaved (hier, mpi), each call preceded
  * by an MPI_Barrier and timed on every rank; an iteration's time is the maximum
- * over ranks; the reported time is the median over iterations.
+ * over ranks; the reported time is the median over iterations. --batch (ignored
+ * with --check): per implementation, WARMUP calls, one barrier, then ITERS calls
+ * back to back; time = elapsed/ITERS per rank, maximum over ranks.
  * algbw = size / time, busbw = algbw * factor with factor 2(p-1)/p (allreduce),
  * (p-1)/p (reduce_scatter, allgather), 1 (bcast, reduce); GB = 1e9 B.
  * size is the total buffer: count*typesize, where for reduce_scatter (block) and
@@ -86,6 +88,7 @@ struct dtype {
 struct opts {
     size_t minb, maxb;
     int factor, iters, warmup, check, root;
+    int batch; /* --batch: the timed iterations back to back after one barrier */
     int colls[NCOLL], ncolls;
     int impl[NIMPL]; /* enabled */
     struct dtype dt;
@@ -172,6 +175,9 @@ static void usage(FILE *f)
             "  -w, --warmup N       warm-up iterations (default 5)\n"
             "  -r, --root R         root of bcast/reduce (default 0)\n"
             "      --check          verify every result bit for bit (exit 1 if wrong)\n"
+            "      --batch          time the ITERS calls back to back after one barrier and\n"
+            "                       report total/ITERS (nccl-tests style: no barrier skew in\n"
+            "                       latency-bound sizes); default: a barrier before every call\n"
             "      --impl LIST      hier,mpi (default), hier or mpi\n"
             "      --csv FILE       write the results as CSV\n"
             "      --json FILE      write the results as JSON\n"
@@ -192,6 +198,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"check", no_argument, NULL, 'C'},          {"impl", required_argument, NULL, 'I'},
         {"csv", required_argument, NULL, 'S'},      {"json", required_argument, NULL, 'J'},
         {"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+        {"batch", no_argument, NULL, 'B'},
         {NULL, 0, NULL, 0}};
     const int say = world_rank == 0;
     int c;
@@ -272,6 +279,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (o->dt.type == MPI_DATATYPE_NULL) BAD("datatype '%s' is not available", optarg);
             break;
         }
+        case 'B':
+            o->batch = 1;
+            break;
         case 'o':
             if (!strcmp(optarg, "sum")) o->op = OP_SUM;
             else if (!strcmp(optarg, "prod")) o->op = OP_PROD;
@@ -660,7 +670,25 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                         to_dev(dev_rbuf[k], rbuf[k], out_bytes);
         }
 #endif
-        for (int it = 0; it < nt; it++) {
+        if (o->batch && !o->check) {
+            /* warm-up per call, then the timed calls back to back */
+            for (int k = 0; k < NIMPL; k++) {
+                char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
+                double t0, t1;
+                if (!o->impl[k])
+                    continue;
+                for (int it = 0; it < o->warmup; it++)
+                    run_one(k, coll, o, sb, rb, count, per_rank);
+                CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                t0 = MPI_Wtime();
+                for (int it = 0; it < o->iters; it++)
+                    run_one(k, coll, o, sb, rb, count, per_rank);
+                t1 = MPI_Wtime();
+                for (int it = 0; it < o->iters; it++)
+                    tl[k * o->iters + it] = (t1 - t0) / o->iters;
+            }
+        }
+        for (int it = 0; it < nt && !(o->batch && !o->check); it++) {
             for (int k = 0; k < NIMPL; k++) {
                 double t0, t1;
                 char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
@@ -788,6 +816,9 @@ static void print_header(const struct opts *o)
         }
     if (!n)
         printf("#   (none: defaults)\n");
+    if (o->batch && !o->check)
+        printf("# times: --batch: %d calls back to back after one barrier, elapsed/calls, max "
+               "over ranks\n", o->iters);
     printf("# times: median over iterations of the max over ranks; GB = 1e9 B; busbw factors:\n"
            "#   allreduce 2(p-1)/p, reduce_scatter/allgather (p-1)/p, bcast/reduce 1\n");
     fflush(stdout);

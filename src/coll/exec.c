@@ -318,6 +318,7 @@ typedef struct progress_arg {
     int                   nops;
     int                   rc;    /* first error */
     const mxh_step_t     *failed;
+    int                   moved; /* the last pass completed an exchange */
 } progress_arg_t;
 
 /* One pass: progress the round's nonblocking collectives and point-to-point
@@ -338,6 +339,7 @@ static int progress_round(progress_arg_t *p)
         }
         running += p->ops[i].active;
     }
+    p->moved = moved;
     return running;
 }
 
@@ -374,6 +376,41 @@ static int stream_next(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, frag
             return rc;
     }
     return MPI_SUCCESS;
+}
+
+/* Nothing moved in a pass: block until some exchange of the fragments in flight
+ * completes (a simulator advances its clock instead of charging every test; a
+ * real MPI progresses inside the wait). Completed requests become
+ * MPI_REQUEST_NULL, which the next pass's tests see as done. */
+#define MXH_STREAM_WAIT_MAX 1024
+static int stream_wait(frag_state_t *fs, int W, int lo, int next, int *spins)
+{
+    MPI_Request all[MXH_STREAM_WAIT_MAX];
+    int where[MXH_STREAM_WAIT_MAX], idx[MXH_STREAM_WAIT_MAX], n = 0, done = 0, rc;
+    MPI_Status stats[MXH_STREAM_WAIT_MAX];
+
+    for (int f = lo; f < next; f++) {
+        mxh_p2p_op_t *op = &fs[f % W].op;
+        if (fs[f % W].stage >= 0 && op->active)
+            for (int i = 0; i < op->nreq; i++) {
+                if (op->req[i] == MPI_REQUEST_NULL)
+                    continue;
+                if (n == MXH_STREAM_WAIT_MAX) { /* too many: just yield and test again */
+                    if (++*spins % 64 == 0)
+                        sched_yield();
+                    return MPI_SUCCESS;
+                }
+                all[n]   = op->req[i];
+                where[n] = (f % W) * MXH_P2P_MAXREQ + i;
+                n++;
+            }
+    }
+    if (n == 0)
+        return MPI_SUCCESS;
+    rc = MPI_Waitsome(n, all, &done, idx, stats);
+    for (int k = 0; k < n; k++)
+        fs[where[k] / MXH_P2P_MAXREQ].op.req[where[k] % MXH_P2P_MAXREQ] = all[k];
+    return rc;
 }
 
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
@@ -414,8 +451,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         }
         while (lo < next && fs[lo % W].stage >= sched->nstages)
             lo++;
-        if (!moved && ++spins % 64 == 0)
-            sched_yield(); /* oversubscribed ranks: let the peers run */
+        if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
+            rc = stream_wait(fs, W, lo, next, &spins);
     }
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */
@@ -430,6 +467,31 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         return MXH_ERR_MPI;
     }
     return MXH_OK;
+}
+
+/* Block until some exchange of the round's point-to-point steps completes. */
+static int ops_wait(mxh_p2p_op_t *ops, int nops)
+{
+    MPI_Request all[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
+    MPI_Status stats[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
+    int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ], idx[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
+    int n = 0, done = 0, rc;
+
+    for (int k = 0; k < nops; k++)
+        for (int i = 0; ops[k].active && i < ops[k].nreq; i++)
+            if (ops[k].req[i] != MPI_REQUEST_NULL) {
+                all[n]   = ops[k].req[i];
+                where[n] = k * MXH_P2P_MAXREQ + i;
+                n++;
+            }
+    if (n == 0) {
+        sched_yield();
+        return MPI_SUCCESS;
+    }
+    rc = MPI_Waitsome(n, all, &done, idx, stats);
+    for (int k = 0; k < n; k++)
+        ops[where[k] / MXH_P2P_MAXREQ].req[where[k] % MXH_P2P_MAXREQ] = all[k];
+    return rc;
 }
 
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
@@ -486,7 +548,7 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
                 st = mpi_failed(rc, step);
         }
         /* 2. shared-memory steps, in stage order, progressing the MPI ones */
-        progress_arg_t parg = {ctx, ctx->reqs, nreq, ops, nops, MPI_SUCCESS, NULL};
+        progress_arg_t parg = {ctx, ctx->reqs, nreq, ops, nops, MPI_SUCCESS, NULL, 0};
         for (int k = 0; k < nsteps && st == MXH_OK; k++) {
             const mxh_step_t *step = steps[k];
             mxh_shm_t *shm         = shm_step_form(step, ctx);
@@ -500,9 +562,9 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
                 st = sst;
         }
         /* 3. drive the point-to-point steps to the end, then one wait for the rest */
-        for (int spins = 0; progress_round(&parg) > 0;)
-            if (++spins % 64 == 0)
-                sched_yield(); /* oversubscribed ranks: let the peer run */
+        while (progress_round(&parg) > 0)
+            if (!parg.moved && ops_wait(ops, nops) != MPI_SUCCESS && parg.rc == MPI_SUCCESS)
+                parg.rc = MPI_ERR_INTERN;
         if (parg.rc != MPI_SUCCESS && st == MXH_OK)
             st = mpi_failed(parg.rc, parg.failed);
         if (nreq > 0) {

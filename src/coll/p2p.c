@@ -92,19 +92,45 @@ int mxh_p2p_usable(const mxh_step_t *s)
            s->gsize > 1;
 }
 
+static int forced = -1;
+
+void mxh_p2p_force(int algo)
+{
+    forced = algo;
+}
+
 mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 {
     int fac[32], p = s->gsize;
     size_t bytes = s->count * ext;
 
+    switch (forced) {
+    case MXH_P2P_RING:
+        return MXH_P2P_RING;
+    case MXH_P2P_RHD:
+        if (is_pow2(p) && parts_contiguous(s))
+            return MXH_P2P_RHD;
+        break;
+    case MXH_P2P_DIRECT:
+        if (p <= MXH_P2P_DIRECT_P)
+            return MXH_P2P_DIRECT;
+        break;
+    case MXH_P2P_RADIX_AR:
+        if (s->type == MXH_STEP_ALLREDUCE && radix_factors(p, fac) > 0)
+            return MXH_P2P_RADIX_AR;
+        break;
+    default:
+        break;
+    }
+
     if (s->type == MXH_STEP_ALLREDUCE) {
         if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
-        if (bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P)
+        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || p <= MXH_P2P_DIRECT_ANY)
             return MXH_P2P_DIRECT;
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
-    if (bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P)
+    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || p <= MXH_P2P_DIRECT_ANY)
         return MXH_P2P_DIRECT;
     return is_pow2(p) && parts_contiguous(s) ? MXH_P2P_RHD : MXH_P2P_RING;
 }

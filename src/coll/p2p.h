@@ -7,8 +7,10 @@
  *           p a power of two. Allreduce halves over the nearest partners first
  *           (the big transfers stay under one leaf switch); reduce-scatter and
  *           allgather keep rank order (my block ends at displs[me]).
- *   direct  small messages: every part straight to its owner (reduce-scatter)
- *           and to everybody (allgather): one exchange per phase
+ *   direct  every part straight to its owner (reduce-scatter) and to everybody
+ *           (allgather): one exchange per phase, the same bytes as ring and rhd;
+ *           small messages, and groups of up to MXH_P2P_DIRECT_ANY ranks at every
+ *           size (an NVSwitch node)
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
  *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
  *           the f_i - 1 ranks that differ from it only in digit i and reduces the
@@ -31,6 +33,7 @@ extern "C" {
 
 #define MXH_P2P_SMALL     (32u << 10) /* region bytes up to which direct/radix are used */
 #define MXH_P2P_DIRECT_P  64          /* largest group for direct exchanges */
+#define MXH_P2P_DIRECT_ANY 8          /* groups up to this size: direct at every size */
 #define MXH_P2P_RADIX     16          /* largest radix factor */
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 
@@ -74,6 +77,10 @@ int mxh_p2p_usable(const mxh_step_t *s);
  * step: identical on every member of the group). */
 mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext);
 const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo);
+
+/* Tests: force an algorithm wherever it applies (-1: the normal choice). Must be
+ * the same on every rank. */
+void mxh_p2p_force(int algo);
 
 /* Elements of receive space the step needs. */
 size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext);

@@ -134,6 +134,19 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
     }
 }
 
+void check_all(mxh_test::Checker &ck, MPI_Comm comm)
+{
+    for (size_t count : kCounts)
+        for (int uneven = 0; uneven < 2; uneven++) {
+            check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT);
+            check<int>(ck, comm, MXH_STEP_ALLGATHER, count, uneven, MPI_INT);
+            if (!uneven) {
+                check<int>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_INT);
+                check<double>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_DOUBLE);
+            }
+        }
+}
+
 class P2p : public ::testing::Test {};
 
 TEST_F(P2p, AllAlgorithmsMatchMpich)
@@ -149,27 +162,25 @@ TEST_F(P2p, AllAlgorithmsMatchMpich)
         if (comm == MPI_COMM_NULL)
             continue;
         mxh_test::Checker ck(comm, fmt("first %d ranks", p));
-        for (size_t count : kCounts)
-            for (int uneven = 0; uneven < 2; uneven++) {
-                check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT);
-                check<int>(ck, comm, MXH_STEP_ALLGATHER, count, uneven, MPI_INT);
-                if (!uneven) {
-                    check<int>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_INT);
-                    check<double>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_DOUBLE);
-                }
-            }
+        for (int algo = -1; algo <= MXH_P2P_RADIX_AR; algo++) {
+            mxh_p2p_force(algo); // -1: the normal choice
+            check_all(ck, comm);
+        }
+        mxh_p2p_force(-1);
         ck.finish();
         MPI_Comm_free(&comm);
     }
 }
 
-// Every algorithm is reached by the counts above on these group sizes.
+// The choice by group size and message size.
 TEST_F(P2p, ChoiceCoversEveryAlgorithm)
 {
     Step big = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1 << 20, false);
-    big.s.gsize = 4;
+    big.s.gsize = 4; /* a node: direct at every size */
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+    big.s.gsize = 16;
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RHD);
-    big.s.gsize = 6;
+    big.s.gsize = 12;
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RING);
     big.s.count = 10;
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RADIX_AR);
