@@ -62,7 +62,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
      "at least two fragments overlap levels fragment by fragment; 0 disables pipelining.", 1},
     {"MPIX_HIER_PIPELINE_DEPTH", "0",
-     "Fragments in flight at most (0: one per stage of the schedule, full overlap; 1: none).",
+     "Fragments in flight at most (0: one per stage of the schedule, one more when fragments "
+     "stream point to point; 1: no overlap).",
      1},
     {"MPIX_HIER_SHM", "yes",
      "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
