@@ -164,6 +164,33 @@ static void build_allreduce(builder_t *b, size_t count)
     }
 }
 
+/* Latency plan for small allreduces: an allreduce of the whole vector at every
+ * level, innermost first (node, then the same rail across nodes, ...): one
+ * step per level instead of two, every step a few exchanges (p2p.h: radix).
+ * Valid on grid layouts only, where every group of a level spans all groups of
+ * the level below: then after level l every member of a level-(l+1) group holds
+ * the same bits, and every level-(l+1) group computes the same sum in the same
+ * order. */
+static int grid_layout(const mxh_layout_t *L)
+{
+    long prod = 1;
+    for (int l = 0; l < L->nlevels; l++) {
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER)
+            return 0;
+        for (int r = 1; r < L->nranks; r++)
+            if (L->gsize[l][r] != L->gsize[l][0])
+                return 0;
+        prod *= L->gsize[l][0];
+    }
+    return prod == L->nranks;
+}
+
+static void build_allreduce_latency(builder_t *b, size_t count)
+{
+    for (int l = 0; l < b->L->nlevels; l++)
+        add_step(b, MXH_STEP_ALLREDUCE, l, 0, count);
+}
+
 /* ---- rooted: holder chains (bcast up-phase, reduce down-phase) --------------- */
 
 /* holders[l][r] != 0: r holds (bcast) or must collect (reduce) data at level l. */
@@ -498,6 +525,12 @@ static void build_allgather(builder_t *b, size_t bc)
 mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                              size_t count, int root, mxh_plan_t **plan_p)
 {
+    return mxh_plan_create_sized(layout, rank, coll, count, root, 0, plan_p);
+}
+
+mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                   size_t count, int root, size_t tsize, mxh_plan_t **plan_p)
+{
     builder_t b;
 
     if (layout == NULL || layout->nlevels < 1 || rank < 0 || rank >= layout->nranks ||
@@ -522,7 +555,10 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
         b.plan->work_count = count;
-        build_allreduce(&b, count);
+        if (tsize > 0 && count * tsize <= MXH_PLAN_LATENCY_BYTES && grid_layout(layout))
+            build_allreduce_latency(&b, count);
+        else
+            build_allreduce(&b, count);
         break;
     case MXH_COLL_BCAST:
         b.plan->work_count = count;

@@ -71,6 +71,16 @@ const char *mxh_step_type_name(mxh_step_type_t type);
 /* Build the plan of @rank. The layout must have at least one level. */
 mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                              size_t count, int root, mxh_plan_t **plan_p);
+
+/* Allreduces of at most this many bytes on grid layouts (every level's groups of
+ * one size, spanning the groups below) get the latency plan: an allreduce of the
+ * whole vector at every level, innermost first. */
+#define MXH_PLAN_LATENCY_BYTES 4096
+
+/* The same, knowing the element size (@tsize bytes; 0: unknown), which picks the
+ * latency plan for small allreduces. */
+mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                   size_t count, int root, size_t tsize, mxh_plan_t **plan_p);
 void mxh_plan_destroy(mxh_plan_t *plan);
 
 /* One line per step, for logs and golden tests; returns the length needed. */

@@ -57,13 +57,13 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     }
     s->last_count = count - (size_t)(s->nfrag - 1) * fcnt;
 
-    st = mxh_plan_create(layout, rank, coll, fcnt, root, &s->plan);
+    st = mxh_plan_create_sized(layout, rank, coll, fcnt, root, tsize, &s->plan);
     if (st != MXH_OK)
         goto err;
     if (s->last_count == fcnt) {
         s->last = s->plan;
     } else {
-        st = mxh_plan_create(layout, rank, coll, s->last_count, root, &s->last);
+        st = mxh_plan_create_sized(layout, rank, coll, s->last_count, root, tsize, &s->last);
         if (st != MXH_OK)
             goto err;
     }
