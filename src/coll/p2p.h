@@ -34,7 +34,7 @@ extern "C" {
 #define MXH_P2P_SMALL     (32u << 10) /* region bytes up to which direct/radix are used */
 #define MXH_P2P_DIRECT_P  64          /* largest group for direct exchanges */
 #define MXH_P2P_DIRECT_ANY 8          /* groups up to this size: direct at every size */
-#define MXH_P2P_RADIX     16          /* largest radix factor */
+#define MXH_P2P_RADIX     32          /* largest radix factor */
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 
 typedef enum mxh_p2p_algo {

@@ -186,7 +186,7 @@ TEST_F(P2p, ChoiceCoversEveryAlgorithm)
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RADIX_AR);
     big.s.gsize = 67; /* prime above the radix limit, above the direct limit */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RING);
-    big.s.gsize = 37; /* prime above the radix limit, direct */
+    big.s.gsize = 37; /* prime above the radix limit (32), direct */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
     big.s.type  = MXH_STEP_REDUCE_SCATTER;
     big.s.gsize = 8;
