@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
-"""Run mpix_bench from the SimGrid build under smpirun on a generated platform
-and compare MPIX_Hier_* (auto selection, forced 'hier' = levels back to back,
-forced 'pipeline' = levels overlapped) with plain MPI (SMPI's MPICH selector),
-next to the analytic two-level bound (ARCHITECTURE.md section 3).
+"""Run mpix_bench from the SimGrid build under smpirun on generated platforms
+and compare MPIX_Hier_* with plain MPI (SMPI's MPICH selector), next to the
+analytic bound (ARCHITECTURE.md section 3, per topology: see README.md).
 
-  benchmarks/sim/run_sim.py --nodes 4 --gpus 4 -b 1M -e 256M
-  benchmarks/sim/run_sim.py --check-model            # simulator vs analytic formulas
-  benchmarks/sim/run_sim.py -b 16M -e 64M --sweep-frag 128k,256k,512k,1m,2m
+  benchmarks/sim/run_sim.py --scale 128,512,1024 --topologies rail,fattree   # scale sweep
+  benchmarks/sim/run_sim.py --nodes 4 --gpus 4 -b 1M -e 256M      # auto/hier/pipeline table
+  benchmarks/sim/run_sim.py --check-model                         # simulator vs formulas
+  benchmarks/sim/run_sim.py -b 16M -e 64M --sweep-frag 2m,8m       # pipeline per fragment
 
 Network model: SMPI's correction factors are set to 1, cross-traffic and RTT
-weighting off, so that links behave as the platform file says; reductions
-cost nothing (smpi/simulate-computation:no) in both columns.
+weighting off, so that links behave as the platform file says. Reductions and
+local copies are charged by the library's cost model (MPIX_HIER_SIM_REDUCE,
+_SIM_REDUCE_BW, _SIM_COPY_BW, passed through from the environment or set with
+--reduce-bw/--copy-bw); mpix_bench's mpi column reduces with the library's
+costed op, so both columns pay the same for a reduced byte.
 Python 3 standard library only.
 """
 import argparse
+import csv
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,8 +31,14 @@ import gen_platform  # noqa: E402
 
 SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0",
              "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
-             "--cfg=network/weight-S:0", "--cfg=smpi/coll-selector:mpich",
-             "--log=root.thres:warning", "--log=smpi_config.thres:error"]
+             "--cfg=network/weight-S:0",
+             # one mapping per shared buffer up to 256 MiB (the default 1 MiB blocks
+             # exceed vm.max_map_count at 128 ranks x 256 MiB)
+             "--cfg=smpi/shared-malloc-blocksize:268435456",
+             "--log=root.thres:warning", "--log=smpi_config.thres:error",
+             "--log=smpi_mpi.thres:error"]
+
+COLLS = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
 
 
 def parse_size(s):
@@ -44,28 +55,119 @@ def fmt_size(b):
     return "%d B" % b
 
 
-def smpirun(a, prefix, nranks, prog, env_extra, log):
+# ---- running smpirun ---------------------------------------------------------
+
+class MemSampler(threading.Thread):
+    """Largest proportional set size (Pss: a page mapped by every simulated rank
+    counts once) of a process tree, sampled every @period seconds."""
+
+    def __init__(self, pid, period=1.0):
+        threading.Thread.__init__(self, daemon=True)
+        self.pid, self.period, self.peak = pid, period, 0
+        self.stop = threading.Event()
+
+    def tree(self):
+        kids = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/stat" % d) as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                    kids.setdefault(ppid, []).append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+        out, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo += kids.get(p, [])
+        return out
+
+    def sample(self):
+        tot = 0
+        for p in self.tree():
+            try:
+                with open("/proc/%d/smaps_rollup" % p) as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            tot += int(line.split()[1]) * 1024
+                            break
+            except OSError:
+                pass
+        self.peak = max(self.peak, tot)
+
+    def run(self):
+        self.sample()
+        while not self.stop.wait(self.period):
+            self.sample()
+
+
+def fold_lib(a):
+    """Build smpi_fold.so (see smpi_fold.c) into the output directory, once."""
+    so = os.path.join(os.path.abspath(a.out), "smpi_fold.so")
+    src = os.path.join(HERE, "smpi_fold.c")
+    if not os.path.exists(so) or os.path.getmtime(so) < os.path.getmtime(src):
+        os.makedirs(a.out, exist_ok=True)
+        subprocess.check_call(["gcc", "-O2", "-shared", "-fPIC", "-o", so, src,
+                               "-lsimgrid", "-ldl"])
+    return so
+
+
+def sim_env(a):
+    """Environment of every smpirun: cost-model variables from the options."""
+    env = {}
+    if getattr(a, "reduce_bw", None):
+        env["MPIX_HIER_SIM_REDUCE_BW"] = str(a.reduce_bw)
+    if getattr(a, "copy_bw", None):
+        env["MPIX_HIER_SIM_COPY_BW"] = str(a.copy_bw)
+    return env
+
+
+def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=False):
+    """Run @prog under smpirun; returns (stdout, wall seconds, peak Pss bytes)."""
     env = dict(os.environ)
     env.update(env_extra)
+    if fold:
+        env["LD_PRELOAD"] = fold_lib(a)
     test_opts = ["--cfg=smpi/test:%g" % a.test_time, "--cfg=smpi/grow-injected-times:no"]
     cmd = ["smpirun", "-np", str(nranks), "-platform", prefix + ".xml",
-           "-hostfile", prefix + ".hosts"] + SMPI_OPTS + test_opts + prog
+           "-hostfile", prefix + ".hosts"] + SMPI_OPTS + \
+          ["--cfg=smpi/coll-selector:%s" % selector] + test_opts + prog
+    shown = dict(env_extra)
+    if fold:
+        shown["LD_PRELOAD"] = env["LD_PRELOAD"]
+    for k in ("MPIX_HIER_SIM_REDUCE", "MPIX_HIER_SIM_REDUCE_BW", "MPIX_HIER_SIM_COPY_BW"):
+        if k in env and k not in shown:
+            shown[k] = env[k]
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=a.timeout)
+    with open(log + ".tmp", "w") as out:
+        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        mem = MemSampler(p.pid)
+        mem.start()
+        try:
+            rc = p.wait(timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+        mem.stop.set()
     wall = time.time() - t0
+    with open(log + ".tmp") as f:
+        text = f.read()
     with open(log, "w") as f:
-        f.write("# %s %s\n" % (" ".join("%s=%s" % kv for kv in env_extra.items()),
-                               " ".join(cmd)))
-        f.write(p.stdout)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout[-3000:])
-        raise SystemExit("smpirun failed (%d), log in %s" % (p.returncode, log))
-    return p.stdout, wall
+        f.write("# %s %s\n" % (" ".join("%s=%s" % kv for kv in shown.items()), " ".join(cmd)))
+        f.write("# wall %.1f s, peak Pss %.2f GB, exit %d\n" % (wall, mem.peak / 1e9, rc))
+        f.write(text)
+    os.unlink(log + ".tmp")
+    if rc != 0:
+        sys.stderr.write(text[-3000:])
+        raise SystemExit("smpirun failed (%d), log in %s" % (rc, log))
+    return text, wall, mem.peak
 
 
 def bench_rows(out, coll):
-    """{bytes: (hier_time_us, hier_busbw, mpi_time_us, mpi_busbw)} of one collective."""
+    """{bytes: [hier_time_us, hier_algbw, hier_busbw, hier_wrong, mpi_time_us,
+    mpi_algbw, mpi_busbw, mpi_wrong, hier/mpi]} of one collective (with --impl
+    hier,mpi; with one implementation only its four columns and 'N/A')."""
     rows, cur = {}, None
     for line in out.splitlines():
         m = re.match(r"# Collective: (\S+)", line)
@@ -77,50 +179,73 @@ def bench_rows(out, coll):
         f = line.split()
         if len(f) < 9 or not f[0].isdigit():
             continue
-        vals = f[5:]
-        rows[int(f[0])] = vals
+        rows[int(f[0])] = f[5:]
     return rows
 
 
-def model(a, n):
-    """Times (s) of the analytic models for an allreduce of n bytes per rank;
-    reduce_scatter and allgather of an n-byte vector move half as much."""
-    N, g = a.nodes, a.gpus
-    if a.coll in ("reduce_scatter", "allgather"):
-        n = n / 2.0
-    npl = a.nodes_per_leaf or N
-    bnvl, bnic = a.b_nvl * 1e9, a.b_nic * 1e9
-    t_intra = 2.0 * (g - 1) / g * n / bnvl if g > 1 else 0.0
-    t_inter = 2.0 * (N - 1) / N * n / (g * bnic) if N > 1 else 0.0
-    if N > npl and a.oversub > 1:
-        # across the spine: the rail's shard n/g crosses a leaf uplink shared by the
-        # npl nodes of the leaf group (capacity npl * B_nic / oversub)
-        t_inter = max(t_inter, 2.0 * (N - npl) / N * n / (g * bnic / a.oversub))
-    return t_intra, t_inter
+# ---- analytic bounds -----------------------------------------------------------
+
+def bus_factor(coll, p):
+    if coll in ("reduce_scatter", "allgather"):
+        return (p - 1.0) / p
+    if coll == "allreduce":
+        return 2.0 * (p - 1) / p
+    return 1.0
 
 
-def bus_factor(a, p):
-    return (p - 1.0) / p if a.coll in ("reduce_scatter", "allgather") else 2.0 * (p - 1) / p
+def bound_terms(plat, coll, n):
+    """{term: seconds} of the bound for @coll of n bytes (allreduce, bcast, reduce:
+    bytes per rank; reduce_scatter, allgather: the whole vector, as mpix_bench and
+    nccl-tests count). One term per cut of the platform (Platform.cuts(): NVLink
+    inside a node, node injection, spine / dragonfly global links / torus
+    bisection) and the latency of the longest path."""
+    t = {}
+    for name, parties, cap in plat.cuts():
+        c = cap * 1e9
+        if coll == "allreduce":
+            t[name] = 2.0 * (parties - 1) / parties * n / c
+        elif coll in ("reduce_scatter", "allgather"):
+            t[name] = (parties - 1.0) / parties * n / c
+        else:
+            t[name] = n / c
+    t["latency"] = plat.diameter_us() * 1e-6
+    return t
 
+
+def bound(plat, coll, n):
+    """(seconds, binding term) of the bound."""
+    t = bound_terms(plat, coll, n)
+    k = max(t, key=lambda x: t[x])
+    return t[k], k
+
+
+def model(a, n, plat=None):
+    """Times (s) of the two-level model of an allreduce (or, with a.coll,
+    another collective) of n bytes: (intra-node term, largest network term)."""
+    plat = plat or gen_platform.Platform(a)
+    t = bound_terms(plat, a.coll, n)
+    t.pop("latency")
+    ti = t.pop("nvlink", 0.0)
+    return ti, max(t.values()) if t else 0.0
+
+
+# ---- the comparison modes (auto/hier/pipeline, fragment sweep) ----------------
 
 def setup(a):
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, "plat_%s_%dx%d" % (a.topology, a.nodes, a.gpus))
-    gargs = ["--topology", a.topology, "--nodes", str(a.nodes), "--gpus", str(a.gpus),
-             "--nodes-per-leaf", str(a.nodes_per_leaf), "--oversub", str(a.oversub),
-             "--b-nvl", str(a.b_nvl), "--b-nic", str(a.b_nic), "--lat-nvl", str(a.lat_nvl),
-             "--lat-nic", str(a.lat_nic), "--lat-spine", str(a.lat_spine), "-o", prefix]
-    gen_platform.main(gargs)
+    gen_platform.main(gen_platform.topology_argv(a) + ["-o", prefix])
     return prefix
 
 
 def run_compare(a):
     prefix = setup(a)
+    plat = gen_platform.Platform(a)
     p = a.nodes * a.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
     common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
               "-n", str(a.iters), "-w", str(a.warmup)]
-    env = {"MPIX_HIER_CLUSTER_FILE": prefix + ".cluster"}
+    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     if a.frag:
         env["MPIX_HIER_FRAG_SIZE"] = a.frag
     if a.depth is not None:
@@ -131,13 +256,12 @@ def run_compare(a):
     res = {}
     for name, e, extra in runs:
         log = "%s.%s.%s.log" % (prefix, a.coll, name)
-        out, wall = smpirun(a, prefix, p, [bench] + common + extra, e, log)
+        out, wall, _ = smpirun(a, prefix, p, [bench] + common + extra, e, log,
+                               fold=not a.no_fold)
         res[name] = bench_rows(out, a.coll)
         sys.stderr.write("%s: %.0f s wall, log %s\n" % (name, wall, log))
-    fac = bus_factor(a, p)
-    print("# %s, %s %d nodes x %d GPUs = %d ranks, nodes/leaf %s, oversub %g, B_nvl %g GB/s, "
-          "B_nic %g GB/s" % (a.coll, a.topology, a.nodes, a.gpus, p,
-                             a.nodes_per_leaf or a.nodes, a.oversub, a.b_nvl, a.b_nic))
+    fac = bus_factor(a.coll, p)
+    print("# %s, %s" % (a.coll, plat.summary()))
     print("# busbw in GB/s (nccl-tests: algbw * 2(p-1)/p); bound = two-level bound with "
           "full overlap, seq = levels back to back (model)")
     hdr = ("size", "mpi", "auto", "hier", "pipeline", "seq", "bound", "pipe/bound",
@@ -145,7 +269,7 @@ def run_compare(a):
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for n in sorted(res["auto"]):
-        ti, tx = model(a, n)
+        ti, tx = model(a, n, plat)
         b_bound = n / max(ti, tx) / 1e9 * fac if max(ti, tx) > 0 else float("nan")
         b_seq = n / (ti + tx) / 1e9 * fac if ti + tx > 0 else float("nan")
         mpi = float(res["auto"][n][6])
@@ -159,11 +283,12 @@ def run_compare(a):
 def run_sweep(a):
     """Pipeline busbw per fragment size (MPIX_HIER_FRAG_SIZE), hier for reference."""
     prefix = setup(a)
+    plat = gen_platform.Platform(a)
     p = a.nodes * a.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
     common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
               "-n", str(a.iters), "-w", str(a.warmup), "--impl", "hier"]
-    env = {"MPIX_HIER_CLUSTER_FILE": prefix + ".cluster"}
+    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     runs = [("hier", dict(env, MPIX_HIER_ALGO="hier"))]
     for fr in a.sweep_frag.split(","):
         for d in (a.sweep_depth.split(",") if a.sweep_depth else [None]):
@@ -176,13 +301,12 @@ def run_sweep(a):
     res = {}
     for name, e in runs:
         log = "%s.%s.%s.log" % (prefix, a.coll, name.replace(" ", "_"))
-        out, wall = smpirun(a, prefix, p, [bench] + common, e, log)
+        out, wall, _ = smpirun(a, prefix, p, [bench] + common, e, log, fold=not a.no_fold)
         res[name] = bench_rows(out, a.coll)
         sys.stderr.write("%s: %.0f s wall, log %s\n" % (name, wall, log))
-    fac = bus_factor(a, p)
+    fac = bus_factor(a.coll, p)
     sizes = sorted(res["hier"])
-    print("# %s, %s %d nodes x %d GPUs: busbw in GB/s (time in us)" % (
-        a.coll, a.topology, a.nodes, a.gpus))
+    print("# %s, %s: busbw in GB/s (time in us)" % (a.coll, plat.summary()))
     print("| algorithm | " + " | ".join(fmt_size(n) for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for name, _ in runs:
@@ -190,8 +314,10 @@ def run_sweep(a):
             "%.1f (%.0f)" % (float(res[name][n][2]), float(res[name][n][0]))
             if n in res[name] else "-" for n in sizes) + " |")
     print("| bound (model) | " + " | ".join(
-        "%.1f" % (n / max(model(a, n)) / 1e9 * fac) for n in sizes) + " |")
+        "%.1f" % (n / max(model(a, n, plat)) / 1e9 * fac) for n in sizes) + " |")
 
+
+# ---- simulator cross-check ----------------------------------------------------
 
 def run_check_model(a):
     """2-rank point-to-point and a flat ring allreduce vs the formulas."""
@@ -203,7 +329,7 @@ def run_check_model(a):
     # one GPU per node, all nodes under one leaf: every path is NIC up + NIC down
     gen_platform.main(["--nodes", str(p), "--gpus", "1", "--b-nic", str(a.b_nic),
                        "--lat-nic", str(a.lat_nic), "-o", prefix])
-    out, _ = smpirun(a, prefix, p, [exe, str(a.maxb)], {}, prefix + ".check.log")
+    out, _, _ = smpirun(a, prefix, p, [exe, str(a.maxb)], {}, prefix + ".check.log")
     L, B = 2 * a.lat_nic * 1e-6, a.b_nic * 1e9
     print("# simulator vs analytic: %d ranks, one per node, one leaf; L = %g us, B = %g GB/s"
           % (p, L * 1e6, a.b_nic))
@@ -228,27 +354,188 @@ def run_check_model(a):
     return 0 if worst <= 0.05 else 1
 
 
+# ---- scale sweep: topologies x ranks, every collective in one smpirun ---------
+
+CSV_FIELDS = ["topology", "ranks", "nodes", "gpus", "selector", "collective", "size_bytes",
+              "hier_time_us", "hier_busbw", "mpi_time_us", "mpi_busbw", "bound_time_us",
+              "bound_busbw", "bound_term", "hier_over_bound", "mpi_over_bound",
+              "hier_over_mpi_time", "wrong"]
+
+
+def scale_platform_args(a, topo, nodes):
+    """Copy of @a describing @topo with @nodes nodes (scale-sweep defaults: leaf
+    groups of --su-nodes nodes for rail/fattree)."""
+    b = argparse.Namespace(**vars(a))
+    b.topology, b.nodes = topo, nodes
+    if topo in ("rail", "fattree") and not a.nodes_per_leaf:
+        b.nodes_per_leaf = min(nodes, a.su_nodes) if a.su_nodes else 0
+    return b
+
+
+def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
+    """One platform (@b), every collective in one smpirun per selector: the first
+    selector runs --impl hier,mpi, the others --impl mpi. Returns (rows, info)."""
+    os.makedirs(a.out, exist_ok=True)
+    prefix = os.path.join(a.out, tag)
+    t0 = time.time()
+    plat = gen_platform.Platform(b)
+    plat.write(prefix, gen_platform.topology_argv(b))
+    gen_s = time.time() - t0
+    p = b.nodes * b.gpus
+    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
+    args = ["-c", colls, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+            "-n", str(a.iters), "-w", str(a.warmup)]
+    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    if check:
+        args.append("--check")
+        env["MPIX_HIER_SIM_REDUCE"] = "real"
+    info = {"platform": plat.summary(), "gen_s": gen_s, "runs": []}
+    rows = []
+    for si, sel in enumerate(selectors):
+        impl = "hier,mpi" if si == 0 else "mpi"
+        log = "%s.%s.log" % (prefix, sel)
+        out, wall, pss = smpirun(a, prefix, p, [bench] + args + ["--impl", impl], env, log,
+                                 selector=sel, fold=not (check or a.no_fold))
+        info["runs"].append({"selector": sel, "impl": impl, "wall_s": wall, "pss": pss,
+                             "log": log})
+        if check and not re.search(r"^# check: all results correct$", out, re.M):
+            raise SystemExit("%s: --check found wrong results, log %s" % (tag, log))
+        sys.stderr.write("%s %s (%s): %.0f s wall, peak Pss %.2f GB, log %s\n"
+                         % (tag, sel, impl, wall, pss / 1e9, log))
+        for coll in COLLS:
+            for n, f in sorted(bench_rows(out, coll).items()):
+                if si == 0:
+                    ht, hb, mt, mb = float(f[0]), float(f[2]), float(f[4]), float(f[6])
+                    wrong = "%s/%s" % (f[3], f[7])
+                else:
+                    ht = hb = float("nan")
+                    mt, mb = float(f[0]), float(f[2])
+                    wrong = f[3]
+                tb, term = bound(plat, coll, n)
+                bb = n / tb / 1e9 * bus_factor(coll, p)
+                rows.append({"topology": b.topology, "ranks": p, "nodes": b.nodes,
+                             "gpus": b.gpus, "selector": sel, "collective": coll,
+                             "size_bytes": n, "hier_time_us": ht, "hier_busbw": hb,
+                             "mpi_time_us": mt, "mpi_busbw": mb, "bound_time_us": tb * 1e6,
+                             "bound_busbw": bb, "bound_term": term,
+                             "hier_over_bound": hb / bb, "mpi_over_bound": mb / bb,
+                             "hier_over_mpi_time": ht / mt if mt > 0 else float("nan"),
+                             "wrong": wrong})
+    return rows, info
+
+
+def fmt_row_md(r):
+    def g(x, f="%.1f"):
+        return "-" if x != x else f % x
+    return "| %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s |" % (
+        fmt_size(r["size_bytes"]), g(r["hier_time_us"], "%.2f"), g(r["mpi_time_us"], "%.2f"),
+        g(r["hier_busbw"], "%.2f"), g(r["mpi_busbw"], "%.2f"), g(r["bound_busbw"], "%.2f"),
+        g(r["bound_time_us"], "%.2f"), r["bound_term"], g(r["hier_over_bound"], "%.2f"),
+        g(r["hier_over_mpi_time"], "%.3f"))
+
+
+def print_tables(rows, info, f):
+    sel = [x for x in rows if x["selector"] == rows[0]["selector"]]
+    if not sel:
+        return
+    r0 = sel[0]
+    f.write("\n## %s, %d ranks (%d nodes x %d GPUs)\n\n" % (
+        r0["topology"], r0["ranks"], r0["nodes"], r0["gpus"]))
+    f.write("Platform: %s. Wall: %s.\n" % (info["platform"], ", ".join(
+        "%s %s %.0f s (peak Pss %.2f GB)" % (x["selector"], x["impl"], x["wall_s"],
+                                            x["pss"] / 1e9) for x in info["runs"])))
+    for coll in COLLS:
+        cr = [x for x in sel if x["collective"] == coll]
+        if not cr:
+            continue
+        f.write("\n### %s\n\n" % coll)
+        f.write("| size | hier (us) | mpi (us) | hier busbw | mpi busbw | bound busbw | "
+                "bound (us, term) | hier/bound | hier/mpi time |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|\n")
+        for r in cr:
+            f.write(fmt_row_md(r) + "\n")
+        other = [x for x in rows if x["collective"] == coll and x["selector"] != r0["selector"]]
+        if other:
+            f.write("\nother MPI selectors (busbw GB/s): " + "; ".join(
+                "%s %s %.2f" % (x["selector"], fmt_size(x["size_bytes"]), x["mpi_busbw"])
+                for x in other) + "\n")
+    f.flush()
+
+
+def run_scale(a):
+    topos = a.topologies.split(",") if a.topologies else [a.topology]
+    scales = [int(x) for x in a.scale.split(",")]
+    sels = a.selectors.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    csv_path = a.csv or os.path.join(a.out, "scale.csv")
+    md_path = os.path.join(a.out, "scale.md")
+    new = not os.path.exists(csv_path) or not a.append
+    cf = open(csv_path, "w" if new else "a", newline="")
+    cw = csv.DictWriter(cf, fieldnames=CSV_FIELDS)
+    if new:
+        cw.writeheader()
+    md = open(md_path, "w" if new else "a")
+    if new:
+        md.write("# Scale sweep (SimGrid SMPI): busbw in GB/s (nccl-tests conventions), "
+                 "times in us\n\n`%s`\n" % " ".join(sys.argv))
+    t_all = time.time()
+    for topo in topos:
+        for ranks in scales:
+            if ranks % a.gpus:
+                raise SystemExit("--scale %d is not a multiple of --gpus %d" % (ranks, a.gpus))
+            b = scale_platform_args(a, topo, ranks // a.gpus)
+            tag = "%s_%d" % (topo, ranks)
+            rows, info = run_point(a, b, tag, colls="all", selectors=sels, check=a.check)
+            for r in rows:
+                cw.writerow({k: ("%.6g" % v if isinstance(v, float) else v)
+                             for k, v in r.items()})
+            cf.flush()
+            print_tables(rows, info, sys.stdout)
+            print_tables(rows, info, md)
+            sys.stdout.flush()
+    cf.close()
+    md.close()
+    sys.stderr.write("scale sweep: %.0f s wall; %s, %s\n" % (time.time() - t_all, csv_path,
+                                                             md_path))
+    if a.plot and not a.check:
+        plot = os.path.join(HERE, "plot.py")
+        subprocess.call([sys.executable, plot, csv_path, "-o", a.out])
+    return 0
+
+
+def add_sim_args(ap):
+    """Options of every simulation run (run_sim.py and whatif.py)."""
+    s = ap.add_argument_group("simulation")
+    s.add_argument("--build", default=os.path.join(HERE, "..", "..", "build-sim"),
+                   help="SimGrid build directory (default: build-sim)")
+    s.add_argument("--out", default="sim-out", help="output directory (default sim-out)")
+    s.add_argument("-b", "--minb", type=parse_size, default=1 << 20)
+    s.add_argument("-e", "--maxb", type=parse_size, default=256 << 20)
+    s.add_argument("-f", "--factor", type=int, default=4)
+    s.add_argument("-n", "--iters", type=int, default=3)
+    s.add_argument("-w", "--warmup", type=int, default=1)
+    s.add_argument("--reduce-bw", type=float, default=None,
+                   help="MPIX_HIER_SIM_REDUCE_BW, GB/s of reduction output (default: the "
+                        "environment's, else the library's 1000)")
+    s.add_argument("--copy-bw", type=float, default=None,
+                   help="MPIX_HIER_SIM_COPY_BW, GB/s of local copies (default: the "
+                        "environment's, else the library's 1500)")
+    s.add_argument("--test-time", type=float, default=1e-8,
+                   help="simulated seconds charged per MPI_Test (smpi/test, no growth; "
+                        "default 1e-8)")
+    s.add_argument("--no-fold", action="store_true",
+                   help="do not preload smpi_fold.so (SMPI's temporary buffers private "
+                        "per rank: real memory, real copies)")
+    s.add_argument("--timeout", type=int, default=3600, help="seconds per smpirun")
+    return s
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build-sim"),
-                    help="SimGrid build directory (default: build-sim)")
-    ap.add_argument("--out", default="sim-out", help="output directory (default sim-out)")
-    ap.add_argument("--topology", choices=["rail", "fattree"], default="rail")
-    ap.add_argument("--nodes", type=int, default=4)
-    ap.add_argument("--gpus", type=int, default=4)
-    ap.add_argument("--nodes-per-leaf", type=int, default=0)
-    ap.add_argument("--oversub", type=float, default=1.0)
-    ap.add_argument("--b-nvl", type=float, default=370.0)
-    ap.add_argument("--b-nic", type=float, default=48.0)
-    ap.add_argument("--lat-nvl", type=float, default=0.5)
-    ap.add_argument("--lat-nic", type=float, default=1.0)
-    ap.add_argument("--lat-spine", type=float, default=1.0)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    gen_platform.add_topology_args(ap)
+    add_sim_args(ap)
     ap.add_argument("-c", "--coll", default="allreduce")
-    ap.add_argument("-b", "--minb", type=parse_size, default=1 << 20)
-    ap.add_argument("-e", "--maxb", type=parse_size, default=256 << 20)
-    ap.add_argument("-f", "--factor", type=int, default=4)
-    ap.add_argument("-n", "--iters", type=int, default=3)
-    ap.add_argument("-w", "--warmup", type=int, default=1)
     ap.add_argument("--frag", default="", help="MPIX_HIER_FRAG_SIZE for the runs")
     ap.add_argument("--depth", type=int, default=None,
                     help="MPIX_HIER_PIPELINE_DEPTH for the runs (default: the library's)")
@@ -256,18 +543,38 @@ def main():
                     help="comma-separated MPIX_HIER_FRAG_SIZE values: pipeline-only sweep")
     ap.add_argument("--sweep-depth", default="",
                     help="with --sweep-frag: comma-separated MPIX_HIER_PIPELINE_DEPTH values")
-    ap.add_argument("--test-time", type=float, default=1e-8,
-                    help="simulated seconds charged per MPI_Test (smpi/test, no growth; "
-                         "default 1e-8)")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per smpirun")
     ap.add_argument("--check-model", action="store_true",
                     help="run the simulator cross-check instead of the comparison")
     ap.add_argument("--ring-ranks", type=int, default=8)
     ap.add_argument("--check-min", type=parse_size, default=256 << 10,
                     help="smallest size counted in the 5%% verdict (default 256K)")
+    sc = ap.add_argument_group("scale sweep")
+    sc.add_argument("--scale", default="",
+                    help="comma-separated rank counts (e.g. 128,512,1024): scale sweep, "
+                         "nodes = ranks / --gpus, every collective in one smpirun")
+    sc.add_argument("--topologies", default="",
+                    help="comma-separated topologies for --scale (default: --topology)")
+    sc.add_argument("--su-nodes", type=int, default=32,
+                    help="rail/fattree in --scale without --nodes-per-leaf: nodes per leaf "
+                         "group = min(nodes, this) (default 32; 0 = one group)")
+    sc.add_argument("--selectors", default="mpich",
+                    help="SMPI collective selectors, comma-separated (mpich, ompi, ...): the "
+                         "first runs hier and mpi, each other one more run of mpi only "
+                         "(default mpich)")
+    sc.add_argument("--check", action="store_true",
+                    help="--scale: mpix_bench --check with MPIX_HIER_SIM_REDUCE=real and no "
+                         "smpi_fold.so (use small sizes)")
+    sc.add_argument("--csv", default="", help="--scale: CSV file (default OUT/scale.csv)")
+    sc.add_argument("--append", action="store_true",
+                    help="--scale: append to the CSV and markdown files")
+    sc.add_argument("--no-plot", dest="plot", action="store_false",
+                    help="--scale: do not draw PNGs (plot.py)")
     a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
     if a.check_model:
         return run_check_model(a)
+    if a.scale:
+        return run_scale(a)
     if a.sweep_frag:
         run_sweep(a)
         return 0
