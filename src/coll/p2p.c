@@ -126,11 +126,14 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
     if (s->type == MXH_STEP_ALLREDUCE) {
         if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
-        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || p <= MXH_P2P_DIRECT_ANY)
+        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) ||
+            (p <= MXH_P2P_DIRECT_ANY && (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p))))
             return MXH_P2P_DIRECT;
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
-    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || p <= MXH_P2P_DIRECT_ANY)
+    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) ||
+        (p <= MXH_P2P_DIRECT_ANY &&
+         (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p) || !parts_contiguous(s))))
         return MXH_P2P_DIRECT;
     return is_pow2(p) && parts_contiguous(s) ? MXH_P2P_RHD : MXH_P2P_RING;
 }

@@ -9,8 +9,8 @@
  *           allgather keep rank order (my block ends at displs[me]).
  *   direct  every part straight to its owner (reduce-scatter) and to everybody
  *           (allgather): one exchange per phase, the same bytes as ring and rhd;
- *           small messages, and groups of up to MXH_P2P_DIRECT_ANY ranks at every
- *           size (an NVSwitch node)
+ *           small messages, and groups of up to MXH_P2P_DIRECT_ANY ranks (an NVSwitch
+ *           node) up to MXH_P2P_DIRECT_BYTES, at every size where rhd does not fit
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
  *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
  *           the f_i - 1 ranks that differ from it only in digit i and reduces the
@@ -33,7 +33,9 @@ extern "C" {
 
 #define MXH_P2P_SMALL     (32u << 10) /* region bytes up to which direct/radix are used */
 #define MXH_P2P_DIRECT_P  64          /* largest group for direct exchanges */
-#define MXH_P2P_DIRECT_ANY 8          /* groups up to this size: direct at every size */
+#define MXH_P2P_DIRECT_ANY 8          /* groups up to this size: direct up to ... */
+#define MXH_P2P_DIRECT_BYTES (1u << 20) /* ... this region size, and above it unless rhd fits
+                                           (rhd: log2 p messages instead of p - 1) */
 #define MXH_P2P_RADIX     32          /* largest radix factor */
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 

@@ -46,6 +46,11 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
             fcnt = 1;
         if (fcnt > count)
             fcnt = count;
+        /* realistic fragment sizes are a minimum: at most MXH_SCHED_MAX_FRAGS fragments
+         * (each fragment costs a few latencies; the fill and drain of the pipeline grow
+         * with the fragment) */
+        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
+            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
     }
     s->frag_count = fcnt;
     s->nfrag      = (int)((count + fcnt - 1) / fcnt);
