@@ -353,27 +353,63 @@ static void progress_mpi(void *arg)
 /* ---- stream: fragments advance independently through their stages ----------------- */
 
 typedef struct frag_state {
-    int          stage; /* current stage, nstages when done */
+    int          stage;   /* current stage, nstages when done */
+    int          started; /* the stage's step is running (op) */
     mxh_p2p_op_t op;
 } frag_state_t;
 
-/* Start fragment @f's next non-empty stage from fs->stage on. */
-static int stream_next(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, frag_state_t *fs,
-                       int f, int slotno, char *work, char *tmp, size_t slot)
+/* Fragments working on one stage at a time. One: a stage's links carry one
+ * fragment at full speed while the other stages carry the others (several
+ * fragments sharing a stage would all finish it together, and the levels would
+ * take turns instead of overlapping). */
+#define MXH_STREAM_STAGE_CAP 1
+
+typedef struct stream {
+    const mxh_sched_t    *sched;
+    const mxh_exec_ctx_t *ctx;
+    char                 *work, *tmp;
+    size_t                slot;                     /* elements of tmp per window slot */
+    int                   W;
+    int                   busy[2 * MXH_MAX_LEVELS]; /* fragments running each stage */
+    int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
+} stream_t;
+
+/* Try to move fragment @f on: start its current stage when the stage is free and
+ * its turn, skipping empty steps (in turn as well). Sets *moved on a change. */
+static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
 {
-    const mxh_plan_t *p = mxh_sched_plan(sched, f);
-    for (; fs->stage < sched->nstages; fs->stage++) {
-        int i = p->stage_step[fs->stage];
-        if (i < 0 || p->steps[i].count == 0)
+    const mxh_sched_t *sched = S->sched;
+    const mxh_plan_t *p      = mxh_sched_plan(sched, f);
+
+    while (x->stage < sched->nstages && !x->started) {
+        int st = x->stage, i = p->stage_step[st];
+        if (S->enter[st] != f)
+            return MPI_SUCCESS; /* an earlier fragment has not entered this stage yet */
+        if (i < 0 || p->steps[i].count == 0) {
+            S->enter[st] = f + 1;
+            x->stage++;
+            *moved = 1;
             continue;
+        }
+        if (S->busy[st] >= MXH_STREAM_STAGE_CAP)
+            return MPI_SUCCESS;
         const mxh_step_t *s = &p->steps[i];
-        mxh_p2p_env_t env   = p2p_env(s, ctx);
-        char *base = work + (mxh_sched_frag_offset(sched, f) + s->offset) * ctx->extent;
-        int tag    = MXH_P2P_TAG + 100 + slotno * sched->nstages + fs->stage;
-        int rc     = mxh_p2p_start(&fs->op, s, &env, base, tmp + (size_t)slotno * slot * ctx->extent,
-                                   tag);
-        if (rc != MPI_SUCCESS || fs->op.active)
+        mxh_p2p_env_t env   = p2p_env(s, S->ctx);
+        int slotno          = f % S->W;
+        char *base = S->work + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
+        int tag    = MXH_P2P_TAG + 100 + slotno * sched->nstages + st;
+        int rc     = mxh_p2p_start(&x->op, s, &env, base,
+                                   S->tmp + (size_t)slotno * S->slot * S->ctx->extent, tag);
+        S->enter[st] = f + 1;
+        *moved       = 1;
+        if (rc != MPI_SUCCESS)
             return rc;
+        if (x->op.active) {
+            x->started = 1;
+            S->busy[st]++;
+        } else {
+            x->stage++;
+        }
     }
     return MPI_SUCCESS;
 }
@@ -391,7 +427,7 @@ static int stream_wait(frag_state_t *fs, int W, int lo, int next, int *spins)
 
     for (int f = lo; f < next; f++) {
         mxh_p2p_op_t *op = &fs[f % W].op;
-        if (fs[f % W].stage >= 0 && op->active)
+        if (fs[f % W].started && op->active)
             for (int i = 0; i < op->nreq; i++) {
                 if (op->req[i] == MPI_REQUEST_NULL)
                     continue;
@@ -416,8 +452,8 @@ static int stream_wait(frag_state_t *fs, int W, int lo, int next, int *spins)
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
                                 char *tmp)
 {
-    const int W = stream_window(sched);
-    size_t slot = sched_slot(sched, ctx->extent);
+    stream_t S = {sched, ctx, work, tmp, sched_slot(sched, ctx->extent), stream_window(sched),
+                  {0}, {0}};
     frag_state_t fs[MXH_MAX_STREAM];
     int lo = 0, next = 0, rc = MPI_SUCCESS, spins = 0;
     const mxh_step_t *failed = NULL;
@@ -425,41 +461,42 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     /* fragments [lo, next) are in flight, fragment f in slot f % W */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
         int moved = 0;
-        while (next < sched->nfrag && next - lo < W && rc == MPI_SUCCESS) {
-            frag_state_t *x = &fs[next % W];
+        while (next < sched->nfrag && next - lo < S.W) {
+            frag_state_t *x = &fs[next % S.W];
             x->stage        = 0;
+            x->started      = 0;
             x->op.active    = 0;
             x->op.s         = NULL;
-            rc = stream_next(sched, ctx, x, next, next % W, work, tmp, slot);
-            if (rc != MPI_SUCCESS)
-                failed = x->op.s;
             next++;
             moved = 1;
         }
-        /* oldest first: the fragment nearest to completion gets the links first */
+        /* oldest first */
         for (int f = lo; f < next && rc == MPI_SUCCESS; f++) {
-            frag_state_t *x = &fs[f % W];
-            if (x->stage >= sched->nstages)
-                continue;
-            rc = mxh_p2p_advance(&x->op, &moved);
-            if (rc == MPI_SUCCESS && !x->op.active) {
-                x->stage++;
-                rc = stream_next(sched, ctx, x, f, f % W, work, tmp, slot);
+            frag_state_t *x = &fs[f % S.W];
+            if (x->started) {
+                rc = mxh_p2p_advance(&x->op, &moved);
+                if (rc == MPI_SUCCESS && !x->op.active) {
+                    S.busy[x->stage]--;
+                    x->stage++;
+                    x->started = 0;
+                }
             }
+            if (rc == MPI_SUCCESS)
+                rc = stream_try(&S, x, f, &moved);
             if (rc != MPI_SUCCESS)
                 failed = x->op.s;
         }
-        while (lo < next && fs[lo % W].stage >= sched->nstages)
+        while (lo < next && fs[lo % S.W].stage >= sched->nstages)
             lo++;
         if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
-            rc = stream_wait(fs, W, lo, next, &spins);
+            rc = stream_wait(fs, S.W, lo, next, &spins);
     }
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */
         for (int f = lo; f < next; f++)
-            if (fs[f % W].op.active && fs[f % W].op.nreq > 0) {
+            if (fs[f % S.W].started && fs[f % S.W].op.active && fs[f % S.W].op.nreq > 0) {
                 MPI_Status stats[MXH_P2P_MAXREQ];
-                MPI_Waitall(fs[f % W].op.nreq, fs[f % W].op.req, stats);
+                MPI_Waitall(fs[f % S.W].op.nreq, fs[f % S.W].op.req, stats);
             }
         if (failed != NULL)
             return mpi_failed(rc, failed);
