@@ -126,10 +126,57 @@ static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, 
 }
 
 /* Run a hierarchical schedule on @work (sched->work_count elements). */
-static int run_sched(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,
-                     MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func)
+/* Data moved in and out fragment by fragment (in a streamed pipeline it overlaps
+ * the other fragments' transfers). */
+typedef struct frag_io {
+    const char *src;   /* allreduce/reduce: the send buffer; rsb: the input blocks */
+    char       *dst;   /* allgather: the receive buffer */
+    size_t      block; /* rsb/allgather: bytes per block */
+    int         nblocks, me;
+} frag_io_t;
+
+/* allreduce/reduce: copy the fragment from the send buffer */
+static void frag_copy_in(void *arg, const mxh_sched_t *s, int f, char *work)
 {
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs};
+    const frag_io_t *io = arg;
+    size_t off = mxh_sched_frag_offset(s, f) * s->tsize;
+    mxh_copy(work + off, io->src + off, mxh_sched_frag_count(s, f) * s->tsize);
+}
+
+/* rsb: the fragment's piece of every block, blocks in block_pos order */
+static void frag_pack_all(void *arg, const mxh_sched_t *s, int f, char *work)
+{
+    const frag_io_t *io = arg;
+    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
+    for (int d = 0; d < io->nblocks; d++)
+        mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
+                 io->src + (size_t)d * io->block + (size_t)f * s->frag_count * ts, fc * ts);
+}
+
+/* allgather: my block's piece in, every block's piece out */
+static void frag_pack_mine(void *arg, const mxh_sched_t *s, int f, char *work)
+{
+    const frag_io_t *io = arg;
+    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
+    mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[io->me] * fc) * ts,
+             io->src + (size_t)f * s->frag_count * ts, fc * ts);
+}
+
+static void frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work)
+{
+    const frag_io_t *io = arg;
+    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
+    for (int d = 0; d < io->nblocks; d++)
+        mxh_copy(io->dst + (size_t)d * io->block + (size_t)f * s->frag_count * ts,
+                 work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
+                 fc * ts);
+}
+
+static int run_sched_io(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,
+                        MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func,
+                        mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
+{
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs, in, out, io};
     size_t tmp_bytes   = mxh_exec_tmp_count(sched, &ctx) * tsize;
     void *tmp          = mxh_hier_tmp(h, tmp_bytes);
     if (tmp == NULL)
@@ -139,6 +186,12 @@ static int run_sched(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, voi
     if (st != MXH_OK)
         return mxh_raise_status(comm, st, func);
     return MPI_SUCCESS;
+}
+
+static int run_sched(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,
+                     MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func)
+{
+    return run_sched_io(h, comm, sched, work, dt, tsize, op, func, NULL, NULL, NULL);
 }
 
 static int get_sched(mxh_hier_t *h, MPI_Comm comm, mxh_coll_t coll, size_t count, int root,
@@ -215,23 +268,14 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
                                           recvbuf, (size_t)count, datatype, tsize, op),
                         F);
     CHECK(get_sched(h, comm, MXH_COLL_ALLREDUCE, (size_t)count, -1, tsize, &choice, F, &sched));
-    if (sendbuf != MPI_IN_PLACE)
-        mxh_copy(recvbuf, sendbuf, bytes);
-    return run_sched(h, comm, sched, recvbuf, datatype, tsize, op, F);
+    frag_io_t io = {sendbuf, NULL, 0, 0, 0};
+    return run_sched_io(h, comm, sched, recvbuf, datatype, tsize, op, F,
+                        sendbuf != MPI_IN_PLACE ? frag_copy_in : NULL, NULL, &io);
 }
 
 /* Block collectives on a schedule: the work buffer is fragment-major (for each
  * fragment, that fragment's piece of every block, blocks in block_pos order).
- * Copy block @d's pieces from @src (a block of sched->count elements) in. */
-static void pack_block(const mxh_sched_t *s, char *work, int d, const char *src, size_t tsize)
-{
-    for (int f = 0; f < s->nfrag; f++) {
-        size_t fc = mxh_sched_frag_count(s, f);
-        mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
-               src + (size_t)f * s->frag_count * tsize, fc * tsize);
-    }
-}
-
+ * Copy block @d's pieces out to @dst (a block of sched->count elements). */
 static void unpack_block(const mxh_sched_t *s, const char *work, int d, char *dst, size_t tsize)
 {
     for (int f = 0; f < s->nfrag; f++) {
@@ -301,9 +345,8 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     if (work == NULL)
         return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
                          block * (size_t)size);
-    for (int d = 0; d < size; d++)
-        pack_block(sched, work, d, in + (size_t)d * block, tsize);
-    CHECK(run_sched(h, comm, sched, work, datatype, tsize, op, F));
+    frag_io_t io = {in, NULL, block, size, rank};
+    CHECK(run_sched_io(h, comm, sched, work, datatype, tsize, op, F, frag_pack_all, NULL, &io));
     unpack_block(sched, work, rank, recvbuf, tsize);
     return MPI_SUCCESS;
 }
@@ -365,15 +408,11 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     if (work == NULL)
         return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
                          block * (size_t)size);
-    if (!identity)
-        pack_block(sched, work, rank, mine, tsize);
-    else if (work + (size_t)rank * block != mine)
+    frag_io_t io = {mine, recvbuf, block, size, rank};
+    if (identity && work + (size_t)rank * block != mine)
         mxh_copy(work + (size_t)rank * block, mine, block);
-    CHECK(run_sched(h, comm, sched, work, recvtype, tsize, MPI_OP_NULL, F));
-    if (!identity)
-        for (int d = 0; d < size; d++)
-            unpack_block(sched, work, d, (char *)recvbuf + (size_t)d * block, tsize);
-    return MPI_SUCCESS;
+    return run_sched_io(h, comm, sched, work, recvtype, tsize, MPI_OP_NULL, F,
+                        identity ? NULL : frag_pack_mine, identity ? NULL : frag_unpack_all, &io);
 }
 
 static int check_root(MPI_Comm comm, int root, const char *func)
@@ -470,7 +509,7 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
             return mxh_raise(comm, MPI_ERR_NO_MEM, F, "cannot allocate %zu bytes of scratch",
                              bytes);
     }
-    if (sendbuf != MPI_IN_PLACE)
-        mxh_copy(work, sendbuf, bytes);
-    return run_sched(h, comm, sched, work, datatype, tsize, op, F);
+    frag_io_t io = {sendbuf, NULL, 0, 0, 0};
+    return run_sched_io(h, comm, sched, work, datatype, tsize, op, F,
+                        sendbuf != MPI_IN_PLACE ? frag_copy_in : NULL, NULL, &io);
 }

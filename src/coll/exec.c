@@ -362,7 +362,7 @@ typedef struct frag_state {
  * fragment at full speed while the other stages carry the others (several
  * fragments sharing a stage would all finish it together, and the levels would
  * take turns instead of overlapping). */
-#define MXH_STREAM_STAGE_CAP 1
+#define MXH_STREAM_STAGE_CAP 2
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -463,6 +463,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         int moved = 0;
         while (next < sched->nfrag && next - lo < S.W) {
             frag_state_t *x = &fs[next % S.W];
+            if (ctx->frag_in)
+                ctx->frag_in(ctx->frag_arg, sched, next, work);
             x->stage        = 0;
             x->started      = 0;
             x->op.active    = 0;
@@ -486,8 +488,11 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             if (rc != MPI_SUCCESS)
                 failed = x->op.s;
         }
-        while (lo < next && fs[lo % S.W].stage >= sched->nstages)
+        while (lo < next && fs[lo % S.W].stage >= sched->nstages) {
+            if (ctx->frag_out)
+                ctx->frag_out(ctx->frag_arg, sched, lo, work);
             lo++;
+        }
         if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
             rc = stream_wait(fs, S.W, lo, next, &spins);
     }
@@ -531,8 +536,26 @@ static int ops_wait(mxh_p2p_op_t *ops, int nops)
     return rc;
 }
 
+static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
+                                void *tmp);
+
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                             void *tmp)
+{
+    mxh_status_t st;
+
+    if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
+        return exec_stream(sched, ctx, work, tmp);
+    for (int f = 0; f < sched->nfrag && ctx->frag_in; f++)
+        ctx->frag_in(ctx->frag_arg, sched, f, work);
+    st = exec_rounds(sched, ctx, work, tmp);
+    for (int f = 0; f < sched->nfrag && ctx->frag_out && st == MXH_OK; f++)
+        ctx->frag_out(ctx->frag_arg, sched, f, work);
+    return st;
+}
+
+static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
+                                void *tmp)
 {
     const int ns = sched->nstages;
     size_t slot  = sched_slot(sched, ctx->extent) * ctx->extent;
@@ -540,8 +563,6 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
 
     if (sched->nfrag == 1)
         return mxh_exec_plan(sched->plan, ctx, work, tmp);
-    if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
-        return exec_stream(sched, ctx, work, tmp);
 
     for (int r = 0; r < sched->nrounds && st == MXH_OK; r++) {
         const mxh_step_t *started[2 * MXH_MAX_LEVELS], *steps[2 * MXH_MAX_LEVELS];

@@ -10,6 +10,11 @@
 #include "coll/shm.h"
 #include "util/status.h"
 
+struct mxh_exec_ctx;
+/* Moves a fragment's data in or out of the work buffer (the entry layer's copy
+ * from the send buffer, packing, unpacking). */
+typedef void (*mxh_frag_fn)(void *arg, const mxh_sched_t *sched, int frag, char *work);
+
 typedef struct mxh_exec_ctx {
     const MPI_Comm   *comms;  /* [nlevels] my group at each level */
     mxh_shm_t *const *shm;    /* [nlevels] shared segment of the group, or NULL */
@@ -17,6 +22,9 @@ typedef struct mxh_exec_ctx {
     size_t            extent; /* bytes per element */
     MPI_Op            op;     /* reducing steps (an op MPI accepts for dt) */
     MPI_Request      *reqs;   /* [nstages] scratch for the pipelined executor */
+    mxh_frag_fn       frag_in;  /* before a fragment's first step (NULL: nothing to do) */
+    mxh_frag_fn       frag_out; /* after its last step */
+    void             *frag_arg;
 } mxh_exec_ctx_t;
 
 /* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it
@@ -35,7 +43,8 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
 /* Run @sched on @work (sched->work_count elements) with @tmp
  * (mxh_exec_tmp_count elements). One fragment: mxh_exec_plan. Several, every
  * step point to point: a stream (each fragment moves on to its next stage as
- * soon as its step completes, a window of fragments in flight). Otherwise
+ * soon as its step completes, a window of fragments in flight; frag_in/out run
+ * as fragments enter and leave, overlapping the others' transfers). Otherwise
  * rounds of nonblocking steps (shared-memory steps run while the MPI ones
  * progress), one wait per round. */
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
