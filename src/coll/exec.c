@@ -1,5 +1,3 @@
-#include "config.h"
-
 #include "coll/exec.h"
 #include "coll/p2p.h"
 #include "coll/select.h"
@@ -429,12 +427,6 @@ static int stream_wait(frag_state_t *fs, int W, int lo, int next, int *spins)
 
     for (int f = lo; f < next; f++) {
         mxh_p2p_op_t *op = &fs[f % W].op;
-#ifdef MXH_SIMGRID
-        if (fs[f % W].started && op->active && op->exec != NULL) {
-            mxh_sim_idle(); /* a modelled reduction runs: look again shortly */
-            return MPI_SUCCESS;
-        }
-#endif
         if (fs[f % W].started && op->active)
             for (int i = 0; i < op->nreq; i++) {
                 if (op->req[i] == MPI_REQUEST_NULL)
@@ -527,13 +519,6 @@ static int ops_wait(mxh_p2p_op_t *ops, int nops)
     int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ], idx[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
     int n = 0, done = 0, rc;
 
-#ifdef MXH_SIMGRID
-    for (int k = 0; k < nops; k++)
-        if (ops[k].active && ops[k].exec != NULL) {
-            mxh_sim_idle(); /* a modelled reduction runs: look again shortly */
-            return MPI_SUCCESS;
-        }
-#endif
     for (int k = 0; k < nops; k++)
         for (int i = 0; ops[k].active && i < ops[k].nreq; i++)
             if (ops[k].req[i] != MPI_REQUEST_NULL) {

@@ -1,5 +1,3 @@
-#include "config.h"
-
 #include "coll/p2p.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
@@ -328,16 +326,10 @@ static int post(mxh_p2p_op_t *op)
 
 /* ---- reductions after an exchange --------------------------------------------------- */
 
-static int reduce(mxh_p2p_op_t *op, const char *in, char *inout, size_t cnt)
+static int reduce(const mxh_p2p_op_t *op, const char *in, char *inout, size_t cnt)
 {
     if (cnt == 0)
         return MPI_SUCCESS;
-#ifdef MXH_SIMGRID
-    if (mxh_sim_model()) { /* charged asynchronously after the exchange (mxh_p2p_advance) */
-        op->charge += cnt * op->env.ext;
-        return MPI_SUCCESS;
-    }
-#endif
     return mxh_reduce_local(in, inout, cnt, op->env.dt, op->env.op) == MXH_OK ? MPI_SUCCESS
                                                                             : MPI_ERR_OP;
 }
@@ -405,8 +397,6 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->tag    = tag;
     op->k      = 0;
     op->nreq   = 0;
-    op->exec   = NULL;
-    op->charge = 0;
     op->algo   = mxh_p2p_choose(s, env->ext);
     op->ascend = s->type == MXH_STEP_ALLREDUCE;
     switch (op->algo) {
@@ -431,16 +421,6 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     return op->active ? post(op) : MPI_SUCCESS;
 }
 
-/* The current exchange (and its reduction) is complete: post the next one. */
-static int next_exchange(mxh_p2p_op_t *op)
-{
-    if (++op->k == op->nsub) {
-        op->active = 0;
-        return MPI_SUCCESS;
-    }
-    return post(op);
-}
-
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
 {
     MPI_Status stats[MXH_P2P_MAXREQ];
@@ -448,37 +428,21 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
 
     if (!op->active)
         return MPI_SUCCESS;
-    if (op->exec != NULL) { /* the modelled reduction of the last exchange */
-#ifdef MXH_SIMGRID
-        if (!mxh_sim_test(op->exec))
-            return MPI_SUCCESS;
-#endif
-        op->exec = NULL;
-        *moved   = 1;
-        return next_exchange(op);
-    } else {
-        if (op->nreq > 0)
-            rc = MPI_Testall(op->nreq, op->req, &flag, stats);
-        if (rc != MPI_SUCCESS || !flag)
-            return rc;
-        rc = complete(op);
-        if (rc != MPI_SUCCESS) {
-            op->active = 0;
-            return rc;
-        }
-#ifdef MXH_SIMGRID
-        if (op->charge) {
-            op->exec   = mxh_sim_reduce_start(op->charge);
-            op->charge = 0;
-            if (op->exec != NULL) {
-                *moved = 1;
-                return MPI_SUCCESS;
-            }
-        }
-#endif
-    }
+    if (op->nreq > 0)
+        rc = MPI_Testall(op->nreq, op->req, &flag, stats);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
     *moved = 1;
-    return next_exchange(op);
+    rc     = complete(op);
+    if (rc != MPI_SUCCESS) {
+        op->active = 0;
+        return rc;
+    }
+    if (++op->k == op->nsub) {
+        op->active = 0;
+        return MPI_SUCCESS;
+    }
+    return post(op);
 }
 
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char *tmp, int tag)
@@ -489,14 +453,6 @@ int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char 
 
     while (rc == MPI_SUCCESS && op.active) {
         int moved = 0;
-#ifdef MXH_SIMGRID
-        if (op.exec != NULL) {
-            mxh_sim_wait(op.exec);
-            op.exec = NULL;
-            rc      = next_exchange(&op);
-            continue;
-        }
-#endif
         if (op.nreq > 0)
             rc = MPI_Waitall(op.nreq, op.req, stats);
         op.nreq = 0;

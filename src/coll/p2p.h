@@ -67,8 +67,6 @@ typedef struct mxh_p2p_op {
     int               nfac;   /* radix: factors */
     int               fac[32];
     int               active;
-    void             *exec;   /* SimGrid model mode: the modelled reduction running */
-    size_t            charge; /* bytes reduced in model mode, to be charged */
     int               nreq;
     MPI_Request       req[MXH_P2P_MAXREQ];
 } mxh_p2p_op_t;

@@ -6,8 +6,6 @@
 #include "util/log.h"
 
 #include <mpi.h>
-#include <simgrid/actor.h>
-#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -61,33 +59,6 @@ static void charge(double seconds)
     double speed = sg_host_get_speed(sg_host_self());
     if (seconds > 0 && speed > 0)
         smpi_execute_flops(seconds * speed);
-}
-
-void *mxh_sim_reduce_start(size_t bytes)
-{
-    double speed = sg_host_get_speed(sg_host_self());
-    sg_exec_t e;
-    sim_init();
-    if (bytes == 0 || !(speed > 0))
-        return NULL;
-    e = sg_actor_exec_init((double)bytes / sim_reduce_bw * speed);
-    sg_exec_start(e);
-    return e;
-}
-
-int mxh_sim_test(void *handle)
-{
-    return sg_exec_test((sg_exec_t)handle);
-}
-
-void mxh_sim_wait(void *handle)
-{
-    sg_exec_wait((sg_exec_t)handle);
-}
-
-void mxh_sim_idle(void)
-{
-    sg_actor_sleep_for(1e-6);
 }
 
 void mxh_sim_charge_reduce(size_t bytes)

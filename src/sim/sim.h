@@ -34,14 +34,6 @@ void mxh_sim_charge_copy(size_t bytes);
 void *mxh_sim_alloc(size_t bytes);
 void *mxh_sim_realloc(void *p, size_t old_bytes, size_t bytes);
 void mxh_sim_free(void *p);
-/* Asynchronous modelled reduction of @bytes (a GPU kernel: the rank goes on
- * while it runs; kernels running together share the GPU). Returns a handle to
- * test or wait for, or NULL when nothing is charged. */
-void *mxh_sim_reduce_start(size_t bytes);
-int mxh_sim_test(void *handle);      /* 1 (and released) when done */
-void mxh_sim_wait(void *handle);     /* until done (released) */
-void mxh_sim_idle(void);             /* let simulated time pass a little (1 us) */
-
 /* The op to hand to MPI for @op: in model mode one commutative user op that
  * charges the modelled reduction time and computes nothing (so MPI's own
  * collectives pay for their reductions like ours do), else @op. */
