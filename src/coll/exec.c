@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "coll/exec.h"
 #include "coll/p2p.h"
 #include "coll/select.h"

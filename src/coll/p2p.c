@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "coll/p2p.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
