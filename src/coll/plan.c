@@ -175,7 +175,7 @@ static int grid_layout(const mxh_layout_t *L)
 {
     long prod = 1;
     for (int l = 0; l < L->nlevels; l++) {
-        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER)
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
             return 0;
         for (int r = 1; r < L->nranks; r++)
             if (L->gsize[l][r] != L->gsize[l][0])

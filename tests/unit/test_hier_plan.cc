@@ -692,6 +692,36 @@ TEST(Plan, AllreduceStepsOnTwoByTwo)
     mxh_plan_destroy(p);
 }
 
+// Small allreduces on grid layouts: the latency plan (an allreduce per level);
+// larger ones, or uneven layouts, the reduce-scatter plan.
+TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
+{
+    Layout lay = make_layout({2, 2}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, 1, MXH_COLL_ALLREDUCE, 7, -1, 4, &p));
+    ASSERT_EQ(2, p->nsteps);
+    for (int i = 0; i < 2; i++) {
+        EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[i].type);
+        EXPECT_EQ(i, p->steps[i].level);
+        EXPECT_EQ(0u, p->steps[i].offset);
+        EXPECT_EQ(7u, p->steps[i].count);
+    }
+    mxh_plan_destroy(p);
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, 1, MXH_COLL_ALLREDUCE,
+                                            MXH_PLAN_LATENCY_BYTES / 4 + 1, -1, 4, &p));
+    EXPECT_EQ(3, p->nsteps);
+    mxh_plan_destroy(p);
+
+    Layout uneven = make_layout({3, 1}, 0, 0);
+    LayoutPtr U;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 4, kAllLevels, &U.p));
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(U.p, 0, MXH_COLL_ALLREDUCE, 7, -1, 4, &p));
+    EXPECT_NE(MXH_STEP_ALLREDUCE, p->steps[0].type);
+    mxh_plan_destroy(p);
+}
+
 TEST(Plan, RejectsBadRequests)
 {
     Layout lay = make_layout({2, 2}, 0, 0);
