@@ -178,7 +178,7 @@ TEST_F(P2p, ChoiceCoversEveryAlgorithm)
     Step big = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1 << 20, false);
     big.s.gsize = 4; /* a node: rhd above MXH_P2P_DIRECT_BYTES, direct below */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RHD);
-    big.s.count = 1000;
+    big.s.count = 100000; /* 400 KB: above the radix limit, below MXH_P2P_DIRECT_BYTES */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
     big.s.count = 1 << 20;
     big.s.gsize = 6; /* not a power of two: direct */
