@@ -89,18 +89,22 @@ def main(argv=None):
              "set logscale x 2", "set logscale y 10",
              "set format x '%.0b%BB'", "set format y '%g'",
              "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'",
-             "set grid", "set key left top font ',8'",
+             "set grid", "set key left top font ',%d' spacing 0.9" % (8 if len(series) <= 3 else 7),
              "set multiplot layout %d,%d title '%s: busbw vs size (solid mpix-hier, "
              "dashed plain MPI, dotted bound)'" % (nrow, ncol, key)]
+        first = True
         for coll in colls:
             cb = [(s, i) for c, s, i in blocks if c == coll]
             if not cb:
                 continue
             g.append("set title '%s'" % coll)
+            if not first:
+                g.append("unset key")  # the first panel's key serves all
+            first = False
             parts = []
             for j, (s, i) in enumerate(cb):
                 col = COLOURS[j % len(COLOURS)]
-                lab = "%s %s" % (s, a.series if a.series != "ranks" else "ranks")
+                lab = "%s ranks" % s if a.series == "ranks" else s
                 parts.append("'%s' index %d using 1:2 with linespoints lw 2 pt 7 ps 0.5 "
                              "lc rgb '%s' dt 1 title '%s hier'" % (dat, i, col, lab))
                 parts.append("'%s' index %d using 1:3 with linespoints lw 1.5 pt 6 ps 0.5 "

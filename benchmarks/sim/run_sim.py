@@ -61,7 +61,7 @@ class MemSampler(threading.Thread):
     """Largest proportional set size (Pss: a page mapped by every simulated rank
     counts once) of a process tree, sampled every @period seconds."""
 
-    def __init__(self, pid, period=1.0):
+    def __init__(self, pid, period=5.0):
         threading.Thread.__init__(self, daemon=True)
         self.pid, self.period, self.peak = pid, period, 0
         self.stop = threading.Event()

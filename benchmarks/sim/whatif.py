@@ -3,11 +3,13 @@
 describe, for mpix-hier and for plain MPI, next to the analytic bound, by
 simulating it (SimGrid SMPI, the real library and mpix_bench, every GPU a
 simulated host). Several alternatives at once: give any platform option a
-comma-separated list (every combination is simulated), or --compare KEY=V1,V2.
+comma-separated list (every combination is simulated), or --compare KEY=V1,V2,
+or --alt "KEY=V KEY=V" for options that change together.
 
-  # rails or a generic fat-tree? what does a 4:1 spine cost?
-  benchmarks/sim/whatif.py --nodes 16 --gpus 8 --nodes-per-leaf 4 \\
-      --compare topology=rail,fattree --oversub 1,4
+  # rails (one 16-node scalable unit) or a fat-tree of 2-node leaves (ToR)?
+  # and what does a 4:1 spine cost?
+  benchmarks/sim/whatif.py --nodes 16 --gpus 8 --oversub 1,4 \\
+      --alt 'topology=rail nodes-per-leaf=16' --alt 'topology=fattree nodes-per-leaf=2'
   # dragonfly vs 3D torus, 400G NICs
   benchmarks/sim/whatif.py --nodes 32 --gpus 8 --topology dragonfly,torus3d --b-nic 50
 
@@ -57,6 +59,11 @@ def main(argv=None):
     ap.add_argument("--compare", action="append", default=[], metavar="KEY=V1,V2",
                     help="alternatives of one platform option (KEY as the option without "
                          "'--', e.g. topology=rail,fattree or oversub=1,4); repeatable")
+    ap.add_argument("--alt", action="append", default=[], metavar="'KEY=V KEY=V'",
+                    help="one explicit alternative: space-separated platform options that "
+                         "belong together (e.g. --alt 'topology=rail nodes-per-leaf=16' "
+                         "--alt 'topology=fattree nodes-per-leaf=2'); repeatable; combined "
+                         "with the list-valued options")
     ap.add_argument("-c", "--colls", default=DEFAULT_COLLS,
                     help="collectives to report (default %s; also reduce)" % DEFAULT_COLLS)
     ap.add_argument("--selectors", default="mpich",
@@ -82,9 +89,25 @@ def main(argv=None):
             ap.error("--compare %r: unknown platform option %r (one of %s)"
                      % (c, k, ", ".join(sorted(x.replace("_", "-") for x in opts))))
         values[d] = v.split(",")
-    varying = [d for d in opts if len(values[d]) > 1]
+    explicit = []
+    for x in a.alt:
+        ov = {}
+        for kv in x.split():
+            if "=" not in kv:
+                ap.error("--alt %r: expected KEY=VALUE pairs" % x)
+            k, v = kv.split("=", 1)
+            d = k.strip().lstrip("-").replace("-", "_")
+            if d not in opts:
+                ap.error("--alt %r: unknown platform option %r" % (x, k))
+            ov[d] = v
+        explicit.append(ov)
+    explicit = explicit or [{}]
+    varying = [d for d in opts if len(values[d]) > 1 or
+               len({ov.get(d) for ov in explicit}) > 1]
     alts = []
-    for combo in itertools.product(*[values[d] for d in opts]):
+    for ov, combo in itertools.product(explicit,
+                                       itertools.product(*[values[d] for d in opts])):
+        combo = [ov.get(d, v) for d, v in zip(opts, combo)]
         argv_p = []
         for d, v in zip(opts, combo):
             argv_p += [opts[d], v]
