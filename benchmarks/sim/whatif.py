@@ -136,7 +136,7 @@ def main(argv=None):
         tag = "alt%d_%s_%dx%d" % (i, b.topology, b.nodes, b.gpus)
         rows, info = run_sim.run_point(a, b, tag, colls=colls[0] if len(colls) == 1 else "all",
                                        selectors=sels)
-        print("# [%d] %s: %s (simulated in %s)" % (
+        print("# [%d] %s: %s (simulation wall time %s)" % (
             i, label, info["platform"],
             ", ".join("%.0f s" % x["wall_s"] for x in info["runs"])))
         sys.stdout.flush()
