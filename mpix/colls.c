@@ -176,7 +176,10 @@ static int run_sched_io(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, 
                         MPI_Datatype dt, size_t tsize, MPI_Op op, const char *func,
                         mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
 {
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs, in, out, io};
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, dt, tsize, op, h->reqs, in, NULL, out, io};
+    /* allreduce/reduce: the first step may read the send buffer in place of a copy */
+    if (in == frag_copy_in)
+        ctx.src = io->src;
     size_t tmp_bytes   = mxh_exec_tmp_count(sched, &ctx) * tsize;
     void *tmp          = mxh_hier_tmp(h, tmp_bytes);
     if (tmp == NULL)

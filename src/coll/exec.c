@@ -241,6 +241,26 @@ static size_t plan_tmp(const mxh_plan_t *p, size_t ext)
     return m;
 }
 
+/* The step of @plan that can take its input from ctx->src instead of the work
+ * buffer: the first non-empty one, when it is a point-to-point reduce-scatter or
+ * allreduce over the whole region; -1 if none (the input is copied in). */
+static int src_step(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx)
+{
+    if (ctx->src == NULL)
+        return -1;
+    for (int i = 0; i < plan->nsteps; i++) {
+        const mxh_step_t *s = &plan->steps[i];
+        if (s->count == 0)
+            continue;
+        if ((s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLREDUCE) &&
+            mxh_p2p_usable(s) && shm_step_form(s, ctx) == NULL && s->offset == 0 &&
+            s->count == plan->work_count)
+            return i;
+        return -1;
+    }
+    return -1;
+}
+
 /* Stream execution: every step of the schedule runs point to point (no shared
  * memory, no MPI collective), so fragments need no common order. */
 static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
@@ -283,8 +303,9 @@ size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     return slot * (size_t)sched->nstages;
 }
 
-mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
-                           void *tmp)
+/* Run @plan; step @src_i (or none: -1) reads its input from @src. */
+static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
+                             void *tmp, const char *src, int src_i)
 {
     for (int i = 0; i < plan->nsteps; i++) {
         const mxh_step_t *s = &plan->steps[i];
@@ -302,7 +323,8 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
         }
         if (mxh_p2p_usable(s)) {
             mxh_p2p_env_t env = p2p_env(s, ctx);
-            rc = mxh_p2p_run(s, &env, base, tmp, MXH_P2P_TAG + s->stage);
+            rc = mxh_p2p_run(s, &env, base, i == src_i ? src + s->offset * ctx->extent : NULL,
+                             tmp, MXH_P2P_TAG + s->stage);
         } else {
             rc = mpi_step(s, ctx, base, tmp);
         }
@@ -310,6 +332,12 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
             return mpi_failed(rc, s);
     }
     return MXH_OK;
+}
+
+mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
+                           void *tmp)
+{
+    return run_plan(plan, ctx, work, tmp, NULL, -1);
 }
 
 typedef struct progress_arg {
@@ -357,6 +385,7 @@ static void progress_mpi(void *arg)
 typedef struct frag_state {
     int          stage;   /* current stage, nstages when done */
     int          started; /* the stage's step is running (op) */
+    int          src_i;   /* step that reads ctx->src (-1: none, or started) */
     mxh_p2p_op_t op;
 } frag_state_t;
 
@@ -400,8 +429,12 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         int slotno          = f % S->W;
         char *base = S->work + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
         int tag    = MXH_P2P_TAG + 100 + slotno * sched->nstages + st;
-        int rc     = mxh_p2p_start(&x->op, s, &env, base,
-                                   S->tmp + (size_t)slotno * S->slot * S->ctx->extent, tag);
+        const char *src = NULL;
+        if (i == x->src_i)
+            src = S->ctx->src + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
+        x->src_i = -1;
+        int rc   = mxh_p2p_start(&x->op, s, &env, base, src,
+                                 S->tmp + (size_t)slotno * S->slot * S->ctx->extent, tag);
         S->enter[st] = f + 1;
         *moved       = 1;
         if (rc != MPI_SUCCESS)
@@ -465,7 +498,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         int moved = 0;
         while (next < sched->nfrag && next - lo < S.W) {
             frag_state_t *x = &fs[next % S.W];
-            if (ctx->frag_in)
+            x->src_i        = src_step(mxh_sched_plan(sched, next), ctx);
+            if (ctx->frag_in && x->src_i < 0)
                 ctx->frag_in(ctx->frag_arg, sched, next, work);
             x->stage        = 0;
             x->started      = 0;
@@ -548,6 +582,15 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
 
     if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
         return exec_stream(sched, ctx, work, tmp);
+    if (sched->nfrag == 1) {
+        int src_i = src_step(sched->plan, ctx);
+        if (ctx->frag_in && src_i < 0)
+            ctx->frag_in(ctx->frag_arg, sched, 0, work);
+        st = run_plan(sched->plan, ctx, work, tmp, ctx->src, src_i);
+        if (ctx->frag_out && st == MXH_OK)
+            ctx->frag_out(ctx->frag_arg, sched, 0, work);
+        return st;
+    }
     for (int f = 0; f < sched->nfrag && ctx->frag_in; f++)
         ctx->frag_in(ctx->frag_arg, sched, f, work);
     st = exec_rounds(sched, ctx, work, tmp);
@@ -594,7 +637,7 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 continue; /* shared-memory step: below */
             if (mxh_p2p_usable(step)) {
                 mxh_p2p_env_t env = p2p_env(step, ctx);
-                rc = mxh_p2p_start(&ops[nops++], step, &env, sbase[k], stmp,
+                rc = mxh_p2p_start(&ops[nops++], step, &env, sbase[k], NULL, stmp,
                                    MXH_P2P_TAG + step->stage);
             } else {
                 rc = start_step(step, ctx, sbase[k], stmp, &ctx->reqs[nreq]);

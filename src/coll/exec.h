@@ -23,6 +23,10 @@ typedef struct mxh_exec_ctx {
     MPI_Op            op;     /* reducing steps (an op MPI accepts for dt) */
     MPI_Request      *reqs;   /* [nstages] scratch for the pipelined executor */
     mxh_frag_fn       frag_in;  /* before a fragment's first step (NULL: nothing to do) */
+    const char       *src;      /* NULL, or the input in the work buffer's layout (allreduce:
+                                   the send buffer): a fragment whose first step can read
+                                   it there (a point-to-point reduce-scatter or allreduce
+                                   over the whole fragment) skips frag_in */
     mxh_frag_fn       frag_out; /* after its last step */
     void             *frag_arg;
 } mxh_exec_ctx_t;

@@ -4,6 +4,7 @@
 #include "reduce/reduce.h"
 #include "sim/sim.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* ---- parts of a step's region ------------------------------------------------ */
@@ -223,6 +224,13 @@ static char *at(const mxh_p2p_op_t *op, char *buf, size_t elems)
     return buf + elems * op->env.ext;
 }
 
+/* My own contribution at element @elems (MPI send buffers are const in C but
+ * not in MPICH 4.0's prototypes of the nonblocking calls: cast once here). */
+static char *src_at(const mxh_p2p_op_t *op, size_t elems)
+{
+    return (char *)(uintptr_t)op->src + elems * op->env.ext;
+}
+
 static int ring_post(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
@@ -241,8 +249,9 @@ static int ring_post(mxh_p2p_op_t *op)
     part(s, rb, &roff, &rcnt);
     /* receive first, then send (a left neighbour's send finds its receive posted) */
     rc = post_pair(op, left, op->k < op->nrs ? op->tmp : at(op, op->base, roff), rcnt, NULL, 0);
-    if (rc == MPI_SUCCESS)
-        rc = post_pair(op, right, NULL, 0, at(op, op->base, soff), scnt);
+    if (rc == MPI_SUCCESS) /* the first block sent is my own contribution */
+        rc = post_pair(op, right, NULL, 0, op->k == 0 ? src_at(op, soff) : at(op, op->base, soff),
+                       scnt);
     return rc;
 }
 
@@ -259,9 +268,11 @@ static int rhd_post(mxh_p2p_op_t *op)
     parts_range(s, lo, mid, &loff, &lcnt);
     parts_range(s, mid, hi, &hoff, &hcnt);
     int peer = me ^ rhd_dist(p, k, op->ascend);
-    if (op->k < op->nrs) /* keep my half: receive the partner's copy of it, send the other */
-        return upper ? post_pair(op, peer, op->tmp, hcnt, at(op, op->base, loff), lcnt)
-                     : post_pair(op, peer, op->tmp, lcnt, at(op, op->base, hoff), hcnt);
+    if (op->k < op->nrs) { /* keep my half: receive the partner's copy of it, send the other */
+        char *in = op->k == 0 ? src_at(op, 0) : op->base;
+        return upper ? post_pair(op, peer, op->tmp, hcnt, at(op, in, loff), lcnt)
+                     : post_pair(op, peer, op->tmp, lcnt, at(op, in, hoff), hcnt);
+    }
     /* allgather: send the half I hold, receive the other */
     return upper ? post_pair(op, peer, at(op, op->base, loff), lcnt, at(op, op->base, hoff), hcnt)
                  : post_pair(op, peer, at(op, op->base, hoff), hcnt, at(op, op->base, loff), lcnt);
@@ -279,8 +290,8 @@ static int direct_post(mxh_p2p_op_t *op)
         int slot = x < me ? x : x - 1;
         part(s, x, &off, &cnt);
         if (op->k < op->nrs) /* my part from x, x's part to x */
-            rc = post_pair(op, x, at(op, op->tmp, (size_t)slot * mcnt), mcnt,
-                           at(op, op->base, off), cnt);
+            rc = post_pair(op, x, at(op, op->tmp, (size_t)slot * mcnt), mcnt, src_at(op, off),
+                           cnt);
         else                 /* x's part from x, my part to x */
             rc = post_pair(op, x, at(op, op->base, off), cnt, at(op, op->base, moff), mcnt);
     }
@@ -336,6 +347,22 @@ static int reduce(const mxh_p2p_op_t *op, const char *in, char *inout, size_t cn
                                                                             : MPI_ERR_OP;
 }
 
+/* out = in[n-1] op (... op in[0]), fused (one pass over the output). */
+static int reduce_n(const mxh_p2p_op_t *op, const void *const *in, int n, char *out, size_t cnt)
+{
+    if (cnt == 0)
+        return MPI_SUCCESS;
+    return mxh_reduce_multi(in, n, out, cnt, op->env.dt, op->env.op) == MXH_OK ? MPI_SUCCESS
+                                                                               : MPI_ERR_OP;
+}
+
+/* base[off..] = received op mine, mine read from @mine (src or base) */
+static int reduce_into(const mxh_p2p_op_t *op, const char *mine, size_t off, size_t cnt)
+{
+    const void *in[2] = {mine + off * op->env.ext, op->tmp};
+    return reduce_n(op, in, 2, at(op, op->base, off), cnt);
+}
+
 static int complete(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
@@ -346,8 +373,9 @@ static int complete(mxh_p2p_op_t *op)
         return MPI_SUCCESS; /* allgather exchanges only move data */
     switch (op->algo) {
     case MXH_P2P_RING:
+        /* the block arrives here for the first time: my contribution is in src */
         part(s, (me - 2 - op->k + 2 * p) % p, &off, &cnt);
-        return reduce(op, op->tmp, at(op, op->base, off), cnt);
+        return reduce_into(op, op->src, off, cnt);
     case MXH_P2P_RHD: {
         int lo, hi, mid;
         rhd_range(p, me, op->k, op->ascend, &lo, &hi);
@@ -356,16 +384,18 @@ static int complete(mxh_p2p_op_t *op)
             parts_range(s, mid, hi, &off, &cnt);
         else
             parts_range(s, lo, mid, &off, &cnt);
-        return reduce(op, op->tmp, at(op, op->base, off), cnt);
+        return reduce_into(op, op->k == 0 ? op->src : op->base, off, cnt);
     }
-    case MXH_P2P_DIRECT:
-        /* my part: the contributions in rank order */
+    case MXH_P2P_DIRECT: {
+        /* my part: my contribution, then the others' in rank order, fused */
+        const void *in[MXH_P2P_DIRECT_P];
         part(s, me, &off, &cnt);
-        for (int x = 0; x < p && rc == MPI_SUCCESS; x++)
+        in[0] = op->src + off * op->env.ext;
+        for (int x = 0, n = 1; x < p; x++)
             if (x != me)
-                rc = reduce(op, at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt),
-                            at(op, op->base, off), cnt);
-        return rc;
+                in[n++] = at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt);
+        return reduce_n(op, in, p, at(op, op->base, off), cnt);
+    }
     case MXH_P2P_RADIX_AR: {
         /* acc = v_{f-1} op (... op (v_1 op v_0)) in digit order, the same on every
          * member of the digit group */
@@ -388,13 +418,14 @@ static int complete(mxh_p2p_op_t *op)
 /* ---- state machine ------------------------------------------------------------------ */
 
 int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *env, char *base,
-                  char *tmp, int tag)
+                  const char *src, char *tmp, int tag)
 {
     int p = s->gsize, L = log2i(p);
 
     op->s      = s;
     op->env    = *env;
     op->base   = base;
+    op->src    = src != NULL ? src : base;
     op->tmp    = tmp;
     op->tag    = tag;
     op->k      = 0;
@@ -418,6 +449,11 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
         op->nfac = radix_factors(p, op->fac);
         op->nrs  = op->nsub = op->nfac;
         break;
+    }
+    /* only the reduce-scatter phases read src; elsewhere the input moves in first */
+    if (op->src != base && s->count > 0 && (op->algo == MXH_P2P_RADIX_AR || op->nrs == 0)) {
+        mxh_copy(base, op->src, s->count * env->ext);
+        op->src = base;
     }
     op->active = s->count > 0 && op->nsub > 0;
     return op->active ? post(op) : MPI_SUCCESS;
@@ -447,11 +483,12 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
     return post(op);
 }
 
-int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char *tmp, int tag)
+int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,
+                char *tmp, int tag)
 {
     mxh_p2p_op_t op;
     MPI_Status stats[MXH_P2P_MAXREQ];
-    int rc = mxh_p2p_start(&op, s, env, base, tmp, tag);
+    int rc = mxh_p2p_start(&op, s, env, base, src, tmp, tag);
 
     while (rc == MPI_SUCCESS && op.active) {
         int moved = 0;

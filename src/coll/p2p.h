@@ -57,6 +57,7 @@ typedef struct mxh_p2p_op {
     const mxh_step_t *s;
     mxh_p2p_env_t     env;
     char             *base; /* the step's region */
+    const char       *src;  /* its input (reducing steps; == base: in place) */
     char             *tmp;  /* receive space (mxh_p2p_tmp_count elements) */
     int               tag;
     mxh_p2p_algo_t    algo;
@@ -87,10 +88,13 @@ void mxh_p2p_force(int algo);
 /* Elements of receive space the step needs. */
 size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext);
 
-/* Start step @s on @base with receive space @tmp, messages tagged @tag. Returns
- * an MPI error code. */
+/* Start step @s on @base with receive space @tmp, messages tagged @tag. @src
+ * (NULL: @base) holds the step's input when it is not in @base yet: reducing
+ * steps read it where they would read their own contribution, and write the
+ * results to @base (no copy in; @src is never written). Returns an MPI error
+ * code. */
 int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *env, char *base,
-                  char *tmp, int tag);
+                  const char *src, char *tmp, int tag);
 
 /* Test the current exchange; when it is complete reduce, then post the next
  * one. Returns an MPI error code; *moved is set when an exchange completed.
@@ -98,7 +102,8 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
 
 /* Run step @s to completion (blocking). */
-int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, char *tmp, int tag);
+int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,
+                char *tmp, int tag);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
  * unless they are the same pointer. Pairs without a kernel (user ops, derived
  * types, MPI_LOGICAL, MPI_REAL16, ...) go to MPI_Reduce_local.
  *
+ * mxh_reduce_multi: the fused form for n inputs (below).
+ *
  * mxh_reduce_mpi_op(dt, op): the op to hand to MPI for (dt, op). MPI cannot
  * apply predefined ops to a derived type, so for the half types and
  * SUM/PROD/MAX/MIN it is a commutative user-defined op (created with the
@@ -28,6 +30,16 @@ extern "C" {
 
 mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Datatype dt,
                               MPI_Op op);
+
+/* out = in[nin-1] op (... op (in[1] op in[0])), element by element, with the
+ * same kernels and bitwise results as that chain of mxh_reduce_local calls
+ * (except which payload survives when two NaNs meet: the compiler's operand
+ * order differs between a kernel's vector body and its tail),
+ * fused: each block of the output is built from all inputs while it is in cache
+ * (nin + 1 passes over memory instead of 3 (nin - 1)). @out may be in[0]; no
+ * other input may overlap it. nin = 1 copies. */
+mxh_status_t mxh_reduce_multi(const void *const *in, int nin, void *out, size_t count,
+                              MPI_Datatype dt, MPI_Op op);
 
 MPI_Op mxh_reduce_mpi_op(MPI_Datatype dt, MPI_Op op);
 

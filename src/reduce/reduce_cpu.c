@@ -309,29 +309,15 @@ static mxh_status_t fallback(const void *in, void *inout, size_t count, MPI_Data
     return MXH_OK;
 }
 
-mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Datatype dt,
-                              MPI_Op op)
+/* inout = in op inout, not charged to a simulated clock. */
+static mxh_status_t reduce_exec(const void *in, void *inout, size_t count, MPI_Datatype dt,
+                                MPI_Op op)
 {
     enum kind k;
     size_t idx;
     int o;
     kern_t fn = NULL;
 
-    if (count == 0)
-        return MXH_OK;
-    if (in == NULL || inout == NULL) {
-        mxh_error("mxh_reduce_local: NULL buffer with count %zu", count);
-        return MXH_ERR_INVALID_PARAM;
-    }
-#ifdef MXH_SIMGRID
-    {
-        int tsz = 0;
-        MPI_Type_size(dt, &tsz);
-        mxh_sim_charge_reduce(count * (size_t)(tsz > 0 ? tsz : 1));
-        if (mxh_sim_model())
-            return MXH_OK;
-    }
-#endif
     k = kind_of(dt, &idx);
     o = opk_of(op);
     if (o < 0) {
@@ -358,5 +344,80 @@ mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Dat
         fn(in, inout, count);
     else
         run_bounced(fn, kinds[k].size, (const char *)in, (char *)inout, count);
+    return MXH_OK;
+}
+
+#ifdef MXH_SIMGRID
+/* In the simulation the modelled time of a reduction of @count elements reading
+ * @nin inputs (the output written once) is charged; returns 1 when it is not
+ * to be executed. A two-input reduction is the unit of MPIX_HIER_SIM_REDUCE_BW. */
+static int sim_charge(size_t count, MPI_Datatype dt, int nin)
+{
+    int tsz = 0;
+    MPI_Type_size(dt, &tsz);
+    mxh_sim_charge_reduce(count * (size_t)(tsz > 0 ? tsz : 1) * (size_t)(nin + 1) / 3);
+    return mxh_sim_model();
+}
+#endif
+
+mxh_status_t mxh_reduce_local(const void *in, void *inout, size_t count, MPI_Datatype dt,
+                              MPI_Op op)
+{
+    if (count == 0)
+        return MXH_OK;
+    if (in == NULL || inout == NULL) {
+        mxh_error("mxh_reduce_local: NULL buffer with count %zu", count);
+        return MXH_ERR_INVALID_PARAM;
+    }
+#ifdef MXH_SIMGRID
+    if (sim_charge(count, dt, 2))
+        return MXH_OK;
+#endif
+    return reduce_exec(in, inout, count, dt, op);
+}
+
+/* Bytes of output produced per pass over the inputs: small enough that the
+ * output block stays in L1/L2 while all inputs are folded into it. */
+#define MXH_REDUCE_BLOCK (16u << 10)
+
+mxh_status_t mxh_reduce_multi(const void *const *in, int nin, void *out, size_t count,
+                              MPI_Datatype dt, MPI_Op op)
+{
+    MPI_Aint lb, extent;
+    size_t blk;
+
+    if (count == 0)
+        return MXH_OK;
+    if (in == NULL || out == NULL || nin < 1) {
+        mxh_error("mxh_reduce_multi: no inputs or no output (count %zu)", count);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    for (int j = 0; j < nin; j++)
+        if (in[j] == NULL) {
+            mxh_error("mxh_reduce_multi: input %d is NULL (count %zu)", j, count);
+            return MXH_ERR_INVALID_PARAM;
+        }
+    if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || extent <= 0) {
+        mxh_error("mxh_reduce_multi: invalid datatype");
+        return MXH_ERR_INVALID_PARAM;
+    }
+#ifdef MXH_SIMGRID
+    if (sim_charge(count, dt, nin))
+        return MXH_OK;
+#endif
+    blk = MXH_REDUCE_BLOCK / (size_t)extent;
+    if (blk == 0)
+        blk = 1;
+    for (size_t done = 0; done < count; done += blk) {
+        size_t n = count - done < blk ? count - done : blk, off = done * (size_t)extent;
+        char *o  = (char *)out + off;
+        if ((const void *)out != in[0])
+            memcpy(o, (const char *)in[0] + off, n * (size_t)extent);
+        for (int j = 1; j < nin; j++) {
+            mxh_status_t st = reduce_exec((const char *)in[j] + off, o, n, dt, op);
+            if (st != MXH_OK)
+                return st;
+        }
+    }
     return MXH_OK;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -69,9 +70,11 @@ template <typename T> T value(int rank, size_t i)
 
 // Run @type with the p2p algorithm and with MPICH; integers must match exactly,
 // doubles must be identical on every rank (checked through the hash).
+// @from_src (reducing steps): the input is given as a separate source buffer
+// and the work buffer starts as garbage; the source must stay untouched.
 template <typename T>
 void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t count,
-           bool uneven, MPI_Datatype dt)
+           bool uneven, MPI_Datatype dt, bool from_src = false)
 {
     int p, me;
     MPI_Comm_size(comm, &p);
@@ -80,9 +83,10 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
     std::vector<T> work(count), ref(count), tmp(mxh_p2p_tmp_count(&st.s, sizeof(T)) + 1);
     for (size_t i = 0; i < count; i++)
         work[i] = value<T>(me, i);
-    std::string what = fmt("%s p=%d count=%zu %s algo=%s", mxh_step_type_name(type), p, count,
+    std::string what = fmt("%s p=%d count=%zu %s algo=%s%s", mxh_step_type_name(type), p, count,
                            uneven ? "uneven" : "even",
-                           mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(T))));
+                           mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(T))),
+                           from_src ? " from src" : "");
 
     // reference from MPICH on the same input
     std::vector<T> in(work);
@@ -108,9 +112,20 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
     }
     ck.rc(rc, "MPICH reference " + what);
 
+    std::vector<T> src;
+    if (from_src) {
+        src = work;
+        std::fill(work.begin(), work.end(), (T)-7);
+    }
     mxh_p2p_env_t env = {comm, dt, sizeof(T), MPI_SUM};
-    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), (char *)tmp.data(), 4242);
+    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), from_src ? (const char *)src.data() : NULL,
+                     (char *)tmp.data(), 4242);
     ck.rc(rc, what);
+    for (size_t i = 0; i < src.size(); i++)
+        if (src[i] != value<T>(me, i)) {
+            ck.fail(fmt("%s: source element %zu was written", what.c_str(), i));
+            break;
+        }
     if (dt == MPI_INT || type == MXH_STEP_ALLGATHER) {
         for (size_t i = moff; i < moff + mcnt; i++)
             if (work[i] != ref[i]) {
@@ -139,10 +154,13 @@ void check_all(mxh_test::Checker &ck, MPI_Comm comm)
     for (size_t count : kCounts)
         for (int uneven = 0; uneven < 2; uneven++) {
             check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT);
+            check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT, true);
             check<int>(ck, comm, MXH_STEP_ALLGATHER, count, uneven, MPI_INT);
             if (!uneven) {
                 check<int>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_INT);
+                check<int>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_INT, true);
                 check<double>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_DOUBLE);
+                check<double>(ck, comm, MXH_STEP_ALLREDUCE, count, false, MPI_DOUBLE, true);
             }
         }
 }
