@@ -162,7 +162,7 @@ static void usage(FILE *f)
             "  -b, --minbytes N     smallest size (default 8; k/m/g suffixes)\n"
             "  -e, --maxbytes N     largest size (default 128M)\n"
             "  -f, --stepfactor F   size multiplication factor (default 2)\n"
-            "  -c, --collective C   allreduce|reduce_scatter|allgather|bcast|reduce|all\n"
+            "  -c, --collective C   allreduce|reduce_scatter|allgather|bcast|reduce|all, or a list: a,b\n"
             "                       (default allreduce)\n"
             "  -d, --datatype T     float|double|long_double|fp16 (half)|bf16|int|unsigned|\n"
             "                       long|unsigned_long|long_long|unsigned_long_long|short|\n"
@@ -249,16 +249,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 for (int i = 0; i < NCOLL; i++)
                     o->colls[i] = i;
                 o->ncolls = NCOLL;
-            } else {
-                int k = -1;
-                for (int i = 0; i < NCOLL; i++)
-                    if (!strcmp(optarg, coll_names[i]))
-                        k = i;
-                if (!strcmp(optarg, "reduce_scatter_block"))
-                    k = C_REDUCE_SCATTER;
-                if (k < 0) BAD("unknown collective '%s'", optarg);
-                o->colls[0] = k;
-                o->ncolls = 1;
+            } else { /* one collective or a comma-separated list */
+                char cbuf[256], *csave = NULL;
+                snprintf(cbuf, sizeof(cbuf), "%s", optarg);
+                o->ncolls = 0;
+                for (char *t = strtok_r(cbuf, ",", &csave); t; t = strtok_r(NULL, ",", &csave)) {
+                    int k = -1;
+                    for (int i = 0; i < NCOLL; i++)
+                        if (!strcmp(t, coll_names[i]))
+                            k = i;
+                    if (!strcmp(t, "reduce_scatter_block"))
+                        k = C_REDUCE_SCATTER;
+                    if (k < 0) BAD("unknown collective '%s'", t);
+                    if (o->ncolls == NCOLL) BAD("too many collectives in '%s'", optarg);
+                    o->colls[o->ncolls++] = k;
+                }
+                if (o->ncolls == 0) BAD("no collective in '%s'", optarg);
             }
             break;
         case 'd': {

@@ -434,7 +434,7 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
     p = b.nodes * b.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
     args = ["-c", colls, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-            "-n", str(a.iters), "-w", str(a.warmup)]
+            "-n", str(a.iters), "-w", str(a.warmup)] + (["--batch"] if getattr(a, "batch", False) else [])
     env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     if check:
         args.append("--check")
@@ -535,7 +535,8 @@ def run_scale(a):
                 raise SystemExit("--scale %d is not a multiple of --gpus %d" % (ranks, a.gpus))
             b = scale_platform_args(a, topo, ranks // a.gpus)
             tag = "%s_%d" % (topo, ranks)
-            rows, info = run_point(a, b, tag, colls="all", selectors=sels, check=a.check)
+            rows, info = run_point(a, b, tag, colls=a.coll or "all", selectors=sels,
+                                   check=a.check)
             for r in rows:
                 cw.writerow({k: ("%.6g" % v if isinstance(v, float) else v)
                              for k, v in r.items()})
@@ -590,7 +591,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     gen_platform.add_topology_args(ap)
     add_sim_args(ap)
-    ap.add_argument("-c", "--coll", default="allreduce")
+    ap.add_argument("-c", "--coll", default=None,
+                    help="collective(s), comma-separated, or all (default: allreduce; "
+                         "--scale: all)")
     ap.add_argument("--frag", default="", help="MPIX_HIER_FRAG_SIZE for the runs")
     ap.add_argument("--depth", type=int, default=None,
                     help="MPIX_HIER_PIPELINE_DEPTH for the runs (default: the library's)")
@@ -625,6 +628,9 @@ def main():
     sc.add_argument("--check", action="store_true",
                     help="--scale: mpix_bench --check with MPIX_HIER_SIM_REDUCE=real and no "
                          "smpi_fold.so (use small sizes)")
+    sc.add_argument("--batch", action="store_true",
+                    help="--scale: mpix_bench --batch (time -n calls back to back after one "
+                         "barrier: small messages without the barrier's skew)")
     sc.add_argument("--csv", default="", help="--scale: CSV file (default OUT/scale.csv)")
     sc.add_argument("--append", action="store_true",
                     help="--scale: append to the CSV and markdown files")
@@ -638,6 +644,7 @@ def main():
         return run_check_fold(a)
     if a.scale:
         return run_scale(a)
+    a.coll = a.coll or "allreduce"
     if a.sweep_frag:
         run_sweep(a)
         return 0

@@ -90,9 +90,37 @@ static int radix_factors(int p, int *fac)
 
 int mxh_p2p_usable(const mxh_step_t *s)
 {
-    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
-            s->type == MXH_STEP_ALLREDUCE) &&
-           s->gsize > 1;
+    switch (s->type) {
+    case MXH_STEP_REDUCE_SCATTER:
+    case MXH_STEP_ALLGATHER:
+    case MXH_STEP_ALLREDUCE:
+    case MXH_STEP_SCATTER:
+    case MXH_STEP_GATHER:
+        return s->gsize > 1;
+    case MXH_STEP_BCAST:
+    case MXH_STEP_REDUCE:
+        return s->gsize > 1 && s->count >= MXH_P2P_TREE_COUNT;
+    case MXH_STEP_SEND:
+    case MXH_STEP_RECV:
+        return 1;
+    }
+    return 0;
+}
+
+/* Steps made of a single exchange with the root (or peer): no algorithm choice. */
+static int single_exchange(const mxh_step_t *s)
+{
+    return s->type == MXH_STEP_SCATTER || s->type == MXH_STEP_GATHER ||
+           s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV;
+}
+
+/* Reduce-scatter and allgather phases over an even split: allreduce, and the
+ * reduce (+ gather to the root) and bcast (scatter from the root +) built on
+ * them. */
+static int even_split(const mxh_step_t *s)
+{
+    return s->type == MXH_STEP_ALLREDUCE || s->type == MXH_STEP_REDUCE ||
+           s->type == MXH_STEP_BCAST;
 }
 
 static int forced = -1;
@@ -107,7 +135,7 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t bytes = s->count * ext;
 
-    switch (forced) {
+    switch (single_exchange(s) ? -1 : forced) {
     case MXH_P2P_RING:
         return MXH_P2P_RING;
     case MXH_P2P_RHD:
@@ -126,6 +154,13 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
         break;
     }
 
+    if (single_exchange(s))
+        return MXH_P2P_DIRECT;
+    if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) {
+        if (p <= MXH_P2P_DIRECT_ANY)
+            return MXH_P2P_DIRECT;
+        return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
+    }
     if (s->type == MXH_STEP_ALLREDUCE) {
         if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
@@ -172,13 +207,14 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t need = 0, off, cnt;
 
-    if (!mxh_p2p_usable(s) || s->type == MXH_STEP_ALLGATHER)
+    if (!mxh_p2p_usable(s) || single_exchange(s) || s->type == MXH_STEP_ALLGATHER ||
+        s->type == MXH_STEP_BCAST)
         return 0;
     switch (mxh_p2p_choose(s, ext)) {
     case MXH_P2P_RING:
         return max_part(s);
     case MXH_P2P_RHD: {
-        int ascend = s->type == MXH_STEP_ALLREDUCE, lo, hi;
+        int ascend = even_split(s), lo, hi;
         for (int k = 0; k < log2i(p); k++) {
             rhd_range(p, s->me, k, ascend, &lo, &hi);
             int mid = lo + (hi - lo) / 2;
@@ -321,9 +357,65 @@ static int radix_post(mxh_p2p_op_t *op)
     return rc;
 }
 
+/* The part rank @x holds after the reduce-scatter phase (and before the
+ * allgather phase): its own, except in rhd over an even split, which halves
+ * over the nearest partners first. */
+static int owned_part(const mxh_p2p_op_t *op, int x)
+{
+    int lo, hi, p = op->s->gsize;
+    if (op->algo != MXH_P2P_RHD || !op->ascend)
+        return x;
+    rhd_range(p, x, log2i(p), 1, &lo, &hi);
+    return lo;
+}
+
+/* Root phases: scatter (the root sends every member the part it owns), gather
+ * (every member sends its part to the root); point to point with the peer. */
+static int root_post(mxh_p2p_op_t *op, int scatter)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, root = s->root, rc = MPI_SUCCESS;
+    size_t off, cnt;
+
+    if (me != root) {
+        part(s, owned_part(op, me), &off, &cnt);
+        return scatter ? post_pair(op, root, at(op, op->base, off), cnt, NULL, 0)
+                       : post_pair(op, root, NULL, 0, at(op, op->base, off), cnt);
+    }
+    for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
+        int x = (me + i) % p;
+        part(s, owned_part(op, x), &off, &cnt);
+        rc = scatter ? post_pair(op, x, NULL, 0, at(op, op->base, off), cnt)
+                     : post_pair(op, x, at(op, op->base, off), cnt, NULL, 0);
+    }
+    return rc;
+}
+
 static int post(mxh_p2p_op_t *op)
 {
+    const mxh_step_t *s = op->s;
+
     op->nreq = 0;
+    switch (s->type) {
+    case MXH_STEP_SCATTER:
+        return root_post(op, 1);
+    case MXH_STEP_GATHER:
+        return root_post(op, 0);
+    case MXH_STEP_SEND:
+        return post_pair(op, s->root, NULL, 0, op->base, s->count);
+    case MXH_STEP_RECV:
+        return post_pair(op, s->root, op->base, s->count, NULL, 0);
+    case MXH_STEP_BCAST:
+        if (op->k == 0)
+            return root_post(op, 1);
+        break;
+    case MXH_STEP_REDUCE:
+        if (op->k == op->nrs)
+            return root_post(op, 0);
+        break;
+    default:
+        break;
+    }
     switch (op->algo) {
     case MXH_P2P_RING:
         return ring_post(op);
@@ -369,6 +461,9 @@ static int complete(mxh_p2p_op_t *op)
     int p = s->gsize, me = s->me, rc = MPI_SUCCESS;
     size_t off, cnt;
 
+    if (single_exchange(s) || (s->type == MXH_STEP_BCAST && op->k == 0) ||
+        (s->type == MXH_STEP_REDUCE && op->k == op->nrs))
+        return MPI_SUCCESS; /* root phases only move data */
     if (op->k >= op->nrs && op->algo != MXH_P2P_RADIX_AR)
         return MPI_SUCCESS; /* allgather exchanges only move data */
     switch (op->algo) {
@@ -430,28 +525,44 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->tag    = tag;
     op->k      = 0;
     op->nreq   = 0;
+    op->ready  = 0;
     op->algo   = mxh_p2p_choose(s, env->ext);
-    op->ascend = s->type == MXH_STEP_ALLREDUCE;
-    switch (op->algo) {
-    case MXH_P2P_RING:
-        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : p - 1;
-        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : p - 1);
-        break;
-    case MXH_P2P_RHD:
-        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : L;
-        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : L);
-        break;
-    case MXH_P2P_DIRECT:
-        op->nrs  = s->type == MXH_STEP_ALLGATHER ? 0 : 1;
-        op->nsub = op->nrs + (s->type == MXH_STEP_REDUCE_SCATTER ? 0 : 1);
-        break;
-    case MXH_P2P_RADIX_AR:
-        op->nfac = radix_factors(p, op->fac);
-        op->nrs  = op->nsub = op->nfac;
-        break;
+    op->ascend = even_split(s);
+    if (single_exchange(s)) {
+        op->nrs  = 0;
+        op->nsub = 1;
+    } else {
+        /* reduce-scatter and allgather phase lengths of the algorithm */
+        int phase = op->algo == MXH_P2P_RING ? p - 1 : op->algo == MXH_P2P_RHD ? L : 1;
+        switch (s->type) {
+        case MXH_STEP_ALLGATHER:
+            op->nrs  = 0;
+            op->nsub = phase;
+            break;
+        case MXH_STEP_REDUCE_SCATTER:
+            op->nrs = op->nsub = phase;
+            break;
+        case MXH_STEP_REDUCE: /* + gather to the root */
+            op->nrs  = phase;
+            op->nsub = phase + 1;
+            break;
+        case MXH_STEP_BCAST:  /* scatter from the root + */
+            op->nrs  = 1;
+            op->nsub = 1 + phase;
+            break;
+        default:
+            op->nrs  = phase;
+            op->nsub = 2 * phase;
+            break;
+        }
+        if (op->algo == MXH_P2P_RADIX_AR) {
+            op->nfac = radix_factors(p, op->fac);
+            op->nrs  = op->nsub = op->nfac;
+        }
     }
     /* only the reduce-scatter phases read src; elsewhere the input moves in first */
-    if (op->src != base && s->count > 0 && (op->algo == MXH_P2P_RADIX_AR || op->nrs == 0)) {
+    if (op->src != base && s->count > 0 &&
+        (op->algo == MXH_P2P_RADIX_AR || op->nrs == 0 || s->type == MXH_STEP_BCAST)) {
         mxh_copy(base, op->src, s->count * env->ext);
         op->src = base;
     }
@@ -459,19 +570,30 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     return op->active ? post(op) : MPI_SUCCESS;
 }
 
-int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
+int mxh_p2p_test(mxh_p2p_op_t *op)
 {
     MPI_Status stats[MXH_P2P_MAXREQ];
     int flag = 1, rc = MPI_SUCCESS;
 
-    if (!op->active)
+    if (!op->active || op->ready)
         return MPI_SUCCESS;
     if (op->nreq > 0)
         rc = MPI_Testall(op->nreq, op->req, &flag, stats);
-    if (rc != MPI_SUCCESS || !flag)
-        return rc;
-    *moved = 1;
-    rc     = complete(op);
+    if (rc == MPI_SUCCESS && flag) {
+        op->ready = 1;
+        op->nreq  = 0;
+    }
+    return rc;
+}
+
+int mxh_p2p_finish(mxh_p2p_op_t *op)
+{
+    int rc;
+
+    if (!op->active || !op->ready)
+        return MPI_SUCCESS;
+    op->ready = 0;
+    rc        = complete(op);
     if (rc != MPI_SUCCESS) {
         op->active = 0;
         return rc;
@@ -481,6 +603,16 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
         return MPI_SUCCESS;
     }
     return post(op);
+}
+
+int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
+{
+    int rc = mxh_p2p_test(op);
+
+    if (rc != MPI_SUCCESS || !op->ready)
+        return rc;
+    *moved = 1;
+    return mxh_p2p_finish(op);
 }
 
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,

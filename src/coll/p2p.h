@@ -1,6 +1,8 @@
-/* Point-to-point algorithms for one reduce-scatter, allgather or allreduce step
- * on a level communicator, as nonblocking state machines that the executor
- * advances (several can be in flight: pipelined fragments, other stages).
+/* Point-to-point algorithms for one step of a plan on a level communicator
+ * (reduce-scatter, allgather, allreduce; bcast = scatter from the root +
+ * allgather, reduce = reduce-scatter + gather to the root; scatter, gather,
+ * send, receive), as nonblocking state machines that the executor advances
+ * (several can be in flight: pipelined fragments, other stages).
  *
  *   ring    2(p-1) neighbour exchanges, bandwidth-optimal for any p
  *   rhd     recursive halving / doubling: 2 log2 p exchanges, bandwidth-optimal,
@@ -37,6 +39,8 @@ extern "C" {
 #define MXH_P2P_DIRECT_BYTES (1u << 20) /* ... this region size, and above it unless rhd fits
                                            (rhd: log2 p messages instead of p - 1) */
 #define MXH_P2P_RADIX     32          /* largest radix factor */
+#define MXH_P2P_TREE_COUNT 16384      /* bcast/reduce steps of fewer elements go to MPI
+                                         (its trees: log p latencies) */
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 
 typedef enum mxh_p2p_algo {
@@ -68,12 +72,15 @@ typedef struct mxh_p2p_op {
     int               nfac;   /* radix: factors */
     int               fac[32];
     int               active;
+    int               ready;  /* the current exchange completed; its reduction is pending */
     int               nreq;
     MPI_Request       req[MXH_P2P_MAXREQ];
 } mxh_p2p_op_t;
 
-/* Steps the point-to-point algorithms can run: reduce-scatter, allgather and
- * allreduce on a group of more than one rank. */
+/* Steps the point-to-point algorithms can run: reduce-scatter, allgather,
+ * allreduce, scatter and gather on a group of more than one rank; send and
+ * receive; bcast (scatter from the root + allgather) and reduce (reduce-scatter
+ * + gather to the root) of at least MXH_P2P_TREE_COUNT elements. */
 int mxh_p2p_usable(const mxh_step_t *s);
 
 /* The algorithm for step @s with @ext-byte elements (a pure function of the
@@ -100,6 +107,13 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
  * one. Returns an MPI error code; *moved is set when an exchange completed.
  * op->active is 0 once the step is done. */
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
+
+/* The two halves of mxh_p2p_advance, for executors that post other transfers
+ * before spending time on reductions: mxh_p2p_test sets op->ready when the
+ * current exchange has completed (no local work done); mxh_p2p_finish (only
+ * when op->ready) reduces what it brought and posts the next exchange. */
+int mxh_p2p_test(mxh_p2p_op_t *op);
+int mxh_p2p_finish(mxh_p2p_op_t *op);
 
 /* Run step @s to completion (blocking). */
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,

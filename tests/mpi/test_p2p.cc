@@ -149,8 +149,87 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
     }
 }
 
+// The root steps: bcast and reduce (over an even split, from MXH_P2P_TREE_COUNT
+// elements), scatter and gather (parts counts/displs), at every root.
+void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t count,
+                  int root, bool uneven)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    Step st = make_step(type == MXH_STEP_SCATTER || type == MXH_STEP_GATHER
+                            ? MXH_STEP_ALLGATHER
+                            : MXH_STEP_ALLREDUCE,
+                        comm, count, uneven);
+    st.s.type = type;
+    st.s.root = root;
+    std::string what = fmt("%s p=%d count=%zu root=%d %s algo=%s", mxh_step_type_name(type), p,
+                           count, root, uneven ? "uneven" : "even",
+                           mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(int))));
+    if (!mxh_p2p_usable(&st.s)) {
+        ck.fail(what + ": not usable");
+        return;
+    }
+    std::vector<int> work(count), ref(count, -3), tmp(mxh_p2p_tmp_count(&st.s, sizeof(int)) + 1);
+    for (size_t i = 0; i < count; i++)
+        work[i] = value<int>(me, i);
+    std::vector<int> in(work);
+    int rc = MPI_SUCCESS;
+    switch (type) {
+    case MXH_STEP_BCAST:
+        ref = in;
+        rc  = MPI_Bcast(ref.data(), (int)count, MPI_INT, root, comm);
+        break;
+    case MXH_STEP_REDUCE:
+        rc = MPI_Reduce(in.data(), ref.data(), (int)count, MPI_INT, MPI_SUM, root, comm);
+        break;
+    case MXH_STEP_SCATTER: // my part from the root's region
+        ref = in;
+        rc  = MPI_Scatterv(in.data(), st.counts.data(), st.displs.data(), MPI_INT,
+                           ref.data() + st.displs[me], st.counts[me], MPI_INT, root, comm);
+        break;
+    default: // gather: every part to the root
+        ref = in;
+        rc  = MPI_Gatherv(in.data() + st.displs[me], st.counts[me], MPI_INT, ref.data(),
+                          st.counts.data(), st.displs.data(), MPI_INT, root, comm);
+        break;
+    }
+    ck.rc(rc, "MPICH reference " + what);
+    mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM};
+    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), NULL, (char *)tmp.data(), 4343);
+    ck.rc(rc, what);
+    // the defined results: everywhere for bcast, my part for scatter, the root for
+    // reduce and gather
+    size_t lo = 0, hi = count;
+    if (type == MXH_STEP_SCATTER) {
+        lo = (size_t)st.displs[me];
+        hi = lo + (size_t)st.counts[me];
+    } else if ((type == MXH_STEP_REDUCE || type == MXH_STEP_GATHER) && me != root) {
+        hi = 0;
+    }
+    for (size_t i = lo; i < hi; i++)
+        if (work[i] != ref[i]) {
+            ck.fail(fmt("%s: element %zu is %d, MPICH %d", what.c_str(), i, work[i], ref[i]));
+            break;
+        }
+}
+
 void check_all(mxh_test::Checker &ck, MPI_Comm comm)
 {
+    int p;
+    MPI_Comm_size(comm, &p);
+    for (size_t count : {(size_t)MXH_P2P_TREE_COUNT, (size_t)MXH_P2P_TREE_COUNT + 13})
+        for (int root = 0; root < p; root++) {
+            check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false);
+            check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false);
+        }
+    for (size_t count : {(size_t)1, (size_t)7, (size_t)1021})
+        for (int root = 0; root < p; root++)
+            for (int uneven = 0; uneven < 2; uneven++) {
+                check_rooted(ck, comm, MXH_STEP_SCATTER, count, root, uneven);
+                check_rooted(ck, comm, MXH_STEP_GATHER, count, root, uneven);
+            }
+
     for (size_t count : kCounts)
         for (int uneven = 0; uneven < 2; uneven++) {
             check<int>(ck, comm, MXH_STEP_REDUCE_SCATTER, count, uneven, MPI_INT);
