@@ -570,7 +570,8 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     return op->active ? post(op) : MPI_SUCCESS;
 }
 
-int mxh_p2p_test(mxh_p2p_op_t *op)
+/* Test the current exchange: op->ready once it completed (nothing reduced yet). */
+static int p2p_test(mxh_p2p_op_t *op)
 {
     MPI_Status stats[MXH_P2P_MAXREQ];
     int flag = 1, rc = MPI_SUCCESS;
@@ -586,7 +587,8 @@ int mxh_p2p_test(mxh_p2p_op_t *op)
     return rc;
 }
 
-int mxh_p2p_finish(mxh_p2p_op_t *op)
+/* After p2p_test: reduce what the exchange brought, post the next one. */
+static int p2p_finish(mxh_p2p_op_t *op)
 {
     int rc;
 
@@ -607,12 +609,12 @@ int mxh_p2p_finish(mxh_p2p_op_t *op)
 
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
 {
-    int rc = mxh_p2p_test(op);
+    int rc = p2p_test(op);
 
     if (rc != MPI_SUCCESS || !op->ready)
         return rc;
     *moved = 1;
-    return mxh_p2p_finish(op);
+    return p2p_finish(op);
 }
 
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,

@@ -108,12 +108,6 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
  * op->active is 0 once the step is done. */
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
 
-/* The two halves of mxh_p2p_advance, for executors that post other transfers
- * before spending time on reductions: mxh_p2p_test sets op->ready when the
- * current exchange has completed (no local work done); mxh_p2p_finish (only
- * when op->ready) reduces what it brought and posts the next exchange. */
-int mxh_p2p_test(mxh_p2p_op_t *op);
-int mxh_p2p_finish(mxh_p2p_op_t *op);
 
 /* Run step @s to completion (blocking). */
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,
