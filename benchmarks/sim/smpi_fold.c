@@ -454,6 +454,50 @@ int PMPI_Waitall(int n, MPI_Request *arr, MPI_Status *st)
     return real_PMPI_Waitall(n, arr, st);
 }
 
+/* The program's own waits that complete some requests (mpix-hier's stream
+ * executor blocks in MPI_Waitsome when a pass found nothing to do): that is
+ * progress, so the pass starts over (without this, the next test of a recorded
+ * array would wait for yet another completion, and the rank would sleep past the
+ * one it could act on). Completed requests leave the point-to-point set. */
+#define WAIT_SAVE 4096
+static void waited(poll_state_t *ps, const MPI_Request *before, MPI_Request *arr, int n)
+{
+    for (int i = 0; i < n && i < WAIT_SAVE; i++)
+        if (before[i] != MPI_REQUEST_NULL && arr[i] == MPI_REQUEST_NULL)
+            p2p_del(before[i]);
+    ps->nseen = 0;
+}
+
+int PMPI_Waitsome(int n, MPI_Request *arr, int *outcount, int *idx, MPI_Status *st)
+{
+    REAL(int, PMPI_Waitsome, (int, MPI_Request *, int *, int *, MPI_Status *))
+    MPI_Request before[WAIT_SAVE];
+    poll_state_t *ps = poll_me();
+    int rc;
+    if (ps == NULL)
+        return real_PMPI_Waitsome(n, arr, outcount, idx, st);
+    for (int i = 0; i < n && i < WAIT_SAVE; i++)
+        before[i] = arr[i];
+    rc = real_PMPI_Waitsome(n, arr, outcount, idx, st);
+    waited(ps, before, arr, n);
+    return rc;
+}
+
+int PMPI_Waitany(int n, MPI_Request *arr, int *idx, MPI_Status *st)
+{
+    REAL(int, PMPI_Waitany, (int, MPI_Request *, int *, MPI_Status *))
+    MPI_Request before[WAIT_SAVE];
+    poll_state_t *ps = poll_me();
+    int rc;
+    if (ps == NULL)
+        return real_PMPI_Waitany(n, arr, idx, st);
+    for (int i = 0; i < n && i < WAIT_SAVE; i++)
+        before[i] = arr[i];
+    rc = real_PMPI_Waitany(n, arr, idx, st);
+    waited(ps, before, arr, n);
+    return rc;
+}
+
 int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 {
     REAL(int, PMPI_Wait, (MPI_Request *, MPI_Status *))

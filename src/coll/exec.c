@@ -8,6 +8,7 @@
 #include "sim/sim.h"
 
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MXH_EXEC_TAG 7177
@@ -437,6 +438,7 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
                                  S->tmp + (size_t)slotno * S->slot * S->ctx->extent, tag);
         S->enter[st] = f + 1;
         *moved       = 1;
+        mxh_trace("stream frag %d stage %d start %.3f us", f, st, MPI_Wtime() * 1e6);
         if (rc != MPI_SUCCESS)
             return rc;
         if (x->op.active) {
@@ -449,36 +451,31 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
     return MPI_SUCCESS;
 }
 
-/* Nothing moved in a pass: block until some exchange of the fragments in flight
+/* Nothing moved in a pass: block until one exchange of the fragments in flight
  * completes (a simulator advances its clock instead of charging every test; a
- * real MPI progresses inside the wait). Completed requests become
- * MPI_REQUEST_NULL, which the next pass's tests see as done. */
-#define MXH_STREAM_WAIT_MAX 1024
-static int stream_wait(frag_state_t *fs, int W, int lo, int next, int *spins)
+ * real MPI progresses inside the wait). The completed request becomes
+ * MPI_REQUEST_NULL, which the next pass sees (mxh_p2p_advance_waited). @all and
+ * @where have room for every request of the window. */
+static int stream_wait(frag_state_t *fs, int W, int lo, int next, MPI_Request *all, int *where)
 {
-    MPI_Request all[MXH_STREAM_WAIT_MAX];
-    int where[MXH_STREAM_WAIT_MAX], idx[MXH_STREAM_WAIT_MAX], n = 0, done = 0, rc;
-    MPI_Status stats[MXH_STREAM_WAIT_MAX];
+    int n = 0, done = 0, rc;
+    MPI_Status stat;
 
     for (int f = lo; f < next; f++) {
         mxh_p2p_op_t *op = &fs[f % W].op;
         if (fs[f % W].started && op->active)
-            for (int i = 0; i < op->nreq; i++) {
-                if (op->req[i] == MPI_REQUEST_NULL)
-                    continue;
-                if (n == MXH_STREAM_WAIT_MAX) { /* too many: just yield and test again */
-                    if (++*spins % 64 == 0)
-                        sched_yield();
-                    return MPI_SUCCESS;
+            for (int i = 0; i < op->nreq; i++)
+                if (op->req[i] != MPI_REQUEST_NULL) {
+                    all[n]   = op->req[i];
+                    where[n] = (f % W) * MXH_P2P_MAXREQ + i;
+                    n++;
                 }
-                all[n]   = op->req[i];
-                where[n] = (f % W) * MXH_P2P_MAXREQ + i;
-                n++;
-            }
     }
     if (n == 0)
         return MPI_SUCCESS;
-    rc = MPI_Waitsome(n, all, &done, idx, stats);
+    /* MPI_Waitany, not MPI_Waitsome: SMPI charges Waitsome (and every test) its
+     * smpi/test penalty, 100 us by default, Waitany nothing */
+    rc = MPI_Waitany(n, all, &done, &stat);
     for (int k = 0; k < n; k++)
         fs[where[k] / MXH_P2P_MAXREQ].op.req[where[k] % MXH_P2P_MAXREQ] = all[k];
     return rc;
@@ -490,8 +487,20 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     stream_t S = {sched, ctx, work, tmp, sched_slot(sched, ctx->extent), stream_window(sched),
                   {0}, {0}};
     frag_state_t fs[MXH_MAX_STREAM];
-    int lo = 0, next = 0, rc = MPI_SUCCESS, spins = 0;
+    int lo = 0, next = 0, rc = MPI_SUCCESS;
     const mxh_step_t *failed = NULL;
+    /* completions are found by one wait over every request in flight (no
+     * MPI_Test per step and pass) */
+    size_t nwait       = (size_t)S.W * MXH_P2P_MAXREQ;
+    MPI_Request *wall  = malloc(nwait * sizeof(*wall));
+    int *wwhere        = malloc(nwait * sizeof(*wwhere));
+
+    if (wall == NULL || wwhere == NULL) {
+        free(wwhere);
+        free(wall);
+        mxh_error("pipelined execution: no memory for %zu request slots", nwait);
+        return MXH_ERR_NO_MEMORY;
+    }
 
     /* fragments [lo, next) are in flight, fragment f in slot f % W */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
@@ -512,8 +521,10 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         for (int f = lo; f < next && rc == MPI_SUCCESS; f++) {
             frag_state_t *x = &fs[f % S.W];
             if (x->started) {
-                rc = mxh_p2p_advance(&x->op, &moved);
+                rc = mxh_p2p_advance_waited(&x->op, &moved);
                 if (rc == MPI_SUCCESS && !x->op.active) {
+                    mxh_trace("stream frag %d stage %d end %.3f us", f, x->stage,
+                              MPI_Wtime() * 1e6);
                     S.busy[x->stage]--;
                     x->stage++;
                     x->started = 0;
@@ -530,8 +541,10 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             lo++;
         }
         if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
-            rc = stream_wait(fs, S.W, lo, next, &spins);
+            rc = stream_wait(fs, S.W, lo, next, wall, wwhere);
     }
+    free(wwhere);
+    free(wall);
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */
         for (int f = lo; f < next; f++)
@@ -551,8 +564,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
 static int ops_wait(mxh_p2p_op_t *ops, int nops)
 {
     MPI_Request all[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
-    MPI_Status stats[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
-    int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ], idx[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
+    MPI_Status stat;
+    int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
     int n = 0, done = 0, rc;
 
     for (int k = 0; k < nops; k++)
@@ -566,7 +579,7 @@ static int ops_wait(mxh_p2p_op_t *ops, int nops)
         sched_yield();
         return MPI_SUCCESS;
     }
-    rc = MPI_Waitsome(n, all, &done, idx, stats);
+    rc = MPI_Waitany(n, all, &done, &stat); /* (stream_wait: not Waitsome) */
     for (int k = 0; k < n; k++)
         ops[where[k] / MXH_P2P_MAXREQ].req[where[k] % MXH_P2P_MAXREQ] = all[k];
     return rc;

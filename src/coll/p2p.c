@@ -156,20 +156,24 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 
     if (single_exchange(s))
         return MXH_P2P_DIRECT;
+    /* across the network (a rail, the spine) every message pays microseconds of
+     * latency: direct pays one per phase where rhd pays log2 p in sequence, with
+     * the same bytes through the same NIC */
+    int net_direct = s->net && p <= MXH_P2P_DIRECT_P;
     if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) {
-        if (p <= MXH_P2P_DIRECT_ANY)
+        if (p <= MXH_P2P_DIRECT_ANY || net_direct)
             return MXH_P2P_DIRECT;
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
     if (s->type == MXH_STEP_ALLREDUCE) {
         if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
-        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) ||
+        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
             (p <= MXH_P2P_DIRECT_ANY && (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p))))
             return MXH_P2P_DIRECT;
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
-    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) ||
+    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
         (p <= MXH_P2P_DIRECT_ANY &&
          (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p) || !parts_contiguous(s))))
         return MXH_P2P_DIRECT;
@@ -570,15 +574,19 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     return op->active ? post(op) : MPI_SUCCESS;
 }
 
-/* Test the current exchange: op->ready once it completed (nothing reduced yet). */
-static int p2p_test(mxh_p2p_op_t *op)
+/* Test the current exchange: op->ready once it completed (nothing reduced yet).
+ * @test 0: no MPI call, complete when the caller's waits completed every request. */
+static int p2p_test(mxh_p2p_op_t *op, int test)
 {
     MPI_Status stats[MXH_P2P_MAXREQ];
     int flag = 1, rc = MPI_SUCCESS;
 
     if (!op->active || op->ready)
         return MPI_SUCCESS;
-    if (op->nreq > 0)
+    for (int i = 0; !test && i < op->nreq; i++)
+        if (op->req[i] != MPI_REQUEST_NULL)
+            flag = 0;
+    if (test && op->nreq > 0)
         rc = MPI_Testall(op->nreq, op->req, &flag, stats);
     if (rc == MPI_SUCCESS && flag) {
         op->ready = 1;
@@ -607,14 +615,24 @@ static int p2p_finish(mxh_p2p_op_t *op)
     return post(op);
 }
 
-int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
+static int advance(mxh_p2p_op_t *op, int *moved, int test)
 {
-    int rc = p2p_test(op);
+    int rc = p2p_test(op, test);
 
     if (rc != MPI_SUCCESS || !op->ready)
         return rc;
     *moved = 1;
     return p2p_finish(op);
+}
+
+int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
+{
+    return advance(op, moved, 1);
+}
+
+int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved)
+{
+    return advance(op, moved, 0);
 }
 
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,

@@ -11,8 +11,10 @@
  *           allgather keep rank order (my block ends at displs[me]).
  *   direct  every part straight to its owner (reduce-scatter) and to everybody
  *           (allgather): one exchange per phase, the same bytes as ring and rhd;
- *           small messages, and groups of up to MXH_P2P_DIRECT_ANY ranks (an NVSwitch
- *           node) up to MXH_P2P_DIRECT_BYTES, at every size where rhd does not fit
+ *           small messages; network levels (step.net: a rail, the spine) of up to
+ *           MXH_P2P_DIRECT_P ranks at every size (one latency per phase instead of
+ *           log2 p); groups of up to MXH_P2P_DIRECT_ANY ranks (an NVSwitch node) up
+ *           to MXH_P2P_DIRECT_BYTES, and at every size where rhd does not fit
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
  *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
  *           the f_i - 1 ranks that differ from it only in digit i and reduces the
@@ -107,6 +109,13 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
  * one. Returns an MPI error code; *moved is set when an exchange completed.
  * op->active is 0 once the step is done. */
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
+
+/* The same without testing: the exchange counts as complete once every one of
+ * its requests is MPI_REQUEST_NULL, i.e. the caller completed them with
+ * MPI_Wait* (op->req[0 .. op->nreq) ). For executors that block in one
+ * MPI_Waitsome over all their requests instead of polling: no MPI_Test calls,
+ * which a simulator charges (SMPI's smpi/test) and real MPIs only spin on. */
+int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved);
 
 
 /* Run step @s to completion (blocking). */

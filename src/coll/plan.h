@@ -48,6 +48,8 @@ typedef struct mxh_step {
     int   *displs;  /* [gsize] part offsets relative to offset */
     int    stage;   /* pipeline slot: up-phase level l -> l, top -> top, down level l ->
                        2*top - l; identical for the same step on every group member */
+    int    net;     /* the level's groups span nodes (rail, spine): messages cross the
+                       network, where each one costs microseconds of latency */
 } mxh_step_t;
 
 typedef struct mxh_plan {

@@ -295,4 +295,29 @@ TEST_F(P2p, ChoiceCoversEveryAlgorithm)
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
 }
 
+// Network levels (a rail, the spine): direct at every size up to
+// MXH_P2P_DIRECT_P ranks, where a level inside a node would use rhd or ring;
+// small allreduces keep the radix exchanges.
+TEST_F(P2p, NetworkLevelsGoDirect)
+{
+    const mxh_step_type_t types[] = {MXH_STEP_ALLREDUCE, MXH_STEP_REDUCE_SCATTER,
+                                     MXH_STEP_ALLGATHER, MXH_STEP_BCAST, MXH_STEP_REDUCE};
+    for (mxh_step_type_t t : types) {
+        /* made as an allreduce: no parts, which the choice reads as an even split */
+        Step st    = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1 << 22, false); /* 16 MiB */
+        st.s.type  = t;
+        st.s.gsize = 32;
+        st.s.net   = 0;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_RHD) << mxh_step_type_name(t);
+        st.s.net = 1;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
+        st.s.gsize = MXH_P2P_DIRECT_P + 2; /* 66: beyond direct, ring */
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_RING) << mxh_step_type_name(t);
+    }
+    Step small = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 10, false);
+    small.s.gsize = 32;
+    small.s.net   = 1;
+    EXPECT_EQ(mxh_p2p_choose(&small.s, 4), MXH_P2P_RADIX_AR);
+}
+
 } // namespace
