@@ -20,6 +20,7 @@ import argparse
 import csv
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -146,13 +147,19 @@ def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=Fals
             shown[k] = env[k]
     t0 = time.time()
     with open(log + ".tmp", "w") as out:
-        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # own process group: smpirun is a script, the simulation its child smpimain,
+        # which a timeout must kill too (p.kill() alone left it running)
+        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                             start_new_session=True)
         mem = MemSampler(p.pid)
         mem.start()
         try:
             rc = p.wait(timeout=a.timeout)
         except subprocess.TimeoutExpired:
-            p.kill()
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             rc = p.wait()
         mem.stop.set()
     wall = time.time() - t0
