@@ -451,34 +451,45 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
     return MPI_SUCCESS;
 }
 
-/* Nothing moved in a pass: block until one exchange of the fragments in flight
+/* Nothing moved in a pass: block until one exchange of @ops (the active ones)
  * completes (a simulator advances its clock instead of charging every test; a
  * real MPI progresses inside the wait). The completed request becomes
- * MPI_REQUEST_NULL, which the next pass sees (mxh_p2p_advance_waited). @all and
- * @where have room for every request of the window. */
-static int stream_wait(frag_state_t *fs, int W, int lo, int next, MPI_Request *all, int *where)
+ * MPI_REQUEST_NULL in its op, which mxh_p2p_advance_waited (or a test) sees.
+ * @all and @where have room for nops * MXH_P2P_MAXREQ requests. *@n: requests
+ * waited on (0: none, nothing done). */
+static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *where, int *n)
 {
-    int n = 0, done = 0, rc;
+    int done = 0, rc;
     MPI_Status stat;
 
-    for (int f = lo; f < next; f++) {
-        mxh_p2p_op_t *op = &fs[f % W].op;
-        if (fs[f % W].started && op->active)
-            for (int i = 0; i < op->nreq; i++)
-                if (op->req[i] != MPI_REQUEST_NULL) {
-                    all[n]   = op->req[i];
-                    where[n] = (f % W) * MXH_P2P_MAXREQ + i;
-                    n++;
-                }
-    }
-    if (n == 0)
+    *n = 0;
+    for (int k = 0; k < nops; k++)
+        for (int i = 0; ops[k]->active && i < ops[k]->nreq; i++)
+            if (ops[k]->req[i] != MPI_REQUEST_NULL) {
+                all[*n]   = ops[k]->req[i];
+                where[*n] = k * MXH_P2P_MAXREQ + i;
+                (*n)++;
+            }
+    if (*n == 0)
         return MPI_SUCCESS;
     /* MPI_Waitany, not MPI_Waitsome: SMPI charges Waitsome (and every test) its
      * smpi/test penalty, 100 us by default, Waitany nothing */
-    rc = MPI_Waitany(n, all, &done, &stat);
-    for (int k = 0; k < n; k++)
-        fs[where[k] / MXH_P2P_MAXREQ].op.req[where[k] % MXH_P2P_MAXREQ] = all[k];
+    rc = MPI_Waitany(*n, all, &done, &stat);
+    for (int k = 0; k < *n; k++)
+        ops[where[k] / MXH_P2P_MAXREQ]->req[where[k] % MXH_P2P_MAXREQ] = all[k];
     return rc;
+}
+
+/* The stream's wait: over the running steps of the fragments in flight. */
+static int stream_wait(frag_state_t *fs, int W, int lo, int next, MPI_Request *all, int *where)
+{
+    mxh_p2p_op_t *ops[MXH_MAX_STREAM];
+    int nops = 0, n;
+
+    for (int f = lo; f < next; f++)
+        if (fs[f % W].started)
+            ops[nops++] = &fs[f % W].op;
+    return ops_wait_any(ops, nops, all, where, &n);
 }
 
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
@@ -564,24 +575,15 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
 static int ops_wait(mxh_p2p_op_t *ops, int nops)
 {
     MPI_Request all[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
-    MPI_Status stat;
     int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
-    int n = 0, done = 0, rc;
+    mxh_p2p_op_t *list[2 * MXH_MAX_LEVELS];
+    int n, rc;
 
     for (int k = 0; k < nops; k++)
-        for (int i = 0; ops[k].active && i < ops[k].nreq; i++)
-            if (ops[k].req[i] != MPI_REQUEST_NULL) {
-                all[n]   = ops[k].req[i];
-                where[n] = k * MXH_P2P_MAXREQ + i;
-                n++;
-            }
-    if (n == 0) {
+        list[k] = &ops[k];
+    rc = ops_wait_any(list, nops, all, where, &n);
+    if (n == 0)
         sched_yield();
-        return MPI_SUCCESS;
-    }
-    rc = MPI_Waitany(n, all, &done, &stat); /* (stream_wait: not Waitsome) */
-    for (int k = 0; k < n; k++)
-        ops[where[k] / MXH_P2P_MAXREQ].req[where[k] % MXH_P2P_MAXREQ] = all[k];
     return rc;
 }
 

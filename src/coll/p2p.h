@@ -113,7 +113,7 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
 /* The same without testing: the exchange counts as complete once every one of
  * its requests is MPI_REQUEST_NULL, i.e. the caller completed them with
  * MPI_Wait* (op->req[0 .. op->nreq) ). For executors that block in one
- * MPI_Waitsome over all their requests instead of polling: no MPI_Test calls,
+ * MPI_Waitany over all their requests instead of polling: no MPI_Test calls,
  * which a simulator charges (SMPI's smpi/test) and real MPIs only spin on. */
 int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved);
 
