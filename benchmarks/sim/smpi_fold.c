@@ -455,7 +455,7 @@ int PMPI_Waitall(int n, MPI_Request *arr, MPI_Status *st)
 }
 
 /* The program's own waits that complete some requests (mpix-hier's stream
- * executor blocks in MPI_Waitsome when a pass found nothing to do): that is
+ * executor blocks in MPI_Waitany when a pass found nothing to do): that is
  * progress, so the pass starts over (without this, the next test of a recorded
  * array would wait for yet another completion, and the rank would sleep past the
  * one it could act on). Completed requests leave the point-to-point set. */
