@@ -150,7 +150,7 @@ static void frag_pack_all(void *arg, const mxh_sched_t *s, int f, char *work)
     size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
     for (int d = 0; d < io->nblocks; d++)
         mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
-                 io->src + (size_t)d * io->block + (size_t)f * s->frag_count * ts, fc * ts);
+                 io->src + (size_t)d * io->block + mxh_sched_frag_start(s, f) * ts, fc * ts);
 }
 
 /* allgather: my block's piece in, every block's piece out */
@@ -159,7 +159,7 @@ static void frag_pack_mine(void *arg, const mxh_sched_t *s, int f, char *work)
     const frag_io_t *io = arg;
     size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
     mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[io->me] * fc) * ts,
-             io->src + (size_t)f * s->frag_count * ts, fc * ts);
+             io->src + mxh_sched_frag_start(s, f) * ts, fc * ts);
 }
 
 static void frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work)
@@ -167,7 +167,7 @@ static void frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work)
     const frag_io_t *io = arg;
     size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
     for (int d = 0; d < io->nblocks; d++)
-        mxh_copy(io->dst + (size_t)d * io->block + (size_t)f * s->frag_count * ts,
+        mxh_copy(io->dst + (size_t)d * io->block + mxh_sched_frag_start(s, f) * ts,
                  work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
                  fc * ts);
 }
@@ -283,7 +283,7 @@ static void unpack_block(const mxh_sched_t *s, const char *work, int d, char *ds
 {
     for (int f = 0; f < s->nfrag; f++) {
         size_t fc = mxh_sched_frag_count(s, f);
-        mxh_copy(dst + (size_t)f * s->frag_count * tsize,
+        mxh_copy(dst + mxh_sched_frag_start(s, f) * tsize,
                work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
                fc * tsize);
     }

@@ -429,8 +429,8 @@ static int hier_build(MPI_Comm comm, MPI_Info info, const char *func, mxh_hier_t
             rc = mxh_raise(comm, mxh_config_error_class(), func,
                            "configuration differs between rank 0 and rank %d: the variables that "
                            "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
-                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _SHM, _SHM_CHUNK; environment "
-                           "or MPI_Info) must be equal on all ranks",
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK; "
+                           "environment or MPI_Info) must be equal on all ranks",
                            r);
             hier_destroy(h);
             return rc;
@@ -545,6 +545,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
 {
     size_t frag = choice->algo == MXH_ALGO_PIPELINE ? choice->frag_bytes : 0;
     int depth   = choice->algo == MXH_ALGO_PIPELINE ? choice->depth : 0;
+    int ramp    = choice->algo == MXH_ALGO_PIPELINE ? choice->ramp : 0;
     int victim  = 0;
 
     if (coll != MXH_COLL_BCAST && coll != MXH_COLL_REDUCE)
@@ -553,7 +554,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
     for (int i = 0; i < h->config.plan_cache_size; i++) {
         mxh_sched_t *s = h->scheds[i].sched;
         if (s && s->coll == coll && s->count == count && s->root == root && s->tsize == tsize &&
-            s->frag_bytes == frag && s->depth == depth) {
+            s->frag_bytes == frag && s->depth == depth && s->ramp == ramp) {
             h->scheds[i].last_use = h->clock;
             *sched_p = s;
             return MXH_OK;
@@ -563,7 +564,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
     }
     mxh_sched_t *s  = NULL;
     mxh_status_t st = mxh_sched_create(h->layout, h->rank, coll, count, root, tsize, frag, depth,
-                                       &s);
+                                       ramp, &s);
     if (st != MXH_OK)
         return st;
     mxh_sched_destroy(h->scheds[victim].sched);
@@ -586,7 +587,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
 mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
                            const mxh_plan_t **plan_p)
 {
-    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0};
+    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0};
     const mxh_sched_t *s;
     mxh_status_t st = mxh_hier_sched(h, coll, count, root, 1, &whole, &s);
     if (st == MXH_OK)

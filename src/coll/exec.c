@@ -266,12 +266,11 @@ static int src_step(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx)
  * memory, no MPI collective), so fragments need no common order. */
 static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
-    const mxh_plan_t *plans[2] = {sched->plan, sched->last};
     if (sched->nfrag < 2)
         return 0;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < plans[k]->nsteps; i++) {
-            const mxh_step_t *s = &plans[k]->steps[i];
+    for (int k = 0; k < sched->nplans; k++)
+        for (int i = 0; i < sched->plans[k]->nsteps; i++) {
+            const mxh_step_t *s = &sched->plans[k]->steps[i];
             if (s->count == 0)
                 continue;
             if (!mxh_p2p_usable(s) || shm_step_form(s, ctx) != NULL)
@@ -290,8 +289,11 @@ static int stream_window(const mxh_sched_t *sched)
 
 static size_t sched_slot(const mxh_sched_t *sched, size_t ext)
 {
-    size_t a = plan_tmp(sched->plan, ext), b = plan_tmp(sched->last, ext);
-    return a > b ? a : b;
+    size_t slot = 0;
+    for (int k = 0; k < sched->nplans; k++)
+        if (plan_tmp(sched->plans[k], ext) > slot)
+            slot = plan_tmp(sched->plans[k], ext);
+    return slot;
 }
 
 size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)

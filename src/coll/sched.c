@@ -8,15 +8,59 @@ void mxh_sched_destroy(mxh_sched_t *sched)
 {
     if (sched == NULL)
         return;
-    if (sched->last != sched->plan)
-        mxh_plan_destroy(sched->last);
-    mxh_plan_destroy(sched->plan);
+    for (int i = 0; i < sched->nplans; i++)
+        mxh_plan_destroy(sched->plans[i]);
+    free(sched->frag_plan);
+    free(sched->frag_start);
     free(sched);
+}
+
+/* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
+ * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
+static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
+{
+    int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
+    while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
+        k--;
+    return k;
+}
+
+/* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
+ * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. */
+static void ramp_pieces(size_t fcnt, int k, size_t *piece)
+{
+    size_t used = 0;
+    for (int j = 0; j < k; j++) {
+        piece[j] = fcnt >> (j == 0 ? k : k - j + 1);
+        used += piece[j];
+    }
+    piece[k] = fcnt - used;
+}
+
+/* The plan of fragments of @fcnt elements, shared by every fragment of that size. */
+static mxh_status_t plan_for(mxh_sched_t *s, const mxh_layout_t *layout, int rank, size_t fcnt,
+                             const mxh_plan_t **plan_p)
+{
+    for (int i = 0; i < s->nplans; i++)
+        if (s->plans[i]->count == fcnt) {
+            *plan_p = s->plans[i];
+            return MXH_OK;
+        }
+    if (s->nplans == MXH_SCHED_MAX_PLANS) {
+        mxh_error("sched: more than %d fragment sizes", MXH_SCHED_MAX_PLANS);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    mxh_status_t st = mxh_plan_create_sized(layout, rank, s->coll, fcnt, s->root, s->tsize,
+                                            &s->plans[s->nplans]);
+    if (st != MXH_OK)
+        return st;
+    *plan_p = s->plans[s->nplans++];
+    return MXH_OK;
 }
 
 mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                               size_t count, int root, size_t tsize, size_t frag_bytes, int depth,
-                              mxh_sched_t **sched_p)
+                              int ramp, mxh_sched_t **sched_p)
 {
     mxh_sched_t *s;
     mxh_status_t st;
@@ -35,6 +79,7 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     s->tsize      = tsize;
     s->frag_bytes = frag_bytes;
     s->depth      = depth;
+    s->ramp       = ramp;
     s->nranks     = layout->nranks;
 
     /* fragment size in elements of the count (per block for block collectives) */
@@ -52,23 +97,55 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
         if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
             fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
     }
-    s->frag_count = fcnt;
-    s->nfrag      = (int)((count + fcnt - 1) / fcnt);
-    if ((size_t)s->nfrag != (count + fcnt - 1) / fcnt) {
-        mxh_error("sched: %zu fragments of %zu elements are too many", (count + fcnt - 1) / fcnt,
-                  fcnt);
+    size_t nuni = (count + fcnt - 1) / fcnt;
+    if (nuni > (size_t)1 << 24) {
+        mxh_error("sched: %zu fragments of %zu elements are too many", nuni, fcnt);
         st = MXH_ERR_INVALID_PARAM;
         goto err;
     }
-    s->last_count = count - (size_t)(s->nfrag - 1) * fcnt;
+    s->frag_count = fcnt;
+    s->last_count = count - (nuni - 1) * fcnt;
 
-    st = mxh_plan_create_sized(layout, rank, coll, fcnt, root, tsize, &s->plan);
+    /* the ramps: only for pipelines of big fragments */
+    int khead = 0, ktail = 0;
+    if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && ramp > 0) {
+        khead = ramp_depth(ramp, fcnt, tsize * per);
+        ktail = ramp_depth(ramp, s->last_count, tsize * per);
+    }
+    s->nfrag      = (int)nuni + khead + ktail;
+    s->frag_start = malloc(((size_t)s->nfrag + 1) * sizeof(*s->frag_start));
+    s->frag_plan  = malloc((size_t)s->nfrag * sizeof(*s->frag_plan));
+    if (s->frag_start == NULL || s->frag_plan == NULL) {
+        st = MXH_ERR_NO_MEMORY;
+        goto err;
+    }
+    {
+        size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1], start = 0;
+        int f = 0;
+        ramp_pieces(fcnt, khead, head);
+        ramp_pieces(s->last_count, ktail, tail);
+        for (size_t u = 0; u < nuni; u++) {
+            size_t whole = u == nuni - 1 ? s->last_count : fcnt;
+            int npieces  = u == 0 ? khead + 1 : u == nuni - 1 ? ktail + 1 : 1;
+            for (int j = 0; j < npieces; j++) {
+                /* the head grows, the tail shrinks (its pieces in reverse) */
+                size_t n = u == 0 && khead ? head[j]
+                         : u == nuni - 1 && ktail ? tail[ktail - j]
+                                                 : whole;
+                s->frag_start[f++] = start;
+                start += n;
+            }
+        }
+        s->frag_start[f] = start;
+    }
+
+    /* plans[0]: the full fragment */
+    st = plan_for(s, layout, rank, fcnt, &s->frag_plan[0]);
     if (st != MXH_OK)
         goto err;
-    if (s->last_count == fcnt) {
-        s->last = s->plan;
-    } else {
-        st = mxh_plan_create_sized(layout, rank, coll, s->last_count, root, tsize, &s->last);
+    s->plan = s->plans[0];
+    for (int f = 0; f < s->nfrag; f++) {
+        st = plan_for(s, layout, rank, mxh_sched_frag_count(s, f), &s->frag_plan[f]);
         if (st != MXH_OK)
             goto err;
     }
@@ -76,8 +153,10 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     s->stretch = depth <= 0 || depth >= s->nstages ? 1 : (s->nstages + depth - 1) / depth;
     s->nrounds = (s->nfrag - 1) * s->stretch + s->nstages;
     s->work_count = count * per;
-    s->tmp_slot   = s->plan->tmp_count > s->last->tmp_count ? s->plan->tmp_count
-                                                            : s->last->tmp_count;
+    s->tmp_slot   = 0;
+    for (int i = 0; i < s->nplans; i++)
+        if (s->plans[i]->tmp_count > s->tmp_slot)
+            s->tmp_slot = s->plans[i]->tmp_count;
     /* one fragment: steps run one after another and share one slot */
     s->tmp_count = s->nfrag == 1 ? s->tmp_slot : s->tmp_slot * (size_t)s->nstages;
     *sched_p     = s;
@@ -90,9 +169,10 @@ err:
 size_t mxh_sched_describe(const mxh_sched_t *s, char *buf, size_t len)
 {
     int k = snprintf(buf, len,
-                     "%s count=%zu x %zu B: %d fragment(s) of %zu (last %zu), %d stages, "
-                     "%d rounds (stretch %d)",
+                     "%s count=%zu x %zu B: %d fragment(s) of %zu (first %zu, last %zu), "
+                     "%d stages, %d rounds (stretch %d)",
                      mxh_coll_name(s->coll), s->count, s->tsize, s->nfrag, s->frag_count,
-                     s->last_count, s->nstages, s->nrounds, s->stretch);
+                     mxh_sched_frag_count(s, 0), mxh_sched_frag_count(s, s->nfrag - 1),
+                     s->nstages, s->nrounds, s->stretch);
     return k > 0 ? (size_t)k : 0;
 }

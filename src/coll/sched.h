@@ -9,6 +9,13 @@
  * round (fragment k crosses the network while fragment k+1 is reduce-scattered
  * inside the node); a larger stretch bounds the fragments in flight (depth).
  *
+ * Ramp: a pipeline fills with its first fragment alone in the first stage and
+ * drains with its last alone in the last. With a ramp of k, the first full
+ * fragment is cut into pieces of 1/2^k, 1/2^k, 1/2^(k-1), ..., 1/2 of it and the
+ * last one likewise in reverse order, so the stages before and after the slowest
+ * one wait for small pieces only, while each piece is still at most twice the one
+ * before it (the next stage never starves while the slow one works).
+ *
  * Work buffer layout: allreduce/bcast/reduce fragments are consecutive ranges of
  * the buffer. reduce_scatter_block/allgather fragments are fragment-major: the
  * work buffer holds, for each fragment, the fragment's piece of every block in
@@ -26,6 +33,14 @@
 extern "C" {
 #endif
 
+/* Ramps are cut only from fragments of at least MXH_SCHED_BIG_FRAG bytes, at most
+ * MXH_SCHED_MAX_RAMP halvings deep, pieces of at least MXH_SCHED_MIN_PIECE bytes. */
+#define MXH_SCHED_MAX_RAMP 4
+#define MXH_SCHED_MIN_PIECE (64u << 10)
+
+/* full fragment, last fragment, and the ramps' piece sizes */
+#define MXH_SCHED_MAX_PLANS (2 + 2 * (MXH_SCHED_MAX_RAMP + 1))
+
 typedef struct mxh_sched {
     mxh_coll_t  coll;
     size_t      count;      /* count (allreduce, bcast, reduce) or block count (rsb, allgather) */
@@ -33,12 +48,16 @@ typedef struct mxh_sched {
     size_t      tsize;      /* bytes per element */
     size_t      frag_bytes; /* requested fragment size (0 = one fragment) */
     int         depth;      /* requested fragments in flight (0 = as many as stages) */
+    int         ramp;       /* requested ramp (0 = uniform fragments) */
 
     int         nfrag;      /* >= 1 */
-    size_t      frag_count; /* elements per fragment (per block for rsb/allgather) */
+    size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */
     size_t      last_count; /* elements of the last fragment */
+    size_t     *frag_start; /* nfrag + 1 entries: first element of each fragment (per block) */
+    const mxh_plan_t **frag_plan; /* nfrag entries: the plan of each fragment's size */
     mxh_plan_t *plan;       /* plan of a full fragment */
-    mxh_plan_t *last;       /* plan of the last fragment (== plan when the sizes agree) */
+    mxh_plan_t *plans[MXH_SCHED_MAX_PLANS]; /* the distinct plans (plans[0] == plan), owned */
+    int         nplans;
     int         nstages;
     int         stretch;    /* fragment f runs stage s in round s + f * stretch */
     int         nrounds;
@@ -55,10 +74,11 @@ typedef struct mxh_sched {
 
 /* Fragment count for a message of @count elements of @tsize bytes: fragments of
  * about @frag_bytes of the whole work vector (count * nranks elements for the
- * block collectives). */
+ * block collectives); with fragments of at least MXH_SCHED_BIG_FRAG bytes, the
+ * first and last cut into a ramp of @ramp halvings (see above). */
 mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                               size_t count, int root, size_t tsize, size_t frag_bytes, int depth,
-                              mxh_sched_t **sched_p);
+                              int ramp, mxh_sched_t **sched_p);
 void mxh_sched_destroy(mxh_sched_t *sched);
 
 /* The fragment that runs @stage in @round, or -1. */
@@ -73,7 +93,13 @@ static inline int mxh_sched_frag_at(const mxh_sched_t *s, int round, int stage)
 
 static inline const mxh_plan_t *mxh_sched_plan(const mxh_sched_t *s, int frag)
 {
-    return frag == s->nfrag - 1 ? s->last : s->plan;
+    return s->frag_plan[frag];
+}
+
+/* First element of fragment @frag in the count (in each block for rsb/allgather). */
+static inline size_t mxh_sched_frag_start(const mxh_sched_t *s, int frag)
+{
+    return s->frag_start[frag];
 }
 
 /* First element of fragment @frag's region in the work buffer. */
@@ -82,13 +108,13 @@ static inline size_t mxh_sched_frag_offset(const mxh_sched_t *s, int frag)
     size_t per = (s->coll == MXH_COLL_REDUCE_SCATTER_BLOCK || s->coll == MXH_COLL_ALLGATHER)
                      ? (size_t)s->nranks
                      : 1;
-    return (size_t)frag * s->frag_count * per;
+    return s->frag_start[frag] * per;
 }
 
 /* Elements of fragment @frag (per block for rsb/allgather). */
 static inline size_t mxh_sched_frag_count(const mxh_sched_t *s, int frag)
 {
-    return frag == s->nfrag - 1 ? s->last_count : s->frag_count;
+    return s->frag_start[frag + 1] - s->frag_start[frag];
 }
 
 size_t mxh_sched_describe(const mxh_sched_t *sched, char *buf, size_t len);

@@ -45,7 +45,7 @@ static int applicable(const mxh_select_shape_t *shape, mxh_algo_t algo)
 mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                         mxh_coll_t coll, size_t bytes, size_t work_bytes)
 {
-    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0};
+    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0};
     mxh_algo_t forced =
         (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
 
@@ -73,6 +73,7 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
     if (c.algo == MXH_ALGO_PIPELINE) {
         c.frag_bytes = cfg->frag_size;
         c.depth      = cfg->pipeline_depth;
+        c.ramp       = cfg->pipeline_ramp;
     }
     return c;
 }
@@ -99,7 +100,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
                      : 1;
     size_t pts[4] = {0, cfg->min_bytes, 0, 0}, off = 0;
     int npts = 2;
-    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0};
+    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0, 0};
     size_t start = 0;
 
     if (cfg->frag_size > 0)
@@ -124,7 +125,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             off += (size_t)_k;                                                     \
     } while (0)
     for (int i = 0; i <= npts; i++) {
-        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0};
+        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0};
         if (i < npts)
             c = mxh_select(cfg, shape, coll, pts[i], pts[i] * per);
         if (i < npts && i > 0 && c.algo == prev.algo)

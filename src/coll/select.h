@@ -33,6 +33,7 @@ typedef struct mxh_choice {
     mxh_algo_t algo;
     size_t     frag_bytes; /* pipeline: fragment size; else 0 */
     int        depth;
+    int        ramp;       /* pipeline: halvings of the first and last fragment */
 } mxh_choice_t;
 
 const char *mxh_algo_name(mxh_algo_t algo);

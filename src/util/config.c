@@ -66,6 +66,11 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Fragments in flight at most (0: one per stage of the schedule, one more when fragments "
      "stream point to point; 1: no overlap).",
      1},
+    {"MPIX_HIER_PIPELINE_RAMP", "2",
+     "Pipelines of fragments of 1m or more fill and drain with small pieces: the first "
+     "fragment is cut into pieces of 1/2^k, 1/2^k, ..., 1/2 of it (k = this value, at most 4), "
+     "the last likewise in reverse; 0: uniform fragments.",
+     1},
     {"MPIX_HIER_SHM", "yes",
      "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
      "collectives and the node level of hierarchical schedules.", 1},
@@ -216,6 +221,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->discover        = 1;
     cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
     cfg->pipeline_depth  = 0;
+    cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
 }
@@ -282,6 +288,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_size(value, &cfg->frag_size);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
         rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
+        rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         rc = parse_bool(value, &cfg->shm);
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -379,6 +387,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%zu", cfg->frag_size);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
         snprintf(buf, len, "%d", cfg->pipeline_depth);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
+        snprintf(buf, len, "%d", cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -410,6 +420,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, cfg->algo, sizeof(cfg->algo));
         h = mxh_hash_bytes(h, &fs, sizeof(fs));
         h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
+        h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));
     }

@@ -36,6 +36,7 @@ typedef struct mxh_config {
     int    algo[MXH_CONFIG_NCOLL];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
     size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
+    int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
 } mxh_config_t;

@@ -1082,6 +1082,41 @@ TEST_P(Algos, MixedSequence)
     ck.finish();
 }
 
+// Pipelines of big fragments (>= 1 MiB) fill and drain through a ramp of smaller
+// pieces (MPIX_HIER_PIPELINE_RAMP): fragments of four sizes in one call, counts
+// that divide into none of them, every collective on a schedule.
+TEST(PipelineRamp, BigMessagesMatchMpich)
+{
+    for (const char *ramp : {"0", "2", "4"}) {
+        MPI_Comm comm;
+        MPI_Info info;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpix_hier_algo", "pipeline");
+        MPI_Info_set(info, "mpix_hier_frag_size", "1m");
+        MPI_Info_set(info, "mpix_hier_pipeline_ramp", ramp);
+        ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_init(comm, info)) << ramp;
+        MPI_Info_free(&info);
+        {
+            Checker ck(comm, (std::string("ramp") + ramp).c_str());
+            const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+            const int big = 3 * 262144 + 13;  // ints: 3 MiB and a bit
+            allreduce_case(ck, ti, MPI_SUM, big, false, salt_of(ti, MPI_SUM, big, 31));
+            allreduce_case(ck, td, MPI_MAX, 600007, true, salt_of(td, MPI_MAX, 600007, 32));
+            int blk = big / ck.size + 1;
+            rsb_case(ck, ti, MPI_SUM, blk, false, salt_of(ti, MPI_SUM, blk, 33));
+            rsb_case(ck, td, MPI_SUM, blk / 2 + 1, true, salt_of(td, MPI_SUM, blk, 34));
+            allgather_case(ck, ti, blk, false, salt_of(ti, MPI_OP_NULL, blk, 35));
+            allgather_case(ck, td, blk / 2 + 3, true, salt_of(td, MPI_OP_NULL, blk, 36));
+            reduce_case(ck, ti, MPI_SUM, big, false, ck.size - 1, salt_of(ti, MPI_SUM, big, 37));
+            bcast_case(ck, td, 600007, 0, salt_of(td, MPI_OP_NULL, 600007, 38));
+            ck.finish();
+        }
+        MPI_Comm_free(&comm);
+    }
+}
+
 std::string algo_name(const ::testing::TestParamInfo<AlgoCfg> &info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Forced, Algos, ::testing::ValuesIn(kAlgoCfgs), algo_name);
 

@@ -921,19 +921,21 @@ struct Issued {
 // nonblocking collectives would be matched wrongly or hang. Also: fragments tile
 // the work buffer, and the last round finishes every fragment.
 std::string check_sched_order(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root,
-                              size_t tsize, size_t frag, int depth)
+                              size_t tsize, size_t frag, int depth, int ramp = 0)
 {
     int n = L->nranks;
     std::map<std::pair<int, int>, std::map<int, std::vector<Issued>>> seq;  // (level,color)->rank
     for (int r = 0; r < n; r++) {
         SchedPtr S;
-        if (mxh_sched_create(L, r, coll, count, root, tsize, frag, depth, &S.p) != MXH_OK)
+        if (mxh_sched_create(L, r, coll, count, root, tsize, frag, depth, ramp, &S.p) != MXH_OK)
             return "sched_create failed on rank " + std::to_string(r);
         const mxh_sched_t *s = S.p;
         size_t per = (coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER)
                          ? (size_t)n : 1;
         size_t covered = 0;
         for (int f = 0; f < s->nfrag; f++) {
+            if (mxh_sched_frag_count(s, f) == 0)
+                return "fragment " + std::to_string(f) + " is empty";
             if (mxh_sched_frag_offset(s, f) != covered)
                 return "fragment " + std::to_string(f) + " does not follow its predecessor";
             covered += mxh_sched_frag_count(s, f) * per;
@@ -995,14 +997,16 @@ TEST(Sched, FragmentsAndRounds)
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
     SchedPtr S;
     // 1000 floats in fragments of 1 KiB: 256 elements, 4 fragments (last 232)
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 0, &S.p));
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 0, 0, &S.p));
     EXPECT_EQ(4, S.p->nfrag);
     EXPECT_EQ(256u, S.p->frag_count);
     EXPECT_EQ(232u, S.p->last_count);
     EXPECT_EQ(3, S.p->nstages);  // RS(node), AR(rail), AG(node)
     EXPECT_EQ(1, S.p->stretch);
     EXPECT_EQ(6, S.p->nrounds);
-    EXPECT_NE(S.p->plan, S.p->last);
+    EXPECT_EQ(2, S.p->nplans);  // full fragments and the last
+    EXPECT_EQ(232u, mxh_sched_plan(S.p, 3)->count);
+    EXPECT_EQ(S.p->plan, mxh_sched_plan(S.p, 2));
     EXPECT_EQ(0, mxh_sched_frag_at(S.p, 0, 0));
     EXPECT_EQ(-1, mxh_sched_frag_at(S.p, 0, 1));
     EXPECT_EQ(1, mxh_sched_frag_at(S.p, 2, 1));  // fragment 1 crosses the rail ...
@@ -1010,7 +1014,7 @@ TEST(Sched, FragmentsAndRounds)
     EXPECT_EQ(S.p->tmp_slot * 3, S.p->tmp_count);
     // depth 1: no two fragments in flight
     SchedPtr D;
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 1, &D.p));
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 1024, 1, 0, &D.p));
     EXPECT_EQ(3, D.p->stretch);
     EXPECT_EQ(12, D.p->nrounds);
     for (int r = 0; r < D.p->nrounds; r++) {
@@ -1022,20 +1026,78 @@ TEST(Sched, FragmentsAndRounds)
     // block collectives: fragment of 1 KiB of the whole vector = 64 floats per block
     SchedPtr B;
     ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_REDUCE_SCATTER_BLOCK, 100, -1, 4, 1024, 0,
-                                       &B.p));
+                                       0, &B.p));
     EXPECT_EQ(64u, B.p->frag_count);
     EXPECT_EQ(2, B.p->nfrag);
     EXPECT_EQ(64u * 4, mxh_sched_frag_offset(B.p, 1));
     // no fragmentation: one fragment, one tmp slot
     SchedPtr W;
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 0, 0, &W.p));
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 1000, -1, 4, 0, 0, 0, &W.p));
     EXPECT_EQ(1, W.p->nfrag);
     EXPECT_EQ(W.p->tmp_slot, W.p->tmp_count);
     // tiny fragments: at least one element
     SchedPtr T;
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLGATHER, 5, -1, 8, 1, 0, &T.p));
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLGATHER, 5, -1, 8, 1, 0, 0, &T.p));
     EXPECT_EQ(1u, T.p->frag_count);
     EXPECT_EQ(5, T.p->nfrag);
+}
+
+TEST(Sched, RampCutsFirstAndLastFragment)
+{
+    LayoutPtr L;
+    Layout lay = make_layout({2, 2}, 0, 0);
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    const size_t M = (size_t)1 << 20;
+    // 256 MiB of floats, 8 MiB fragments: 16 fragments of 16 MiB (4 Mi floats)
+    SchedPtr U, R;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 64 * M, -1, 4, 8 * M, 0, 0,
+                                       &U.p));
+    EXPECT_EQ(16, U.p->nfrag);
+    EXPECT_EQ(1, U.p->nplans);
+    // ramp 2: the first 16 MiB as 4+4+8, the last as 8+4+4
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 64 * M, -1, 4, 8 * M, 0, 2,
+                                       &R.p));
+    std::vector<size_t> want = {M, M, 2 * M};
+    for (int i = 0; i < 14; i++)
+        want.push_back(4 * M);
+    for (size_t x : {2 * M, M, M})
+        want.push_back(x);
+    ASSERT_EQ((int)want.size(), R.p->nfrag);
+    for (int f = 0; f < R.p->nfrag; f++) {
+        EXPECT_EQ(want[f], mxh_sched_frag_count(R.p, f)) << "fragment " << f;
+        EXPECT_EQ(want[f], mxh_sched_plan(R.p, f)->count) << "fragment " << f;
+    }
+    EXPECT_EQ(3, R.p->nplans);  // 4 Mi, 1 Mi, 2 Mi
+    EXPECT_EQ(4 * M, R.p->frag_count);
+    EXPECT_EQ(R.p->nfrag - 1 + R.p->nstages, R.p->nrounds);
+    // the last fragment's ramp follows its own size; pieces stay >= 64 KiB
+    SchedPtr O;
+    size_t odd = 60 * M + 12345;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, odd, -1, 4, 8 * M, 0, 4,
+                                       &O.p));
+    EXPECT_EQ(odd, mxh_sched_frag_start(O.p, O.p->nfrag));
+    size_t fc = (odd + 15) / 16;
+    EXPECT_EQ(fc >> 4, mxh_sched_frag_count(O.p, 0));
+    EXPECT_EQ(mxh_sched_frag_count(O.p, 0), mxh_sched_frag_count(O.p, 1));
+    for (int f = 0; f < O.p->nfrag; f++)
+        EXPECT_GE(mxh_sched_frag_count(O.p, f) * 4, MXH_SCHED_MIN_PIECE) << "fragment " << f;
+    EXPECT_EQ("", check_sched_order(L.p, MXH_COLL_ALLREDUCE, odd, -1, 4, 8 * M, 0, 4));
+    // small fragments (< 1 MiB) are never ramped; neither is a single fragment
+    SchedPtr S, N;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, M, -1, 4, 512 << 10, 0, 2,
+                                       &S.p));
+    EXPECT_EQ(8, S.p->nfrag);
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, M, -1, 4, 8 * M, 0, 2, &N.p));
+    EXPECT_EQ(1, N.p->nfrag);
+    // block collectives: ramps in elements per block, offsets fragment-major
+    for (mxh_coll_t c : {MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
+        SchedPtr B;
+        ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 16 * M, -1, 4, 8 * M, 0, 2, &B.p));
+        EXPECT_EQ(20, B.p->nfrag);
+        EXPECT_EQ(M / 4, mxh_sched_frag_count(B.p, 0));
+        EXPECT_EQ(M / 4 * 4, mxh_sched_frag_offset(B.p, 1));
+        EXPECT_EQ("", check_sched_order(L.p, c, 16 * M + 7, -1, 4, 8 * M, 2, 2));
+    }
 }
 
 TEST(Sched, IssueOrderAgreesOnEveryGroup)
@@ -1054,13 +1116,19 @@ TEST(Sched, IssueOrderAgreesOnEveryGroup)
             continue;
         int n      = L.p->nranks;
         size_t cnt = 1 + g() % 40, tsize = 1 + g() % 8, frag = g() % 5 == 0 ? 0 : 1 + g() % 64;
-        int depth  = (int)(g() % 4);
+        int depth  = (int)(g() % 4), ramp = 0;
+        if (trial % 5 == 0) {  // pipelines of big fragments, ramped
+            frag = ((size_t)1 << 20) * (1 + g() % 4);
+            cnt  = frag / tsize * (1 + g() % 20) / 2 + g() % 1000;
+            ramp = (int)(g() % 5);
+        }
         SCOPED_TRACE("trial " + std::to_string(trial) + " n " + std::to_string(n) + " count " +
                      std::to_string(cnt) + " frag " + std::to_string(frag) + " depth " +
-                     std::to_string(depth));
+                     std::to_string(depth) + " ramp " + std::to_string(ramp));
         for (int c = 0; c < MXH_COLL_COUNT; c++) {
             int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? (int)(g() % n) : -1;
-            EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth))
+            EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth,
+                                              ramp))
                 << mxh_coll_name((mxh_coll_t)c) << " root " << root;
         }
     }
