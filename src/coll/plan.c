@@ -186,6 +186,21 @@ static int grid_layout(const mxh_layout_t *L)
     return prod == L->nranks;
 }
 
+/* The latency plan's radix exchanges send the whole vector to every peer: p - 1
+ * copies through the NIC at a network level of p ranks. It pays while those
+ * copies cost less than the two extra steps (node reduce-scatter and allgather)
+ * of the other plan: at most MXH_PLAN_LATENCY_NET_BYTES in all. */
+static int latency_plan_fits(const mxh_layout_t *L, size_t bytes)
+{
+    size_t copies = 0;
+    if (bytes > MXH_PLAN_LATENCY_BYTES || !grid_layout(L))
+        return 0;
+    for (int l = 0; l < L->nlevels; l++)
+        if (L->type[l] == MXH_LEVEL_RAIL || L->type[l] == MXH_LEVEL_SPINE)
+            copies += (size_t)(L->gsize[l][0] - 1);
+    return copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES;
+}
+
 static void build_allreduce_latency(builder_t *b, size_t count)
 {
     for (int l = 0; l < b->L->nlevels; l++)
@@ -556,7 +571,7 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
         b.plan->work_count = count;
-        if (tsize > 0 && count * tsize <= MXH_PLAN_LATENCY_BYTES && grid_layout(layout))
+        if (tsize > 0 && latency_plan_fits(layout, count * tsize))
             build_allreduce_latency(&b, count);
         else
             build_allreduce(&b, count);

@@ -714,6 +714,20 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     EXPECT_EQ(3, p->nsteps);
     mxh_plan_destroy(p);
 
+    // a rail of 32 nodes: the latency plan would send 31 copies of the vector
+    // through every NIC; it stops at MXH_PLAN_LATENCY_NET_BYTES of them
+    Layout wide = make_layout(std::vector<int>(32, 2), 0, 0);
+    LayoutPtr W;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(wide.recs.data(), 64, kAllLevels, &W.p));
+    ASSERT_EQ(2, W.p->nlevels);
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(W.p, 5, MXH_COLL_ALLREDUCE, 256, -1, 4, &p));
+    EXPECT_EQ(2, p->nsteps) << "1 KiB: 31 KiB of copies";
+    mxh_plan_destroy(p);
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(W.p, 5, MXH_COLL_ALLREDUCE, 1024, -1, 4, &p));
+    EXPECT_EQ(3, p->nsteps) << "4 KiB: 124 KiB of copies";
+    EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type);
+    mxh_plan_destroy(p);
+
     Layout uneven = make_layout({3, 1}, 0, 0);
     LayoutPtr U;
     ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 4, kAllLevels, &U.p));
