@@ -186,25 +186,61 @@ static int grid_layout(const mxh_layout_t *L)
     return prod == L->nranks;
 }
 
-/* The latency plan's radix exchanges send the whole vector to every peer: p - 1
- * copies through the NIC at a network level of p ranks. It pays while those
- * copies cost less than the two extra steps (node reduce-scatter and allgather)
- * of the other plan: at most MXH_PLAN_LATENCY_NET_BYTES in all. */
-static int latency_plan_fits(const mxh_layout_t *L, size_t bytes)
+static int net_level(const mxh_layout_t *L, int l)
 {
-    size_t copies = 0;
-    if (bytes > MXH_PLAN_LATENCY_BYTES || !grid_layout(L))
-        return 0;
+    return L->type[l] == MXH_LEVEL_RAIL || L->type[l] == MXH_LEVEL_SPINE;
+}
+
+typedef enum small_plan {
+    SMALL_NONE = 0, /* reduce-scatter at every level, allreduce on top, allgathers */
+    SMALL_LATENCY,  /* an allreduce of the whole vector at every level */
+    SMALL_HYBRID    /* reduce-scatter in the node, allreduces of the node's piece above */
+} small_plan_t;
+
+/* The radix exchanges of small allreduces send the whole region to every peer:
+ * p - 1 copies through the NIC at a network level of p ranks. The latency plan
+ * pays while the copies of the whole vector cost less than the node level's two
+ * extra steps of the others (MXH_PLAN_LATENCY_NET_BYTES); the hybrid plan while
+ * the copies of the node's piece (1/g of it) cost less than the reduce-scatter
+ * plan's second step per network level (MXH_PLAN_HYBRID_NET_BYTES). Both need a
+ * grid layout, where every group of a level computes the same sum in the same
+ * order. */
+static small_plan_t small_plan(const mxh_layout_t *L, size_t count, size_t tsize)
+{
+    size_t copies = 0, bytes = count * tsize;
+    if (tsize == 0 || !grid_layout(L))
+        return SMALL_NONE;
     for (int l = 0; l < L->nlevels; l++)
-        if (L->type[l] == MXH_LEVEL_RAIL || L->type[l] == MXH_LEVEL_SPINE)
+        if (net_level(L, l))
             copies += (size_t)(L->gsize[l][0] - 1);
-    return copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES;
+    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+        return SMALL_LATENCY;
+    if (L->nlevels >= 2 && !net_level(L, 0) && copies > 0) {
+        size_t g = (size_t)L->gsize[0][0], piece = (count + g - 1) / g * tsize;
+        if (copies * piece <= MXH_PLAN_HYBRID_NET_BYTES)
+            return SMALL_HYBRID;
+    }
+    return SMALL_NONE;
 }
 
 static void build_allreduce_latency(builder_t *b, size_t count)
 {
     for (int l = 0; l < b->L->nlevels; l++)
         add_step(b, MXH_STEP_ALLREDUCE, l, 0, count);
+}
+
+/* Hybrid: reduce-scatter among the node's GPUs (NVLink), an allreduce of my
+ * piece at every level above (one radix exchange each, instead of a
+ * reduce-scatter and an allgather), allgather in the node. */
+static void build_allreduce_hybrid(builder_t *b, size_t count)
+{
+    size_t off, cnt;
+    split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, 0, 0, count));
+    even_region(b->L, b->me, 1, count, &off, &cnt);
+    for (int l = 1; l < b->L->nlevels; l++)
+        add_step(b, MXH_STEP_ALLREDUCE, l, off, cnt);
+    b->down = 1;
+    split_even(b, add_step(b, MXH_STEP_ALLGATHER, 0, 0, count));
 }
 
 /* ---- rooted: holder chains (bcast up-phase, reduce down-phase) --------------- */
@@ -571,10 +607,16 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
         b.plan->work_count = count;
-        if (tsize > 0 && latency_plan_fits(layout, count * tsize))
+        switch (small_plan(layout, count, tsize)) {
+        case SMALL_LATENCY:
             build_allreduce_latency(&b, count);
-        else
+            break;
+        case SMALL_HYBRID:
+            build_allreduce_hybrid(&b, count);
+            break;
+        default:
             build_allreduce(&b, count);
+        }
         break;
     case MXH_COLL_BCAST:
         b.plan->work_count = count;

@@ -83,6 +83,13 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * (SimGrid, 16 nodes x 8 GPUs, one rail of 16): 1 KiB 5.17 us latency plan vs
  * 5.86 us, 4 KiB 6.26 vs 6.00. */
 #define MXH_PLAN_LATENCY_NET_BYTES (32u << 10)
+/* Larger allreduces on grid layouts get the hybrid plan (reduce-scatter in the
+ * node, an allreduce of the node's piece at every network level, allgather in
+ * the node) while the piece's copies through the NIC stay within this. Measured
+ * (SimGrid, 32 x 8 GPUs, rail 16, spine 2; us, reduce-scatter plan -> hybrid):
+ * 16 KiB 13.58 -> 12.21, 32 KiB 13.75 -> 13.01, 64 KiB 14.08 -> 14.62 (hence
+ * 96 KiB: 32 KiB hybrid, 64 KiB not). */
+#define MXH_PLAN_HYBRID_NET_BYTES (96u << 10)
 
 /* The same, knowing the element size (@tsize bytes; 0: unknown), which picks the
  * latency plan for small allreduces. */

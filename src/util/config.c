@@ -64,7 +64,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      "messages are cut into 16 fragments; 0 disables pipelining.", 1},
     {"MPIX_HIER_PIPELINE_DEPTH", "0",
      "Fragments in flight at most (0: one per stage of the schedule, one more when fragments "
-     "stream point to point; 1: no overlap).",
+     "stream point to point, 2 x stages - 2 for schedules of more than 3 stages; 1: no "
+     "overlap).",
      1},
     {"MPIX_HIER_PIPELINE_RAMP", "2",
      "Pipelines of fragments of 1m or more fill and drain with small pieces: the first "

@@ -728,6 +728,38 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type);
     mxh_plan_destroy(p);
 
+    // three levels (node 4, rail 8 per leaf, spine 2): above the latency plan,
+    // the hybrid plan reduce-scatters in the node and allreduces the node's piece
+    // on the rail and across the spine, then allgathers in the node
+    Layout three = make_layout(std::vector<int>(16, 4), 8, 0);
+    LayoutPtr T;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(three.recs.data(), 64, kAllLevels, &T.p));
+    ASSERT_EQ(3, T.p->nlevels);
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 1000, -1, 4, &p));
+    EXPECT_EQ(3, p->nsteps) << "4000 B: 8 copies = 32000 B, latency plan";
+    mxh_plan_destroy(p);
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 2000, -1, 4, &p));
+    ASSERT_EQ(4, p->nsteps);
+    const mxh_step_type_t want[] = {MXH_STEP_REDUCE_SCATTER, MXH_STEP_ALLREDUCE,
+                                    MXH_STEP_ALLREDUCE, MXH_STEP_ALLGATHER};
+    const int lvl[] = {0, 1, 2, 0};
+    for (int i = 0; i < 4; i++) {
+        EXPECT_EQ(want[i], p->steps[i].type) << "step " << i;
+        EXPECT_EQ(lvl[i], p->steps[i].level) << "step " << i;
+        if (i > 0) {
+            EXPECT_GT(p->steps[i].stage, p->steps[i - 1].stage) << "step " << i;
+        }
+    }
+    EXPECT_EQ(1000u, p->steps[1].offset);  // rank 6 is GPU 2 of its node: piece 2 of 4
+    EXPECT_EQ(500u, p->steps[1].count);
+    EXPECT_EQ(1000u, p->steps[2].offset);
+    EXPECT_EQ(500u, p->steps[2].count);
+    mxh_plan_destroy(p);
+    // larger: the reduce-scatter plan (5 steps)
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 1 << 16, -1, 4, &p));
+    EXPECT_EQ(5, p->nsteps);
+    mxh_plan_destroy(p);
+
     Layout uneven = make_layout({3, 1}, 0, 0);
     LayoutPtr U;
     ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 4, kAllLevels, &U.p));
