@@ -124,16 +124,13 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
         int f = 0;
         ramp_pieces(fcnt, khead, head);
         ramp_pieces(s->last_count, ktail, tail);
+        /* without a ramp head[0] / tail[0] is the whole unit */
         for (size_t u = 0; u < nuni; u++) {
-            size_t whole = u == nuni - 1 ? s->last_count : fcnt;
-            int npieces  = u == 0 ? khead + 1 : u == nuni - 1 ? ktail + 1 : 1;
+            int npieces = u == 0 ? khead + 1 : u == nuni - 1 ? ktail + 1 : 1;
             for (int j = 0; j < npieces; j++) {
                 /* the head grows, the tail shrinks (its pieces in reverse) */
-                size_t n = u == 0 && khead ? head[j]
-                         : u == nuni - 1 && ktail ? tail[ktail - j]
-                                                 : whole;
                 s->frag_start[f++] = start;
-                start += n;
+                start += u == 0 ? head[j] : u == nuni - 1 ? tail[ktail - j] : fcnt;
             }
         }
         s->frag_start[f] = start;

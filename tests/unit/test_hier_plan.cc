@@ -709,10 +709,16 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
         EXPECT_EQ(7u, p->steps[i].count);
     }
     mxh_plan_destroy(p);
-    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, 1, MXH_COLL_ALLREDUCE,
-                                            MXH_PLAN_LATENCY_BYTES / 4 + 1, -1, 4, &p));
-    EXPECT_EQ(3, p->nsteps);
-    mxh_plan_destroy(p);
+    // steps of rank r's allreduce plan of c floats
+    auto nsteps = [](const mxh_layout_t *lay, int r, size_t c) {
+        mxh_plan_t *q = nullptr;
+        if (mxh_plan_create_sized(lay, r, MXH_COLL_ALLREDUCE, c, -1, 4, &q) != MXH_OK)
+            return -1;
+        int n = q->nsteps;
+        mxh_plan_destroy(q);
+        return n;
+    };
+    EXPECT_EQ(3, nsteps(L.p, 1, MXH_PLAN_LATENCY_BYTES / 4 + 1));
 
     // a rail of 32 nodes: the latency plan would send 31 copies of the vector
     // through every NIC; it stops at MXH_PLAN_LATENCY_NET_BYTES of them
@@ -720,9 +726,7 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     LayoutPtr W;
     ASSERT_EQ(MXH_OK, mxh_layout_create(wide.recs.data(), 64, kAllLevels, &W.p));
     ASSERT_EQ(2, W.p->nlevels);
-    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(W.p, 5, MXH_COLL_ALLREDUCE, 256, -1, 4, &p));
-    EXPECT_EQ(2, p->nsteps) << "1 KiB: 31 KiB of copies";
-    mxh_plan_destroy(p);
+    EXPECT_EQ(2, nsteps(W.p, 5, 256)) << "1 KiB: 31 KiB of copies";
     ASSERT_EQ(MXH_OK, mxh_plan_create_sized(W.p, 5, MXH_COLL_ALLREDUCE, 1024, -1, 4, &p));
     EXPECT_EQ(3, p->nsteps) << "4 KiB: 124 KiB of copies";
     EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type);
@@ -735,9 +739,7 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     LayoutPtr T;
     ASSERT_EQ(MXH_OK, mxh_layout_create(three.recs.data(), 64, kAllLevels, &T.p));
     ASSERT_EQ(3, T.p->nlevels);
-    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 1000, -1, 4, &p));
-    EXPECT_EQ(3, p->nsteps) << "4000 B: 8 copies = 32000 B, latency plan";
-    mxh_plan_destroy(p);
+    EXPECT_EQ(3, nsteps(T.p, 6, 1000)) << "4000 B: 8 copies = 32000 B, latency plan";
     ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 2000, -1, 4, &p));
     ASSERT_EQ(4, p->nsteps);
     const mxh_step_type_t want[] = {MXH_STEP_REDUCE_SCATTER, MXH_STEP_ALLREDUCE,
@@ -756,9 +758,7 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     EXPECT_EQ(500u, p->steps[2].count);
     mxh_plan_destroy(p);
     // larger: the reduce-scatter plan (5 steps)
-    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 1 << 16, -1, 4, &p));
-    EXPECT_EQ(5, p->nsteps);
-    mxh_plan_destroy(p);
+    EXPECT_EQ(5, nsteps(T.p, 6, 1 << 16));
 
     Layout uneven = make_layout({3, 1}, 0, 0);
     LayoutPtr U;
