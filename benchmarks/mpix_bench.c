@@ -593,6 +593,58 @@ static void print_table_header(int coll, const struct opts *o)
     fflush(stdout);
 }
 
+#ifdef SMPI_SHARED_MALLOC
+/* SimGrid SMPI: without --check the contents of the benchmark buffers do not
+ * matter, so all simulated ranks share one copy (SMPI_SHARED_MALLOC: bounded
+ * memory, and SMPI skips copying shared data); --check keeps private buffers. */
+static void *buf_alloc(size_t n, int check)
+{
+    void *p = check ? xmalloc(n) : SMPI_SHARED_MALLOC(n);
+    if (p == NULL) {
+        fprintf(stderr, "mpix_bench: cannot allocate %zu bytes\n", n);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    return p;
+}
+static void buf_free(void *p, int check)
+{
+    if (p != NULL && !check)
+        SMPI_SHARED_FREE(p);
+    else
+        free(p);
+}
+/* Shared buffers are never cleared: their contents do not matter, and 1024
+ * simulated ranks writing 256 MiB each through their own mapping of the one
+ * shared file took minutes of the run's setup. */
+#define buf_shared(check) (!(check))
+#else
+#define buf_alloc(n, check) xmalloc(n)
+#define buf_free(p, check) free(p)
+#define buf_shared(check) 0
+#endif
+
+/* This rank's inputs of one size (and bcast's receive buffers). */
+static void fill_inputs(const struct opts *o, int coll, char *sbuf, char *const *rbuf,
+                        size_t count, size_t per_rank)
+{
+    switch (coll) {
+    case C_ALLGATHER:
+        for (size_t j = 0; j < per_rank; j++)
+            set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, (size_t)world_rank * per_rank + j));
+        break;
+    case C_BCAST:
+        for (int k = 0; k < NIMPL; k++)
+            if (o->impl[k])
+                for (size_t j = 0; j < count; j++)
+                    set_elem(&o->dt, rbuf[k], j, world_rank == o->root ? gen(o->op, o->root, j) : 0);
+        break;
+    default:
+        for (size_t j = 0; j < count; j++)
+            set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, j));
+        break;
+    }
+}
+
 static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
                        char *exp, int *any_wrong)
 {
@@ -622,24 +674,10 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                        coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ? " per rank" : "");
             goto next;
         }
-        /* inputs */
-        switch (coll) {
-        case C_ALLGATHER:
-            for (size_t j = 0; j < per_rank; j++)
-                set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, (size_t)world_rank * per_rank + j));
-            break;
-        case C_BCAST:
-            for (int k = 0; k < NIMPL; k++)
-                if (o->impl[k])
-                    for (size_t j = 0; j < count; j++)
-                        set_elem(&o->dt, rbuf[k], j,
-                                 world_rank == o->root ? gen(o->op, o->root, j) : 0);
-            break;
-        default:
-            for (size_t j = 0; j < count; j++)
-                set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, j));
-            break;
-        }
+        /* inputs (none in shared simulation buffers: 1024 ranks writing 256 MiB
+         * each were most of a simulation's wall time) */
+        if (!buf_shared(o->check))
+            fill_inputs(o, coll, sbuf, rbuf, count, per_rank);
         /* expected output of this rank */
         check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
         if (check_here) {
@@ -1023,30 +1061,6 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
     return rc;
 }
 
-#ifdef SMPI_SHARED_MALLOC
-/* SimGrid SMPI: without --check the contents of the benchmark buffers do not
- * matter, so all simulated ranks share one copy (SMPI_SHARED_MALLOC: bounded
- * memory, and SMPI skips copying shared data); --check keeps private buffers. */
-static void *buf_alloc(size_t n, int check)
-{
-    void *p = check ? xmalloc(n) : SMPI_SHARED_MALLOC(n);
-    if (p == NULL) {
-        fprintf(stderr, "mpix_bench: cannot allocate %zu bytes\n", n);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-    return p;
-}
-static void buf_free(void *p, int check)
-{
-    if (p != NULL && !check)
-        SMPI_SHARED_FREE(p);
-    else
-        free(p);
-}
-#else
-#define buf_alloc(n, check) xmalloc(n)
-#define buf_free(p, check) free(p)
-#endif
 
 int main(int argc, char **argv)
 {
@@ -1076,7 +1090,8 @@ int main(int argc, char **argv)
             rbuf[k] = buf_alloc(o.maxb, o.check);
     if (o.check)
         exp = xmalloc(o.maxb);
-    memset(sbuf, 0, o.maxb);
+    if (!buf_shared(o.check))
+        memset(sbuf, 0, o.maxb);
 #ifdef MXH_BENCH_CUDA
     if (o.cuda) {
         int ndev = 0, none;

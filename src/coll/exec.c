@@ -463,12 +463,16 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
     return MPI_SUCCESS;
 }
 
-/* Nothing moved in a pass: block until one exchange of @ops (the active ones)
+/* Nothing moved in a pass: block until a request of @ops (the active ones)
  * completes (a simulator advances its clock instead of charging every test; a
  * real MPI progresses inside the wait). The completed request becomes
  * MPI_REQUEST_NULL in its op, which mxh_p2p_advance_waited (or a test) sees.
- * @all and @where have room for nops * MXH_P2P_MAXREQ requests. *@n: requests
- * waited on (0: none, nothing done). */
+ * An op moves on only once all its requests completed, so one pending request
+ * per op is enough to wait on: a direct exchange of a rail of 32 has 62, and
+ * SimGrid re-tests every request of the array on every MPI_Waitany (at 1024
+ * simulated ranks that made the waits quadratic in the requests of a step).
+ * @all and @where have room for nops requests. *@n: requests waited on (0:
+ * none, nothing done). */
 static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *where, int *n)
 {
     int done = 0, rc;
@@ -481,6 +485,7 @@ static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, in
                 all[*n]   = ops[k]->req[i];
                 where[*n] = k * MXH_P2P_MAXREQ + i;
                 (*n)++;
+                break;
             }
     if (*n == 0)
         return MPI_SUCCESS;
@@ -493,10 +498,11 @@ static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, in
 }
 
 /* The stream's wait: over the running steps of the fragments in flight. */
-static int stream_wait(frag_state_t *fs, int W, int lo, int next, MPI_Request *all, int *where)
+static int stream_wait(frag_state_t *fs, int W, int lo, int next)
 {
     mxh_p2p_op_t *ops[MXH_MAX_STREAM];
-    int nops = 0, n;
+    MPI_Request all[MXH_MAX_STREAM];
+    int where[MXH_MAX_STREAM], nops = 0, n;
 
     for (int f = lo; f < next; f++)
         if (fs[f % W].started)
@@ -512,18 +518,6 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     frag_state_t fs[MXH_MAX_STREAM];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
     const mxh_step_t *failed = NULL;
-    /* completions are found by one wait over every request in flight (no
-     * MPI_Test per step and pass) */
-    size_t nwait       = (size_t)S.W * MXH_P2P_MAXREQ;
-    MPI_Request *wall  = malloc(nwait * sizeof(*wall));
-    int *wwhere        = malloc(nwait * sizeof(*wwhere));
-
-    if (wall == NULL || wwhere == NULL) {
-        free(wwhere);
-        free(wall);
-        mxh_error("pipelined execution: no memory for %zu request slots", nwait);
-        return MXH_ERR_NO_MEMORY;
-    }
 
     /* fragments [lo, next) are in flight, fragment f in slot f % W */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
@@ -564,10 +558,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             lo++;
         }
         if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
-            rc = stream_wait(fs, S.W, lo, next, wall, wwhere);
+            rc = stream_wait(fs, S.W, lo, next);
     }
-    free(wwhere);
-    free(wall);
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */
         for (int f = lo; f < next; f++)
@@ -586,8 +578,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
 /* Block until some exchange of the round's point-to-point steps completes. */
 static int ops_wait(mxh_p2p_op_t *ops, int nops)
 {
-    MPI_Request all[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
-    int where[2 * MXH_MAX_LEVELS * MXH_P2P_MAXREQ];
+    MPI_Request all[2 * MXH_MAX_LEVELS];
+    int where[2 * MXH_MAX_LEVELS];
     mxh_p2p_op_t *list[2 * MXH_MAX_LEVELS];
     int n, rc;
 
