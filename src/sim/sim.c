@@ -32,10 +32,11 @@ static double env_gbps(const char *name, double dflt)
 /* SMPI privatizes globals per rank; every rank reads the same environment. */
 static void sim_init(void)
 {
-    const char *m = getenv("MPIX_HIER_SIM_REDUCE");
+    const char *m;
     if (sim_inited)
         return;
     sim_inited = 1;
+    m = getenv("MPIX_HIER_SIM_REDUCE");
     if (m && *m) {
         if (!strcasecmp(m, "real"))
             sim_model = 0;
