@@ -522,7 +522,10 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     /* fragments [lo, next) are in flight, fragment f in slot f % W */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
         int moved = 0;
-        while (next < sched->nfrag && next - lo < S.W) {
+        /* one fragment in per pass: its copy-in (allreduce, reduce_scatter pack)
+         * then overlaps the transfers the pass before started, instead of the
+         * whole window being copied in before anything is sent */
+        if (next < sched->nfrag && next - lo < S.W) {
             frag_state_t *x = &fs[next % S.W];
             x->src_i        = src_step(mxh_sched_plan(sched, next), ctx);
             if (ctx->frag_in && x->src_i < 0)
