@@ -169,13 +169,12 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
         if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
         if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
-            (p <= MXH_P2P_DIRECT_ANY && (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p))))
+            p <= MXH_P2P_DIRECT_ANY)
             return MXH_P2P_DIRECT;
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
     if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
-        (p <= MXH_P2P_DIRECT_ANY &&
-         (bytes <= MXH_P2P_DIRECT_BYTES || !is_pow2(p) || !parts_contiguous(s))))
+        p <= MXH_P2P_DIRECT_ANY)
         return MXH_P2P_DIRECT;
     return is_pow2(p) && parts_contiguous(s) ? MXH_P2P_RHD : MXH_P2P_RING;
 }

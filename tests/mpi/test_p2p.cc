@@ -273,14 +273,16 @@ TEST_F(P2p, AllAlgorithmsMatchMpich)
 TEST_F(P2p, ChoiceCoversEveryAlgorithm)
 {
     Step big = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1 << 20, false);
-    big.s.gsize = 4; /* a node: rhd above MXH_P2P_DIRECT_BYTES, direct below */
-    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RHD);
-    big.s.count = 100000; /* 400 KB: above the radix limit, below MXH_P2P_DIRECT_BYTES */
+    big.s.gsize = 4; /* a node (up to MXH_P2P_DIRECT_ANY ranks): direct at every size */
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+    big.s.gsize = 8;
+    EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+    big.s.count = 100000; /* 400 KB: above the radix limit */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
     big.s.count = 1 << 20;
     big.s.gsize = 6; /* not a power of two: direct */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
-    big.s.gsize = 16;
+    big.s.gsize = 16; /* beyond a node, power of two: rhd */
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RHD);
     big.s.gsize = 12;
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_RING);
