@@ -280,18 +280,23 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 }
 
 /* Fragments in flight in a stream: MPIX_HIER_PIPELINE_DEPTH, or enough to keep
- * every stage busy with one more fragment waiting on latency: stages + 1, and
- * 2 x stages - 2 for deep schedules, whose stages share links (rail
- * reduce-scatter and allgather the NIC, node ones NVLink) so that a fragment
- * spends longer in flight. Measured (SimGrid, 256 MiB allreduce): 16 x 8 GPUs,
- * 3 stages: window 4 1444 us, 6 1432 (reduce_scatter 802 -> 819, allgather 767 ->
- * 825); 32 x 8 GPUs in 2 leaf groups, 5 stages: window 6 1576 us, 7 1516, 8 1517,
- * 10 1525. */
+ * every stage that has a step busy with more fragments waiting on latency:
+ * stages + 2, and 2 x stages - 2 for deep schedules, whose stages share links
+ * (rail reduce-scatter and allgather the NIC, node ones NVLink) so that a
+ * fragment spends longer in flight. Only stages with a step of this rank count:
+ * a reduce_scatter or allgather of 3 levels has 3 of the plan's 5 (a window of 8
+ * there had the copy-in of 8 fragments hold up the first node exchange by 46 us).
+ * Measured (SimGrid, 256 MiB, RESULTS.md section 5): 32 x 8 GPUs, 3-level
+ * reduce_scatter: window 4 832 us, 5 778, 6 779, 8 801; allreduce, 5 stages:
+ * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
 static int stream_window(const mxh_sched_t *sched)
 {
-    int w = sched->nstages + 1;
-    if (2 * sched->nstages - 2 > w)
-        w = 2 * sched->nstages - 2;
+    int n = 0, w;
+    for (int st = 0; st < sched->nstages; st++)
+        n += sched->plan->stage_step[st] >= 0;
+    w = n + 2;
+    if (2 * n - 2 > w)
+        w = 2 * n - 2;
     if (sched->depth > 0)
         w = sched->depth;
     return w < sched->nfrag ? w : sched->nfrag;
@@ -441,7 +446,9 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         mxh_p2p_env_t env   = p2p_env(s, S->ctx);
         int slotno          = f % S->W;
         char *base = S->work + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
-        int tag    = MXH_P2P_TAG + 100 + slotno * sched->nstages + st;
+        /* by fragment, not window slot: the window counts this rank's stages,
+         * which differ on a rank alone in its node */
+        int tag    = MXH_P2P_TAG + 100 + (f % MXH_MAX_STREAM) * sched->nstages + st;
         const char *src = NULL;
         if (i == x->src_i)
             src = S->ctx->src + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
