@@ -407,10 +407,11 @@ typedef struct frag_state {
     mxh_p2p_op_t op;
 } frag_state_t;
 
-/* Fragments working on one stage at a time. One: a stage's links carry one
- * fragment at full speed while the other stages carry the others (several
- * fragments sharing a stage would all finish it together, and the levels would
- * take turns instead of overlapping). */
+/* Fragments working on one stage at a time. Two: one fragment's transfer keeps
+ * the stage's links busy while the other waits on latency or its reduction; more
+ * would share the links and finish the stage together, and the levels would take
+ * turns instead of overlapping (cap 1 measured 793 -> 1121 us, simulated 128-GPU
+ * reduce_scatter 256 MiB, RESULTS.md section 5). */
 #define MXH_STREAM_STAGE_CAP 2
 
 typedef struct stream {
