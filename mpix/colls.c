@@ -135,41 +135,76 @@ typedef struct frag_io {
     int         nblocks, me;
 } frag_io_t;
 
+/* Each function below moves at most @max bytes of fragment @f's job, from
+ * byte @off of it on, and returns the bytes of the job left after them (the
+ * executor polls its transfers between pieces). Copies are charged once per
+ * piece in the simulation build. */
+
 /* allreduce/reduce: copy the fragment from the send buffer */
-static void frag_copy_in(void *arg, const mxh_sched_t *s, int f, char *work)
+static size_t frag_copy_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                           size_t max)
 {
     const frag_io_t *io = arg;
-    size_t off = mxh_sched_frag_offset(s, f) * s->tsize;
-    mxh_copy(work + off, io->src + off, mxh_sched_frag_count(s, f) * s->tsize);
+    size_t base = mxh_sched_frag_offset(s, f) * s->tsize;
+    size_t len  = mxh_sched_frag_count(s, f) * s->tsize;
+    size_t n    = len - off < max ? len - off : max;
+    mxh_copy(work + base + off, io->src + base + off, n);
+    return len - off - n;
+}
+
+/* rsb in, allgather out: the fragment's piece of every block. In the work
+ * buffer those pieces follow each other in block_pos order, in the user's
+ * buffer block d starts at d * io->block. The job is block 0's piece, then
+ * block 1's, ...; @out copies work -> user buffer. */
+static size_t frag_blocks(const frag_io_t *io, const mxh_sched_t *s, int f, char *work,
+                          size_t off, size_t max, int out)
+{
+    size_t run  = mxh_sched_frag_count(s, f) * s->tsize; /* bytes of one block's piece */
+    size_t len  = run * (size_t)io->nblocks, end = len - off < max ? len - off : max;
+    char *frag  = work + mxh_sched_frag_offset(s, f) * s->tsize;
+    size_t from = mxh_sched_frag_start(s, f) * s->tsize, moved = 0;
+
+    end += off;
+    while (run > 0 && off < end) {
+        int d    = (int)(off / run);
+        size_t w = off % run, n = run - w < end - off ? run - w : end - off;
+        size_t user = (size_t)d * io->block + from + w;
+        char *work_p = frag + (size_t)s->plan->block_pos[d] * run + w;
+        if (out)
+            mxh_copy_uncharged(io->dst + user, work_p, n);
+        else
+            mxh_copy_uncharged(work_p, io->src + user, n);
+        off += n;
+        moved += n;
+    }
+    mxh_copy_charge(moved);
+    return len - end;
 }
 
 /* rsb: the fragment's piece of every block, blocks in block_pos order */
-static void frag_pack_all(void *arg, const mxh_sched_t *s, int f, char *work)
+static size_t frag_pack_all(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                            size_t max)
 {
-    const frag_io_t *io = arg;
-    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
-    for (int d = 0; d < io->nblocks; d++)
-        mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
-                 io->src + (size_t)d * io->block + mxh_sched_frag_start(s, f) * ts, fc * ts);
+    return frag_blocks(arg, s, f, work, off, max, 0);
 }
 
-/* allgather: my block's piece in, every block's piece out */
-static void frag_pack_mine(void *arg, const mxh_sched_t *s, int f, char *work)
+/* allgather: my block's piece in (one piece), every block's piece out */
+static size_t frag_pack_mine(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                             size_t max)
 {
     const frag_io_t *io = arg;
     size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
+    (void)off;
+    (void)max;
     mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[io->me] * fc) * ts,
              io->src + mxh_sched_frag_start(s, f) * ts, fc * ts);
+    return 0;
 }
 
-static void frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work)
+static size_t frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                              size_t max)
 {
-    const frag_io_t *io = arg;
-    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
-    for (int d = 0; d < io->nblocks; d++)
-        mxh_copy(io->dst + (size_t)d * io->block + mxh_sched_frag_start(s, f) * ts,
-                 work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * ts,
-                 fc * ts);
+    return frag_blocks(arg, s, f, work, off, max, 1);
 }
 
 static int run_sched_io(mxh_hier_t *h, MPI_Comm comm, const mxh_sched_t *sched, void *work,

@@ -12,8 +12,11 @@
 
 struct mxh_exec_ctx;
 /* Moves a fragment's data in or out of the work buffer (the entry layer's copy
- * from the send buffer, packing, unpacking). */
-typedef void (*mxh_frag_fn)(void *arg, const mxh_sched_t *sched, int frag, char *work);
+ * from the send buffer, packing, unpacking), a piece at a time: at most @max
+ * bytes of the fragment's job from byte @off of it on. Returns the bytes of the
+ * job left after them (0: done; otherwise exactly @max were moved). */
+typedef size_t (*mxh_frag_fn)(void *arg, const mxh_sched_t *sched, int frag, char *work,
+                              size_t off, size_t max);
 
 typedef struct mxh_exec_ctx {
     const MPI_Comm   *comms;  /* [nlevels] my group at each level */

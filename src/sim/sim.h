@@ -52,6 +52,27 @@ static inline void mxh_copy(void *dst, const void *src, size_t n)
     memcpy(dst, src, n);
 }
 
+/* Copies charged as one (a batch of small pieces: in the simulation one
+ * smpi_execute instead of one per piece): mxh_copy_uncharged for each, then
+ * mxh_copy_charge with their total. */
+static inline void mxh_copy_uncharged(void *dst, const void *src, size_t n)
+{
+#ifdef MXH_SIMGRID
+    if (mxh_sim_model())
+        return;
+#endif
+    memcpy(dst, src, n);
+}
+
+static inline void mxh_copy_charge(size_t n)
+{
+#ifdef MXH_SIMGRID
+    mxh_sim_charge_copy(n);
+#else
+    (void)n;
+#endif
+}
+
 #ifdef __cplusplus
 }
 #endif
