@@ -433,8 +433,16 @@ static size_t io_piece(const mxh_sched_t *sched)
  * the stage's links busy while the other waits on latency or its reduction; more
  * would share the links and finish the stage together, and the levels would take
  * turns instead of overlapping (cap 1 measured 793 -> 1121 us, simulated 128-GPU
- * reduce_scatter 256 MiB, RESULTS.md section 5). */
+ * reduce_scatter 256 MiB, RESULTS.md section 5).
+ * A light stage, whose step's region is at most 1/MXH_STREAM_LIGHT of the
+ * largest step's (the spine level: a rank's share of its rail's), has no cap:
+ * its few small messages share the NIC with the rail stage's many, get a sliver
+ * of it and finish when the rail exchange does; capped, it released its
+ * fragments in pairs, which then ran the rail stage in step and left the NIC
+ * idle on both latencies (simulated 256-GPU allgather 256 MiB 785.71 -> 750.69
+ * us). */
 #define MXH_STREAM_STAGE_CAP 2
+#define MXH_STREAM_LIGHT     32
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -442,10 +450,29 @@ typedef struct stream {
     char                 *work, *tmp;
     size_t                slot;                     /* elements of tmp per window slot */
     size_t                piece;                    /* io_piece */
-    int                   W;
+    int                   W;  /* fragments in their stages at most (window), each
+                                 with its slot of tmp: fragment f in slot f % W */
+    int                   FS; /* fragments in flight at most: W, one copying in
+                                 ahead, one copying out behind (state f % FS) */
     int                   busy[2 * MXH_MAX_LEVELS]; /* fragments running each stage */
+    int                   cap[2 * MXH_MAX_LEVELS];  /* at most (stream_caps) */
     int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
 } stream_t;
+
+static void stream_caps(stream_t *S)
+{
+    const mxh_plan_t *p = S->sched->plan;
+    size_t most         = 0;
+
+    for (int st = 0; st < S->sched->nstages; st++)
+        if (p->stage_step[st] >= 0 && p->steps[p->stage_step[st]].count > most)
+            most = p->steps[p->stage_step[st]].count;
+    for (int st = 0; st < S->sched->nstages; st++) {
+        int i      = p->stage_step[st];
+        int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
+        S->cap[st] = light ? S->W : MXH_STREAM_STAGE_CAP;
+    }
+}
 
 /* Try to move fragment @f on: start its current stage when the stage is free and
  * its turn, skipping empty steps (in turn as well). Sets *moved on a change. */
@@ -464,7 +491,7 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
             *moved = 1;
             continue;
         }
-        if (S->busy[st] >= MXH_STREAM_STAGE_CAP)
+        if (S->busy[st] >= S->cap[st])
             return MPI_SUCCESS;
         const mxh_step_t *s = &p->steps[i];
         mxh_p2p_env_t env   = p2p_env(s, S->ctx);
@@ -556,15 +583,15 @@ static int ops_poll(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *w
 
 /* The stream's wait (@block) or poll: over the running steps of the fragments
  * in flight. */
-static int stream_wait(frag_state_t *fs, int W, int lo, int next, int block)
+static int stream_wait(frag_state_t *fs, int FS, int lo, int next, int block)
 {
     mxh_p2p_op_t *ops[MXH_MAX_STREAM];
     MPI_Request all[MXH_MAX_STREAM];
     int where[MXH_MAX_STREAM], nops = 0, n;
 
     for (int f = lo; f < next; f++)
-        if (fs[f % W].started)
-            ops[nops++] = &fs[f % W].op;
+        if (fs[f % FS].started)
+            ops[nops++] = &fs[f % FS].op;
     if (!block)
         return ops_poll(ops, nops, all, where);
     return ops_wait_any(ops, nops, all, where, &n);
@@ -578,14 +605,14 @@ static int stream_io(stream_t *S, frag_state_t *fs, int lo, int next)
     int f = -1;
 
     for (int g = lo; g < next && f < 0; g++)
-        if (fs[g % S->W].io == FRAG_OUT)
+        if (fs[g % S->FS].io == FRAG_OUT)
             f = g;
     for (int g = lo; g < next && f < 0; g++)
-        if (fs[g % S->W].io == FRAG_IN)
+        if (fs[g % S->FS].io == FRAG_IN)
             f = g;
     if (f < 0)
         return 0;
-    frag_state_t *x = &fs[f % S->W];
+    frag_state_t *x = &fs[f % S->FS];
     mxh_frag_fn fn  = x->io == FRAG_OUT ? ctx->frag_out : ctx->frag_in;
     if (fn(ctx->frag_arg, S->sched, f, S->work, x->io_off, S->piece) > 0) {
         x->io_off += S->piece;
@@ -600,22 +627,24 @@ static int stream_io(stream_t *S, frag_state_t *fs, int lo, int next)
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
                                 char *tmp)
 {
-    stream_t S = {sched,       ctx, work, tmp, sched_slot(sched, ctx->extent),
-                  io_piece(sched), stream_window(sched), {0}, {0}};
-    frag_state_t fs[MXH_MAX_STREAM];
+    stream_t S = {sched,           ctx, work, tmp, sched_slot(sched, ctx->extent),
+                  io_piece(sched), stream_window(sched), stream_window(sched) + 2, {0}, {0},
+                  {0}};
+    frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
     const mxh_step_t *failed = NULL;
 
-    /* fragments [lo, next) are in flight, fragment f in slot f % W */
+    stream_caps(&S);
+    /* fragments [lo, next) are in flight, fragment f in state f % FS */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
         int moved = 0;
         /* a fragment enters once the one before has copied in: its copy-in
          * (allreduce, reduce_scatter pack) then overlaps the transfers already
          * started, instead of the whole window being copied in before anything
-         * is sent */
-        if (next < sched->nfrag && next - lo < S.W &&
-            (next == lo || fs[(next - 1) % S.W].io != FRAG_IN)) {
-            frag_state_t *x = &fs[next % S.W];
+         * is sent, and the window's next fragment is ready when a slot frees */
+        if (next < sched->nfrag && next - lo < S.FS &&
+            (next == lo || fs[(next - 1) % S.FS].io != FRAG_IN)) {
+            frag_state_t *x = &fs[next % S.FS];
             x->src_i        = src_step(mxh_sched_plan(sched, next), ctx);
             x->io           = ctx->frag_in && x->src_i < 0 ? FRAG_IN : FRAG_STEPS;
             x->io_off       = 0;
@@ -629,13 +658,19 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         /* one piece of copying, then a look at the transfers */
         if (stream_io(&S, fs, lo, next)) {
             moved = 1;
-            rc    = stream_wait(fs, S.W, lo, next, 0);
+            rc    = stream_wait(fs, S.FS, lo, next, 0);
         }
-        /* oldest first */
+        /* oldest first; the window: fragments in their stages lie in [a, a + W)
+         * (a: the oldest still in its stages), so their slots differ */
+        int a = -1;
         for (int f = lo; f < next && rc == MPI_SUCCESS; f++) {
-            frag_state_t *x = &fs[f % S.W];
+            frag_state_t *x = &fs[f % S.FS];
             if (x->io != FRAG_STEPS)
                 continue;
+            if (a < 0)
+                a = f;
+            if (f >= a + S.W)
+                break;
             if (x->started) {
                 rc = mxh_p2p_advance_waited(&x->op, &moved);
                 if (rc == MPI_SUCCESS && !x->op.active) {
@@ -653,17 +688,17 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             else if (x->stage >= sched->nstages)
                 x->io = ctx->frag_out ? FRAG_OUT : FRAG_DONE;
         }
-        while (lo < next && fs[lo % S.W].io == FRAG_DONE)
+        while (lo < next && fs[lo % S.FS].io == FRAG_DONE)
             lo++;
         if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
-            rc = stream_wait(fs, S.W, lo, next, 1);
+            rc = stream_wait(fs, S.FS, lo, next, 1);
     }
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */
         for (int f = lo; f < next; f++)
-            if (fs[f % S.W].started && fs[f % S.W].op.active && fs[f % S.W].op.nreq > 0) {
+            if (fs[f % S.FS].started && fs[f % S.FS].op.active && fs[f % S.FS].op.nreq > 0) {
                 MPI_Status stats[MXH_P2P_MAXREQ];
-                MPI_Waitall(fs[f % S.W].op.nreq, fs[f % S.W].op.req, stats);
+                MPI_Waitall(fs[f % S.FS].op.nreq, fs[f % S.FS].op.req, stats);
             }
         if (failed != NULL)
             return mpi_failed(rc, failed);
