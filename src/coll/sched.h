@@ -70,7 +70,7 @@ typedef struct mxh_sched {
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
  * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones. */
 #define MXH_SCHED_BIG_FRAG (1u << 20)
-#define MXH_SCHED_MAX_FRAGS 16
+#define MXH_SCHED_MAX_FRAGS 32
 
 /* Fragment count for a message of @count elements of @tsize bytes: fragments of
  * about @frag_bytes of the whole work vector (count * nranks elements for the
