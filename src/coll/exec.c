@@ -426,6 +426,8 @@ typedef struct frag_state {
  * us, by 1 MiB pieces 736.10 (the bound is 655.36). */
 static size_t io_piece(const mxh_sched_t *sched)
 {
+    if (!mxh_test_cheap())
+        return SIZE_MAX; /* no polls: each copy in one go */
     return sched->frag_bytes / 8 > 64 ? sched->frag_bytes / 8 : 64;
 }
 
@@ -615,7 +617,7 @@ static int stream_io(stream_t *S, frag_state_t *fs, int lo, int next)
     frag_state_t *x = &fs[f % S->FS];
     mxh_frag_fn fn  = x->io == FRAG_OUT ? ctx->frag_out : ctx->frag_in;
     if (fn(ctx->frag_arg, S->sched, f, S->work, x->io_off, S->piece) > 0) {
-        x->io_off += S->piece;
+        x->io_off += S->piece; /* (< SIZE_MAX: the job was longer) */
     } else {
         mxh_trace("stream frag %d %s done %.3f us", f, x->io == FRAG_OUT ? "out" : "in",
                   MPI_Wtime() * 1e6);
@@ -658,7 +660,8 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         /* one piece of copying, then a look at the transfers */
         if (stream_io(&S, fs, lo, next)) {
             moved = 1;
-            rc    = stream_wait(fs, S.FS, lo, next, 0);
+            if (S.piece != SIZE_MAX)
+                rc = stream_wait(fs, S.FS, lo, next, 0);
         }
         /* oldest first; the window: fragments in their stages lie in [a, a + W)
          * (a: the oldest still in its stages), so their slots differ */

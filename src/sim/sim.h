@@ -31,6 +31,10 @@ int mxh_sim_model(void);
 /* Charge the modelled time of a reduction producing @bytes / a copy of @bytes. */
 void mxh_sim_charge_reduce(size_t bytes);
 void mxh_sim_charge_copy(size_t bytes);
+/* 1 when an MPI_Test costs the simulated rank little (SMPI's smpi/test at most
+ * 0.1 us; its default is 100 us, run_sim.py passes 1e-8): the stream executor
+ * then polls its transfers between pieces of its copies. */
+int mxh_sim_test_cheap(void);
 void *mxh_sim_alloc(size_t bytes);
 void *mxh_sim_realloc(void *p, size_t old_bytes, size_t bytes);
 void mxh_sim_free(void *p);
@@ -39,6 +43,16 @@ void mxh_sim_free(void *p);
  * collectives pay for their reductions like ours do), else @op. */
 MPI_Op mxh_sim_mpi_op(MPI_Op op);
 #endif
+
+/* Whether polling (MPI_Test*) is cheap enough to interleave with local work. */
+static inline int mxh_test_cheap(void)
+{
+#ifdef MXH_SIMGRID
+    return mxh_sim_test_cheap();
+#else
+    return 1;
+#endif
+}
 
 /* A local copy of @n bytes (memcpy; in the simulation charged, and skipped in
  * model mode). */
