@@ -523,19 +523,15 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
     return MPI_SUCCESS;
 }
 
-/* Nothing moved in a pass: block until a request of @ops (the active ones)
- * completes (a simulator advances its clock instead of charging every test; a
- * real MPI progresses inside the wait). The completed request becomes
- * MPI_REQUEST_NULL in its op, which mxh_p2p_advance_waited (or a test) sees.
- * An op moves on only once all its requests completed, so one pending request
- * per op is enough to wait on: a direct exchange of a rail of 32 has 62, and
- * SimGrid re-tests every request of the array on every MPI_Waitany (at 1024
- * simulated ranks that made the waits quadratic in the requests of a step).
- * @all and @where have room for nops requests. *@n: requests waited on (0:
- * none, nothing done). */
+/* One pending request of each active op of @ops into @all (@where: which op and
+ * request it is, for ops_put_back). An op moves on only once all its requests
+ * completed, so one per op is enough to wait on: a direct exchange of a rail of
+ * 32 has 62, and SimGrid re-tests every request of the array on every
+ * MPI_Waitany (at 1024 simulated ranks that made the waits quadratic in the
+ * requests of a step). @all and @where have room for nops requests. Returns and
+ * sets *@n to the number of requests. */
 static int ops_pending(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *where, int *n)
 {
-
     *n = 0;
     for (int k = 0; k < nops; k++)
         for (int i = 0; ops[k]->active && i < ops[k]->nreq; i++)
@@ -554,6 +550,11 @@ static void ops_put_back(mxh_p2p_op_t *const *ops, const MPI_Request *all, const
         ops[where[k] / MXH_P2P_MAXREQ]->req[where[k] % MXH_P2P_MAXREQ] = all[k];
 }
 
+/* Nothing moved in a pass: block until a request of @ops (the active ones)
+ * completes (a simulator advances its clock instead of charging every test; a
+ * real MPI progresses inside the wait). The completed request becomes
+ * MPI_REQUEST_NULL in its op, which mxh_p2p_advance_waited (or a test) sees.
+ * *@n: requests waited on (0: none, nothing done). */
 static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *where, int *n)
 {
     int done = 0, rc;
