@@ -17,6 +17,7 @@ costed op, so both columns pay the same for a reduced byte.
 Python 3 standard library only.
 """
 import argparse
+import concurrent.futures
 import csv
 import os
 import re
@@ -47,6 +48,9 @@ SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0
              "--log=smpi_mpi.thres:error"]
 
 COLLS = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
+# --jobs: collectives by wall time of their simulation, slowest first (1024
+# ranks, 8 B..256 MiB: the pipelined ones with the most requests per rank first)
+SIM_COST = ["allgather", "reduce_scatter", "allreduce", "bcast", "reduce"]
 
 
 def parse_size(s):
@@ -455,17 +459,42 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
         env["MPIX_HIER_SIM_REDUCE"] = "real"
     info = {"platform": plat.summary(), "gen_s": gen_s, "runs": []}
     rows = []
-    for si, sel in enumerate(selectors):
+    fold = not (check or a.no_fold)
+    if fold:
+        fold_lib(a)  # built once, before any parallel run
+    # --jobs > 1: one smpirun per collective (and selector), that many at a time,
+    # the slowest to simulate first; else one smpirun per selector
+    jobs = getattr(a, "jobs", 1)
+    names = COLLS if colls == "all" else colls.split(",")
+    groups = [names] if jobs <= 1 else \
+        [[c] for c in sorted(names, key=lambda c: SIM_COST.index(c) if c in SIM_COST else 99)]
+    tasks = [(si, sel, g) for si, sel in enumerate(selectors) for g in groups]
+
+    def one(task):
+        si, sel, g = task
         impl = "hier,mpi" if si == 0 else "mpi"
-        log = "%s.%s.log" % (prefix, sel)
-        out, wall, pss = smpirun(a, prefix, p, [bench] + args + ["--impl", impl], env, log,
-                                 selector=sel, fold=not (check or a.no_fold))
-        info["runs"].append({"selector": sel, "impl": impl, "wall_s": wall, "pss": pss,
-                             "log": log})
+        log = "%s.%s%s.log" % (prefix, sel, "" if jobs <= 1 else "." + "_".join(g))
+        cargs = ["-c", ",".join(g)] + args[2:]
+        out, wall, pss = smpirun(a, prefix, p, [bench] + cargs + ["--impl", impl], env, log,
+                                 selector=sel, fold=fold)
+        sys.stderr.write("%s %s (%s, %s): %.0f s wall, peak Pss %.2f GB, log %s\n"
+                         % (tag, sel, impl, ",".join(g), wall, pss / 1e9, log))
+        return out, {"selector": sel, "impl": impl, "colls": ",".join(g), "wall_s": wall,
+                     "pss": pss, "log": log}
+
+    if jobs <= 1:
+        results = [one(t) for t in tasks]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+            results = list(ex.map(one, tasks))
+    outs = {}
+    for (si, sel, g), (out, run) in zip(tasks, results):
+        info["runs"].append(run)
         if check and not re.search(r"^# check: all results correct$", out, re.M):
-            raise SystemExit("%s: --check found wrong results, log %s" % (tag, log))
-        sys.stderr.write("%s %s (%s): %.0f s wall, peak Pss %.2f GB, log %s\n"
-                         % (tag, sel, impl, wall, pss / 1e9, log))
+            raise SystemExit("%s: --check found wrong results, log %s" % (tag, run["log"]))
+        outs[si] = outs.get(si, "") + out
+    for si, sel in enumerate(selectors):
+        out = outs[si]
         for coll in COLLS:
             for n, f in sorted(bench_rows(out, coll).items()):
                 if si == 0:
@@ -506,8 +535,9 @@ def print_tables(rows, info, f):
     f.write("\n## %s, %d ranks (%d nodes x %d GPUs)\n\n" % (
         r0["topology"], r0["ranks"], r0["nodes"], r0["gpus"]))
     f.write("Platform: %s. Wall: %s.\n" % (info["platform"], ", ".join(
-        "%s %s %.0f s (peak Pss %.2f GB)" % (x["selector"], x["impl"], x["wall_s"],
-                                            x["pss"] / 1e9) for x in info["runs"])))
+        "%s %s %s%.0f s (peak Pss %.2f GB)" % (
+            x["selector"], x["impl"], x["colls"] + " " if len(info["runs"]) > 1 else "",
+            x["wall_s"], x["pss"] / 1e9) for x in info["runs"])))
     for coll in COLLS:
         cr = [x for x in sel if x["collective"] == coll]
         if not cr:
@@ -597,6 +627,9 @@ def add_sim_args(ap):
                         "SimGrid 3.32 keeps every request completed by a test in the rank's "
                         "activity list)")
     s.add_argument("--timeout", type=int, default=3600, help="seconds per smpirun")
+    s.add_argument("--jobs", type=int, default=1,
+                   help="--scale: smpiruns at a time, one per collective when > 1 (default "
+                        "1: every collective in one smpirun; 2 on a 2-core machine)")
     return s
 
 
