@@ -196,9 +196,9 @@ int _ZN7simgrid4smpi8Datatype4copyEPKviPS1_PviS4_(const void *sbuf, int scount,
  * outstanding requests, no decision depends on which of a pass's requests
  * completes first beyond what the next pass sees, statuses of completed
  * requests are not read, no persistent requests. run_sim.py --check-fold
- * compares simulated times with and without this shim. MPI_Testsome (the stream
- * executor's polls between copy pieces, which must not block) is answered
- * exactly, by waits: see PMPI_Testsome below. */
+ * compares simulated times with and without this shim. (The library's
+ * simulation build never calls MPI_Testsome: its nonblocking polls are waits
+ * already, mxh_sim_testsome in src/sim/sim.h.) */
 
 #define POLL_MAXACT 65536 /* actor pids */
 #define POLL_MAXSEEN 256  /* request arrays tested in one pass */
@@ -416,66 +416,6 @@ int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
     if (*flag)
         empty_status(st);
     return MPI_SUCCESS;
-}
-
-/* MPI_Testsome without the leak: exactly Testsome's answer (the requests
- * complete now), found by waits. A zero-byte message to itself (MPI_COMM_SELF,
- * it completes at the current simulated time: loopback latency 0) goes last in
- * an MPI_Waitany over the active point-to-point requests; SimGrid's waitany
- * takes the first already finished activity in array order, so the program's
- * completed requests come out first, one per call, and the sentinel when none
- * is left. Waits unlist what they complete; the test that found it would not.
- * (mpix-hier's stream executor polls with MPI_Testsome between pieces of its
- * copies: at 1024 ranks the leaked completions made a 256 MiB allgather run for
- * more than 55 minutes.) Not charged smpi/test. Arrays with requests other than
- * point-to-point ones go to SMPI's own Testsome. */
-#define FOLD_SENTINEL_TAG 32766
-int PMPI_Testsome(int n, MPI_Request *arr, int *outcount, int *idx, MPI_Status *st)
-{
-    REAL(int, PMPI_Testsome, (int, MPI_Request *, int *, int *, MPI_Status *))
-    REAL(int, PMPI_Waitany, (int, MPI_Request *, int *, MPI_Status *))
-    REAL(int, PMPI_Wait, (MPI_Request *, MPI_Status *))
-    REAL(int, PMPI_Isend, (const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))
-    REAL(int, PMPI_Irecv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))
-    MPI_Request tmp[POLL_MAXREQ + 1], sreq = MPI_REQUEST_NULL;
-    int pos[POLL_MAXREQ], cnt = 0, k = MPI_UNDEFINED, out = 0, rc;
-    poll_state_t *ps = poll_me();
-    MPI_Status s;
-
-    if (ps == NULL || n <= 0 || n > POLL_MAXREQ)
-        return real_PMPI_Testsome(n, arr, outcount, idx, st);
-    for (int i = 0; i < n; i++) {
-        if (arr[i] == MPI_REQUEST_NULL)
-            continue;
-        if (!p2p_has(arr[i]))
-            return real_PMPI_Testsome(n, arr, outcount, idx, st);
-        tmp[cnt]   = arr[i];
-        pos[cnt++] = i;
-    }
-    if (cnt == 0) {
-        *outcount = MPI_UNDEFINED;
-        return MPI_SUCCESS;
-    }
-    rc = real_PMPI_Irecv(NULL, 0, MPI_BYTE, 0, FOLD_SENTINEL_TAG, MPI_COMM_SELF, &tmp[cnt]);
-    if (rc == MPI_SUCCESS)
-        rc = real_PMPI_Isend(NULL, 0, MPI_BYTE, 0, FOLD_SENTINEL_TAG, MPI_COMM_SELF, &sreq);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    while ((rc = real_PMPI_Waitany(cnt + 1, tmp, &k, &s)) == MPI_SUCCESS && k >= 0 && k < cnt) {
-        p2p_del(arr[pos[k]]);
-        arr[pos[k]] = MPI_REQUEST_NULL;
-        idx[out]    = pos[k];
-        if (st != MPI_STATUSES_IGNORE)
-            empty_status(&st[out]);
-        out++;
-    }
-    if (k != cnt && tmp[cnt] != MPI_REQUEST_NULL)
-        real_PMPI_Wait(&tmp[cnt], &s);
-    real_PMPI_Wait(&sreq, &s);
-    if (out > 0)
-        ps->nseen = 0; /* progress: the Test/Testall passes start over */
-    *outcount = out;
-    return rc;
 }
 
 int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dst, int tag, MPI_Comm comm,

@@ -375,10 +375,10 @@ typedef struct progress_arg {
 static int progress_round(progress_arg_t *p)
 {
     MPI_Status stats[2 * MXH_MAX_LEVELS]; /* (MPI_STATUSES_IGNORE trips gcc's bounds checks) */
-    int flag, running = 0, moved = 0;
+    int running = 0, moved = 0;
 
     if (p->n > 0)
-        MPI_Testall(p->n, p->reqs, &flag, stats);
+        mxh_progress(p->n, p->reqs, stats);
     for (int i = 0; i < p->nops; i++) {
         int rc = mxh_p2p_advance(&p->ops[i], &moved);
         if (rc != MPI_SUCCESS && p->rc == MPI_SUCCESS) {
@@ -426,8 +426,6 @@ typedef struct frag_state {
  * us, by 1 MiB pieces 736.10 (the bound is 655.36). */
 static size_t io_piece(const mxh_sched_t *sched)
 {
-    if (!mxh_test_cheap())
-        return SIZE_MAX; /* no polls: each copy in one go */
     return sched->frag_bytes / 8 > 64 ? sched->frag_bytes / 8 : 64;
 }
 
@@ -569,16 +567,17 @@ static int ops_wait_any(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, in
     return rc;
 }
 
-/* The nonblocking form: test until no request of @ops completes. (MPI_Testsome:
+/* The nonblocking form: test until no request of @ops completes. (Testsome:
  * SMPI 3.32 lets the injected time of MPI_Testany grow with every call, even
- * with smpi/grow-injected-times off.) */
+ * with smpi/grow-injected-times off; in the simulation mxh_testsome waits
+ * instead of testing, sim.h.) */
 static int ops_poll(mxh_p2p_op_t *const *ops, int nops, MPI_Request *all, int *where)
 {
     MPI_Status stats[MXH_MAX_STREAM];
     int idx[MXH_MAX_STREAM], n, done = 1, rc = MPI_SUCCESS;
 
     while (rc == MPI_SUCCESS && done > 0 && ops_pending(ops, nops, all, where, &n) > 0) {
-        rc = MPI_Testsome(n, all, &done, idx, stats);
+        rc = mxh_testsome(n, all, &done, idx, stats);
         ops_put_back(ops, all, where, n);
     }
     return rc;

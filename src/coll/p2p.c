@@ -586,7 +586,7 @@ static int p2p_test(mxh_p2p_op_t *op, int test)
         if (op->req[i] != MPI_REQUEST_NULL)
             flag = 0;
     if (test && op->nreq > 0)
-        rc = MPI_Testall(op->nreq, op->req, &flag, stats);
+        rc = mxh_testall(op->nreq, op->req, &flag, stats);
     if (rc == MPI_SUCCESS && flag) {
         op->ready = 1;
         op->nreq  = 0;
