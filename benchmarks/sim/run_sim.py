@@ -49,8 +49,8 @@ SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0
 
 COLLS = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
 # --jobs: collectives by wall time of their simulation, slowest first (1024
-# ranks, 8 B..256 MiB, hier and mpi: allreduce 841 s, reduce_scatter 786,
-# allgather 765, bcast 252)
+# ranks, 8 B..256 MiB, hier and mpi, dde6409: allreduce 993 s, reduce_scatter 748,
+# allgather 603, bcast 252)
 SIM_COST = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
 
 
