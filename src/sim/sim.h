@@ -38,7 +38,9 @@ void mxh_sim_charge_copy(size_t bytes);
  * message to itself, which completes at the current simulated time, goes last
  * in an MPI_Waitany over @reqs: SimGrid's waitany takes the first finished
  * request in array order, so those already complete come out first, one per
- * call, then the sentinel. Costs no smpi/test time. @idx may be NULL. */
+ * call, then the sentinel. Costs no smpi/test time. @idx may be NULL. If a
+ * poll costs simulated time (the platform gives hosts a loopback latency),
+ * warns once and stops polling: the executors complete requests by waits. */
 int mxh_sim_testsome(int n, MPI_Request *reqs, int *outcount, int *idx);
 void *mxh_sim_alloc(size_t bytes);
 void *mxh_sim_realloc(void *p, size_t old_bytes, size_t bytes);
