@@ -8,7 +8,7 @@
 #     torus platforms and a 2-leaf-group fat-tree (generator, cluster file, hierarchy
 #     and results together);
 #  4. run_sim.py --check-fold: smpi_fold.so does not change simulated times
-#     (folding and skipped copies: exactly; polling shim: within 6 %).
+#     (folding and skipped copies: within 0.1 %).
 #   benchmarks/sim/check.sh [BUILD_DIR]       (default build-sim/)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

@@ -136,16 +136,13 @@ def sim_env(a):
     return env
 
 
-def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=False, poll=None):
+def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=False):
     """Run @prog under smpirun; returns (stdout, wall seconds, peak Pss bytes).
-    fold: preload smpi_fold.so; poll: its SMPI_FOLD_POLL (default: not --no-poll)."""
+    fold: preload smpi_fold.so."""
     env = dict(os.environ)
     env.update(env_extra)
     if fold:
         env["LD_PRELOAD"] = fold_lib(a)
-        if poll is None:
-            poll = not getattr(a, "no_poll", False)
-        env["SMPI_FOLD_POLL"] = "1" if poll else "0"
     test_opts = ["--cfg=smpi/test:%g" % a.test_time, "--cfg=smpi/grow-injected-times:no"]
     cmd = ["smpirun", "-np", str(nranks), "-platform", prefix + ".xml",
            "-hostfile", prefix + ".hosts"] + SMPI_OPTS + \
@@ -153,7 +150,6 @@ def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=Fals
     shown = dict(env_extra)
     if fold:
         shown["LD_PRELOAD"] = env["LD_PRELOAD"]
-        shown["SMPI_FOLD_POLL"] = env["SMPI_FOLD_POLL"]
     for k in ("MPIX_HIER_SIM_REDUCE", "MPIX_HIER_SIM_REDUCE_BW", "MPIX_HIER_SIM_COPY_BW"):
         if k in env and k not in shown:
             shown[k] = env[k]
@@ -382,8 +378,7 @@ def run_check_model(a):
 
 def run_check_fold(a):
     """The same mpix_bench run (every collective, hier and mpi) without and with
-    smpi_fold.so (folding and copies only, then with the polling shim): simulated
-    times must agree (fold: exactly; poll: within --fold-tol)."""
+    smpi_fold.so: simulated times must agree (within 0.1 %)."""
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, "fold_%s_%dx%d" % (a.topology, a.nodes, a.gpus))
     plat = gen_platform.Platform(a)
@@ -394,32 +389,27 @@ def run_check_fold(a):
             "-n", str(a.iters), "-w", str(a.warmup)]
     env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     res = {}
-    for name, fold, poll in (("plain", False, False), ("fold", True, False),
-                             ("fold+poll", True, True)):
-        out, wall, pss = smpirun(a, prefix, p, args, env, "%s.%s.log" % (
-            prefix, name.replace("+", "_")), fold=fold, poll=poll)
+    for name, fold in (("plain", False), ("fold", True)):
+        out, wall, pss = smpirun(a, prefix, p, args, env, "%s.%s.log" % (prefix, name),
+                                 fold=fold)
         res[name] = {c: bench_rows(out, c) for c in COLLS}
         sys.stderr.write("%s: %.0f s wall, peak Pss %.2f GB\n" % (name, wall, pss / 1e9))
     print("# smpi_fold.so vs plain SMPI: %s; simulated times in us (hier / mpi)"
           % plat.summary())
-    print("| collective | size | plain | fold | fold+poll | fold/plain | poll/plain |")
-    print("|---|---|---|---|---|---|---|")
-    worst_fold = worst_poll = 0.0
+    print("| collective | size | plain | fold | fold/plain |")
+    print("|---|---|---|---|---|")
+    worst = 0.0
     for c in COLLS:
         for n in sorted(res["plain"][c]):
             t = {k: (float(res[k][c][n][0]), float(res[k][c][n][4])) for k in res}
             rf = [t["fold"][i] / t["plain"][i] for i in (0, 1)]
-            rp = [t["fold+poll"][i] / t["plain"][i] for i in (0, 1)]
-            worst_fold = max([worst_fold] + [abs(x - 1) for x in rf])
-            worst_poll = max([worst_poll] + [abs(x - 1) for x in rp])
-            print("| %s | %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.4f / %.4f | "
-                  "%.4f / %.4f |" % (c, fmt_size(n), t["plain"][0], t["plain"][1],
-                                     t["fold"][0], t["fold"][1], t["fold+poll"][0],
-                                     t["fold+poll"][1], rf[0], rf[1], rp[0], rp[1]))
-    ok = worst_fold <= 1e-3 and worst_poll <= a.fold_tol
-    print("# largest deviation: fold %.2f %% (limit 0.1 %%), fold+poll %.2f %% (limit %.1f %%): "
-          "%s" % (worst_fold * 100, worst_poll * 100, a.fold_tol * 100,
-                  "PASS" if ok else "FAIL"))
+            worst = max([worst] + [abs(x - 1) for x in rf])
+            print("| %s | %s | %.2f / %.2f | %.2f / %.2f | %.4f / %.4f |"
+                  % (c, fmt_size(n), t["plain"][0], t["plain"][1], t["fold"][0], t["fold"][1],
+                     rf[0], rf[1]))
+    ok = worst <= 1e-3
+    print("# largest deviation: fold %.2f %% (limit 0.1 %%): %s"
+          % (worst * 100, "PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
 
@@ -622,11 +612,6 @@ def add_sim_args(ap):
     s.add_argument("--no-fold", action="store_true",
                    help="do not preload smpi_fold.so (SMPI's temporary buffers private "
                         "per rank: real memory, real copies)")
-    s.add_argument("--no-poll", action="store_true",
-                   help="smpi_fold.so without its polling shim (SMPI_FOLD_POLL=0: the "
-                        "program's MPI_Test/MPI_Testall as SMPI does them; slow at scale: "
-                        "SimGrid 3.32 keeps every request completed by a test in the rank's "
-                        "activity list)")
     s.add_argument("--timeout", type=int, default=3600, help="seconds per smpirun")
     s.add_argument("--jobs", type=int, default=1,
                    help="--scale: smpiruns at a time, one per collective when > 1 (default "
@@ -655,11 +640,8 @@ def main():
     ap.add_argument("--check-min", type=parse_size, default=256 << 10,
                     help="smallest size counted in the 5%% verdict (default 256K)")
     ap.add_argument("--check-fold", action="store_true",
-                    help="compare simulated times without and with smpi_fold.so (and its "
-                         "polling shim) on the platform, every collective")
-    ap.add_argument("--fold-tol", type=float, default=0.06,
-                    help="--check-fold: largest relative deviation allowed with the polling "
-                         "shim (default 0.06)")
+                    help="compare simulated times without and with smpi_fold.so on the "
+                         "platform, every collective")
     sc = ap.add_argument_group("scale sweep")
     sc.add_argument("--scale", default="",
                     help="comma-separated rank counts (e.g. 128,512,1024): scale sweep, "
