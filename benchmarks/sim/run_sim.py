@@ -47,11 +47,10 @@ SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0
              "--log=root.thres:warning", "--log=smpi_config.thres:error",
              "--log=smpi_mpi.thres:error"]
 
+# Also the order of --jobs runs: slowest to simulate first (1024 ranks, 8 B..256
+# MiB, hier and mpi, dde6409: allreduce 993 s, reduce_scatter 748, allgather 603,
+# bcast 252)
 COLLS = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
-# --jobs: collectives by wall time of their simulation, slowest first (1024
-# ranks, 8 B..256 MiB, hier and mpi, dde6409: allreduce 993 s, reduce_scatter 748,
-# allgather 603, bcast 252)
-SIM_COST = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
 
 
 def parse_size(s):
@@ -442,7 +441,7 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
     gen_s = time.time() - t0
     p = b.nodes * b.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    args = ["-c", colls, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+    args = ["-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
             "-n", str(a.iters), "-w", str(a.warmup)] + (["--batch"] if getattr(a, "batch", False) else [])
     env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     if check:
@@ -458,15 +457,15 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
     jobs = getattr(a, "jobs", 1)
     names = COLLS if colls == "all" else colls.split(",")
     groups = [names] if jobs <= 1 else \
-        [[c] for c in sorted(names, key=lambda c: SIM_COST.index(c) if c in SIM_COST else 99)]
+        [[c] for c in sorted(names, key=lambda c: COLLS.index(c) if c in COLLS else 99)]
     tasks = [(si, sel, g) for si, sel in enumerate(selectors) for g in groups]
 
     def one(task):
         si, sel, g = task
         impl = "hier,mpi" if si == 0 else "mpi"
         log = "%s.%s%s.log" % (prefix, sel, "" if jobs <= 1 else "." + "_".join(g))
-        cargs = ["-c", ",".join(g)] + args[2:]
-        out, wall, pss = smpirun(a, prefix, p, [bench] + cargs + ["--impl", impl], env, log,
+        out, wall, pss = smpirun(a, prefix, p, [bench, "-c", ",".join(g)] + args +
+                                 ["--impl", impl], env, log,
                                  selector=sel, fold=fold)
         sys.stderr.write("%s %s (%s, %s): %.0f s wall, peak Pss %.2f GB, log %s\n"
                          % (tag, sel, impl, ",".join(g), wall, pss / 1e9, log))

@@ -39,7 +39,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <simgrid/actor.h>
 #include <smpi/mpi.h> /* smpi_shared_malloc/free, PMPI_* */
