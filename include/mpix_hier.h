@@ -90,6 +90,56 @@ MPIX_HIER_API int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype
 MPIX_HIER_API int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
 
+/* ---- nonblocking collectives ------------------------------------------- */
+
+/**
+ * MPIX_Hier_I<collective>: the nonblocking forms, with MPI's signatures
+ * (MPI_Iallreduce, ...). They post the collective and return an MPI_Request
+ * that the caller completes with the ordinary MPI functions: MPI_Wait,
+ * MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test, MPI_Testall, MPI_Testany,
+ * MPI_Testsome, and may free with MPI_Request_free. Requests of the library
+ * and of MPI may be mixed in one array.
+ *
+ * Ordering: as for MPI, all ranks post the collectives of one communicator in
+ * the same order (blocking and nonblocking alike). Any number may be in flight
+ * on one communicator and on different communicators; on one communicator
+ * they complete in the order they were posted, on different communicators
+ * independently.
+ *
+ * Progress: the library has no thread. A posted collective advances whenever
+ * the rank calls MPI_Test or MPI_Wait (any variant) on a request of this library (every
+ * library request in flight advances, not only the one tested) and inside any
+ * later MPIX_Hier_* call. A rank that posts a collective and then blocks in
+ * some other MPI call that needs a peer to finish this collective first
+ * deadlocks (e.g. rank 0: MPIX_Hier_Iallreduce, MPI_Recv from rank 1; rank 1:
+ * MPIX_Hier_Iallreduce, MPI_Wait, MPI_Send to rank 0): test the request now
+ * and then, or wait for it before such calls. Overlap with computation comes
+ * from calling MPI_Test on the request every few hundred microseconds.
+ *
+ * Buffers belong to the library until the request completes. Device buffers
+ * follow the blocking contract (the data must be complete in device memory
+ * when the call is made; results are complete in device memory when MPI_Test
+ * or MPI_Wait reports completion). The status of a completed request carries
+ * MPI_ERROR; MPI_SOURCE and MPI_TAG are undefined, the count is 0.
+ * Argument errors are reported by the posting call, as for the blocking form.
+ */
+MPIX_HIER_API int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                       MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                                  int recvcount, MPI_Datatype datatype,
+                                                  MPI_Op op, MPI_Comm comm,
+                                                  MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                       MPI_Datatype recvtype, MPI_Comm comm,
+                                       MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
+                                   MPI_Comm comm, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                                    MPI_Request *request);
+
 /* ---- half precision datatypes ------------------------------------------ */
 
 /**

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "coll/shm.h"
+#include "coll/task.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -131,6 +132,13 @@ static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
     unsigned polls = 0, yields = 0;
 
     while (flag_get(shm, p, f) < v) {
+        if (mxh_task_in_fiber()) {
+            /* a nonblocking collective: hand control back, never spin or sleep */
+            if (shm->progress)
+                shm->progress(shm->progress_arg);
+            mxh_task_yield();
+            continue;
+        }
         if (polls < shm->spin_polls) {
             polls++;
             cpu_relax();

@@ -1,0 +1,66 @@
+/* Tasks: one collective call = one task with its own state (post, progress,
+ * complete), so that collectives can be nonblocking and several can be in
+ * flight on one communicator and on many.
+ *
+ * A task runs its body (the executor running a schedule, or a staged plain-MPI
+ * fallback) on its own stack, a fiber. The body is written as straight-line
+ * code; its only suspension points are the engine's wait primitives below
+ * (mxh_task_wait_*), a shared-memory flag wait (coll/shm.c) and mxh_task_yield.
+ * Inside a task those test once and, if nothing is ready, switch back to
+ * whoever resumed the task: progress never blocks. Outside a task (a blocking
+ * call with nothing in flight before it on its communicator) the very same
+ * body runs on the caller's stack and the primitives block in MPI_Wait* as
+ * before, so blocking collectives pay nothing for the task model.
+ *
+ * Why fibers and not a hand-written state machine per schedule: the three
+ * schedule executors (plan, rounds, stream) and the shared-memory protocols
+ * are proven by the whole test matrix and the 1024-GPU simulations; a fiber
+ * makes every one of them resumable with its state kept where it already is
+ * (locals of the executor), one engine for blocking and nonblocking calls,
+ * with no second copy of any protocol. Stacks come from a pool (no allocation
+ * per call in the steady state).
+ *
+ * Queues: each communicator object has a FIFO of tasks; only its head runs
+ * (collectives on one communicator complete in posting order, and the
+ * communicator's scratch buffers, shared-memory segments and level
+ * communicators serve one collective at a time). Heads of different
+ * communicators run interleaved. mxh_task_progress_all() resumes every head
+ * once; it is what MPI_Test/MPI_Wait on a library request, and every entry
+ * into the library, call. */
+#ifndef MXH_COLL_TASK_H
+#define MXH_COLL_TASK_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mxh_task mxh_task_t;
+typedef struct mxh_task_queue mxh_task_queue_t;
+
+/* The body of a task: runs to completion, suspending only in the wait
+ * primitives; returns the task's status. */
+typedef mxh_status_t (*mxh_task_fn)(void *arg);
+
+/* ---- inside a body: the wait primitives ------------------------------------------ */
+
+/* 1 when the caller runs inside a task (a fiber), 0 on a caller's stack. */
+int mxh_task_in_fiber(void);
+/* Inside a task: give control back to the progress engine until the next
+ * resume. Outside: sched_yield(). */
+void mxh_task_yield(void);
+
+/* MPI_Waitall / MPI_Waitany / MPI_Wait with the suspension rule above. */
+int mxh_task_wait_all(int n, MPI_Request *reqs, MPI_Status *stats);
+int mxh_task_wait_any(int n, MPI_Request *reqs, int *idx, MPI_Status *stat);
+int mxh_task_wait(MPI_Request *req, MPI_Status *stat);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

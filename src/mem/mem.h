@@ -1,0 +1,101 @@
+/* Memory kinds: where a user buffer lives and how the engine moves data in and
+ * out of it. One small ops table per kind (compare libfabric's hmem ops and
+ * UCC's mc/ec components); the engine never touches a non-host buffer except
+ * through its kind's ops.
+ *
+ *   host   ordinary host memory: copies are memcpy and complete at once.
+ *   cuda   device and managed memory (builds with CUDA): copies are
+ *          cudaMemcpyAsync on the library's own stream into/out of pinned host
+ *          staging memory, completion is a CUDA event; peer mappings are CUDA
+ *          IPC handles cached by address range.
+ *   test   a test-only kind over host memory that behaves like a device: its
+ *          buffers come from mxh_mem_test_alloc, the engine may not touch
+ *          them directly (while a collective holds them they are mprotect'ed
+ *          PROT_NONE; the ops copy through a second mapping of the same pages),
+ *          and a copy takes effect only when its event is tested complete,
+ *          several polls after it was started, so a consumer that reads data
+ *          before its copy completed reads stale bytes and the test fails.
+ *
+ * The engine's data path for a buffer of a non-host kind ("staged"): its data
+ * is copied into host work memory (the kind's staging allocator: pinned for
+ * CUDA), the hierarchical schedule runs there, and results are copied back;
+ * fragments are copied asynchronously so that copies overlap the transfers of
+ * other fragments. */
+#ifndef MXH_MEM_H
+#define MXH_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mxh_mem_kind {
+    MXH_MEM_HOST = 0,
+    MXH_MEM_CUDA,
+    MXH_MEM_TEST,
+    MXH_MEM_NKINDS
+} mxh_mem_kind_t;
+
+/* Completion of one asynchronous copy. Owned by the caller (e.g. inside a
+ * task), no allocation: the kinds keep what they need in these words. */
+typedef struct mxh_mem_event {
+    int       pending; /* 1 from copy_start until event_test returned 1 */
+    uintptr_t h[4];    /* kind-private */
+} mxh_mem_event_t;
+
+typedef struct mxh_mem_ops {
+    mxh_mem_kind_t kind;
+    const char    *name;
+    /* Whether @p is memory of this kind (host: always true; tried last). */
+    int (*owns)(const void *p);
+    /* Start copying @n bytes from @src to @dst; exactly one of the two is memory
+     * of this kind, the other host memory (staging or user host memory). The
+     * copy is complete (and dst readable) only once event_test(@ev) returned 1.
+     * n == 0 completes at once. */
+    mxh_status_t (*copy_start)(void *dst, const void *src, size_t n, mxh_mem_event_t *ev);
+    /* 1: complete (ev->pending cleared), 0: still running, never blocks.
+     * Errors (a failed CUDA copy) are logged and returned as a negative
+     * mxh_status_t. */
+    int (*event_test)(mxh_mem_event_t *ev);
+    /* Host memory that copy_start can use asynchronously (pinned for CUDA);
+     * NULL on failure. Called rarely (pools grow), never per call. */
+    void *(*stage_alloc)(size_t n);
+    void (*stage_free)(void *p, size_t n);
+    /* Test kind only (NULL elsewhere): forbid / allow direct access to the
+     * allocation holding @p while a collective holds it. Counted: nested holds
+     * (several requests on one buffer) release at the last. */
+    void (*hold)(const void *p);
+    void (*release)(const void *p);
+} mxh_mem_ops_t;
+
+/* The kind of @p (NULL and MPI_IN_PLACE are host). Cheap for host memory in a
+ * process without a GPU (one flag test per kind). */
+const mxh_mem_ops_t *mxh_mem_of(const void *p);
+const mxh_mem_ops_t *mxh_mem_ops(mxh_mem_kind_t kind);
+
+/* Blocking copy through a kind's ops: start, then test until complete.
+ * Returns the status of the copy. */
+mxh_status_t mxh_mem_copy_sync(const mxh_mem_ops_t *ops, void *dst, const void *src, size_t n);
+
+/* ---- the test kind -------------------------------------------------------------- */
+
+/* @n bytes of test-kind memory (page-aligned, zeroed), NULL on failure. The
+ * caller may read and write it directly whenever no collective holds it. */
+void *mxh_mem_test_alloc(size_t n);
+void mxh_mem_test_free(void *p);
+/* Polls of event_test before a copy of the test kind completes (default 3;
+ * 0: at the first test). Process-wide, for tests. */
+void mxh_mem_test_set_delay(int polls);
+/* Copies started and completed since the process started (tests check that
+ * the staged path ran). */
+uint64_t mxh_mem_test_copies(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
