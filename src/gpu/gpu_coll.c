@@ -400,7 +400,7 @@ static MPI_Op host_op(MPI_Datatype dt, MPI_Op op)
 mxh_status_t mxh_gpu_mem_kinds(const void *sendbuf, const void *recvbuf, int nonempty,
                                int *on_gpu)
 {
-    mxh_mem_info_t a, b;
+    mxh_gpu_mem_info_t a, b;
     mxh_status_t st;
 
     *on_gpu = 0;
@@ -412,15 +412,15 @@ mxh_status_t mxh_gpu_mem_kinds(const void *sendbuf, const void *recvbuf, int non
     if (st == MXH_OK)
         st = mxh_gpu_mem_query(recvbuf, "recvbuf", nonempty, &b);
     if (st == MXH_OK)
-        *on_gpu = a.kind != MXH_MEM_HOST || b.kind != MXH_MEM_HOST;
+        *on_gpu = a.kind != MXH_GPU_HOST || b.kind != MXH_GPU_HOST;
     return st;
 }
 
-static mxh_mem_kind_t kind_of(const void *p)
+static mxh_gpu_kind_t kind_of(const void *p)
 {
-    mxh_mem_info_t mi;
+    mxh_gpu_mem_info_t mi;
     if (p == NULL || p == MPI_IN_PLACE || mxh_gpu_mem_query(p, "buffer", 0, &mi) != MXH_OK)
-        return MXH_MEM_HOST;
+        return MXH_GPU_HOST;
     return mi.kind;
 }
 
@@ -571,11 +571,11 @@ static void ring_allreduce(gpu_state_t *st, char *buf, size_t n, const red_t *re
 static char *devbuf(gpu_state_t *st, const void *user, size_t bytes, int ipc, int slot, int load,
                     mxh_ipc_desc_t *desc, mxh_status_t *err)
 {
-    mxh_mem_kind_t k = kind_of(user);
+    mxh_gpu_kind_t k = kind_of(user);
     memset(desc, 0, sizeof(*desc));
     if (*err != MXH_OK)
         return NULL;
-    if (k == MXH_MEM_DEVICE || (k == MXH_MEM_MANAGED && !ipc)) {
+    if (k == MXH_GPU_DEVICE || (k == MXH_GPU_MANAGED && !ipc)) {
         if (!ipc)
             return (char *)user;
         *err = mxh_gpu_ipc_export(user, desc);
