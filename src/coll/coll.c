@@ -9,6 +9,7 @@
 #include "coll/task.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
+#include "topo/discover.h"
 #include "util/log.h"
 
 #include <limits.h>
@@ -656,8 +657,26 @@ out:
     return st;
 }
 
+/* Plain MPI may take this rank's device buffers as they are when the MPI
+ * underneath says it is CUDA-aware and UCX moves CUDA memory (the transport
+ * capabilities of topo/caps.h, queried once, only by processes that pass CUDA
+ * memory). The test kind is never direct: it stands for a device that MPI
+ * cannot read. */
+static int mpi_takes(const mxh_mem_ops_t *m)
+{
+    const mxh_caps_t *caps;
+    if (m->kind == MXH_MEM_HOST)
+        return 1;
+    if (m->kind != MXH_MEM_CUDA)
+        return 0;
+    caps = mxh_discover_caps(NULL);
+    return caps != NULL && caps->mpi_cuda_aware == 1 && caps->ucx_mem_cuda;
+}
+
 static mxh_status_t body(mxh_coll_args_t *a)
 {
+    if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))
+        return run_plain(a, a->sendbuf, a->recvbuf);
     return a->staged ? run_staged(a) : run_host(a, a->sendbuf, a->recvbuf);
 }
 

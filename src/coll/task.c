@@ -8,7 +8,10 @@
  * wait functions (MPIX_Grequest_class_create), so that MPI_Test and MPI_Wait
  * (every variant) drive the progress engine: the poll function resumes every queue head once,
  * the wait function resumes them until the tasks waited on are complete.
- * MPI_Grequest_complete is called when a body returns. */
+ * MPI_Grequest_complete is called when a body returns. An MPI without that
+ * extension (SimGrid's SMPI) gets standard generalized requests, which nothing
+ * would progress: there a posted task runs to completion before the post
+ * returns. */
 #include "config.h"
 
 #include "coll/task.h"
@@ -75,8 +78,10 @@ static ucontext_t        engine_uc;   /* where a yielding task returns to */
 static mxh_task_queue_t *queues;      /* queues with tasks */
 static mxh_task_t       *pool;        /* released task objects (with their stacks) */
 static int               npool, nflight;
+#ifdef HAVE_MPIX_GREQUEST_CLASS_CREATE
 static MPIX_Grequest_class greq_class;
 static int               greq_class_ok;
+#endif
 static mxh_task_error_fn error_fn;
 #ifdef MXH_TASK_ASAN
 static void             *engine_fake_stack;
@@ -360,6 +365,7 @@ static int greq_cancel(void *state, int complete)
     return MPI_SUCCESS; /* a collective cannot be cancelled (MPI says the same) */
 }
 
+#ifdef HAVE_MPIX_GREQUEST_CLASS_CREATE
 static int greq_poll(void *state, MPI_Status *status)
 {
     (void)state;
@@ -389,11 +395,16 @@ static int greq_wait(int n, void **states, double timeout, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
+#endif
+
 /* ---- post ----------------------------------------------------------------------------------- */
 
-mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
-                           MPI_Request *req)
+/* A generalized request for @t: with MPICH's extension, one whose poll and
+ * wait functions progress the tasks. Without it (SimGrid's SMPI) a plain one:
+ * the caller then runs the task to completion at once. */
+static mxh_status_t request_for(mxh_task_t *t, const char *func)
 {
+#ifdef HAVE_MPIX_GREQUEST_CLASS_CREATE
     if (!greq_class_ok) {
         if (MPIX_Grequest_class_create(greq_query, greq_free, greq_cancel, greq_poll, greq_wait,
                                        &greq_class) != MPI_SUCCESS) {
@@ -408,6 +419,22 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
         mxh_error("%s: MPIX_Grequest_class_allocate failed", func);
         return MXH_ERR_MPI;
     }
+#else
+    if (MPI_Grequest_start(greq_query, greq_free, greq_cancel, t, &t->req) != MPI_SUCCESS) {
+        mxh_task_discard(t);
+        mxh_error("%s: MPI_Grequest_start failed", func);
+        return MXH_ERR_MPI;
+    }
+#endif
+    return MXH_OK;
+}
+
+mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
+                           MPI_Request *req)
+{
+    mxh_status_t st = request_for(t, func);
+    if (st != MXH_OK)
+        return st;
     t->fn    = fn;
     t->func  = func;
     t->q     = q;
@@ -423,6 +450,10 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
     /* start it now if it is first in line: its first messages go out at once */
     if (q->head == t)
         mxh_task_progress_all();
+#ifndef HAVE_MPIX_GREQUEST_CLASS_CREATE
+    /* no poll function would ever move it: complete it here */
+    mxh_task_queue_drain(q);
+#endif
     return MXH_OK;
 }
 

@@ -35,23 +35,7 @@
 
 #include "mxh_test_shim.h"
 
-// The nonblocking forms are declared by mpix_hier.h but arrive with the task
-// engine; until a libmpixhier with them is linked, the references are weak
-// (null) and the nonblocking cases skip visibly. Harmless once they exist.
-#pragma weak MPIX_Hier_Iallreduce
-#pragma weak MPIX_Hier_Ireduce_scatter_block
-#pragma weak MPIX_Hier_Iallgather
-#pragma weak MPIX_Hier_Ibcast
-#pragma weak MPIX_Hier_Ireduce
-
 namespace {
-
-bool have_nonblocking()
-{
-    return MPIX_Hier_Iallreduce != nullptr && MPIX_Hier_Ireduce_scatter_block != nullptr &&
-           MPIX_Hier_Iallgather != nullptr && MPIX_Hier_Ibcast != nullptr &&
-           MPIX_Hier_Ireduce != nullptr;
-}
 
 // ---- CUDA calls of the test ----------------------------------------------------
 
@@ -107,14 +91,11 @@ bool have_gpu()
     return g_gpu == 1;
 }
 
-// Skips (on every rank alike) without a device, and the nonblocking
-// parameterization when the library has no MPIX_Hier_I* yet.
+// Skips (on every rank alike) without a device.
 #define SKIP_WITHOUT_GPU()                                                     \
     do {                                                                       \
         if (!have_gpu())                                                       \
             GTEST_SKIP() << "no CUDA device";                                  \
-        if (form() == NONBLOCKING && !have_nonblocking())                      \
-            GTEST_SKIP() << "this libmpixhier has no MPIX_Hier_I* yet";        \
     } while (0)
 
 bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
