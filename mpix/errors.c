@@ -98,6 +98,27 @@ int mxh_raise(MPI_Comm comm, int mpi_class, const char *func, const char *fmt, .
     return code;
 }
 
+static int status_class(mxh_status_t status)
+{
+    switch (status) {
+    case MXH_ERR_NO_MEMORY:     return MPI_ERR_NO_MEM;
+    case MXH_ERR_INVALID_PARAM: return MPI_ERR_ARG;
+    case MXH_ERR_IO:
+    case MXH_ERR_PARSE:
+    case MXH_ERR_CONFIG:        return mxh_config_error_class();
+    case MXH_ERR_MPI:           return MPI_ERR_OTHER;
+    default:                    return MPI_ERR_INTERN;
+    }
+}
+
+int mxh_status_code(mxh_status_t status, const char *func)
+{
+    const char *cause = mxh_log_last_error();
+    char msg[768];
+    snprintf(msg, sizeof(msg), "%s%s%s", mxh_status_string(status), cause[0] ? ": " : "", cause);
+    return make_code(status_class(status), func, msg);
+}
+
 int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func)
 {
     const char *cause = mxh_log_last_error();
@@ -255,7 +276,7 @@ int mxh_check_comm(MPI_Comm comm, const char *func)
 
     if (comm == MPI_COMM_NULL)
         return mxh_raise(comm, MPI_ERR_COMM, func, "communicator is MPI_COMM_NULL");
-    if (comm == mxh_last_comm)
+    if (mxh_hier_cached(comm))
         return MPI_SUCCESS; /* validated when its hierarchy was looked up */
     if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator");

@@ -8,41 +8,8 @@
 #include <stdint.h>
 
 #include "mpix_hier.h"
-#include "coll/plan.h"
-#include "coll/sched.h"
-#include "coll/select.h"
-#include "coll/shm.h"
-#include "hier/levels.h"
-#include "hier/record.h"
-#include "util/config.h"
+#include "coll/hier.h"
 #include "util/status.h"
-
-typedef struct mxh_sched_entry {
-    mxh_sched_t *sched;
-    uint64_t     last_use;
-} mxh_sched_entry_t;
-
-typedef struct mxh_hier {
-    MPI_Comm          comm;                       /* private dup of the user communicator */
-    MPI_Comm          user_comm;                  /* the communicator it is attached to */
-    int               rank, size;
-    mxh_config_t      config;
-    mxh_record_t     *recs;                       /* [size] gathered records */
-    mxh_layout_t     *layout;
-    MPI_Comm          level_comm[MXH_MAX_LEVELS]; /* my group at each level */
-    char             *description;
-    mxh_sched_entry_t *scheds;                    /* [config.plan_cache_size] LRU */
-    uint64_t          clock;
-    mxh_select_shape_t shape;                     /* what selection may use */
-    mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
-    mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
-    MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */
-    int              *blk_counts, *blk_displs;    /* [size] shared-memory block parts */
-    void             *scratch;                    /* work buffer, grown on demand */
-    size_t            scratch_size;
-    void             *tmp;                        /* executor's temporary, grown on demand */
-    size_t            tmp_size;
-} mxh_hier_t;
 
 /* ---- errors (errors.c) ---- */
 
@@ -86,32 +53,12 @@ int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, c
 
 /* ---- hierarchy (comm.c) ---- */
 
-/* The communicator of the last hierarchy looked up (a valid intracommunicator
- * with a live hierarchy), or MPI_COMM_NULL: lets the checks skip MPI queries. */
-extern MPI_Comm mxh_last_comm;
-
-/* The hierarchy of @comm, built on first use (collective). On failure the
+/* The hierarchy of @comm (built on first use, collective); on failure the
  * error is raised on @comm and its code returned. */
-int mxh_hier_get(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
-/* The cached schedule for a shape and choice (algorithm hier or pipeline),
- * built if needed. */
-mxh_status_t mxh_hier_sched(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
-                            size_t tsize, const mxh_choice_t *choice,
-                            const mxh_sched_t **sched_p);
-/* The plan of a whole (unfragmented) collective, for introspection. */
-mxh_status_t mxh_hier_plan(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
-                           const mxh_plan_t **plan_p);
-/* Scratch space of at least @bytes (work buffers of the entry layer). */
-void *mxh_hier_scratch(mxh_hier_t *hier, size_t bytes);
-/* Temporary space of at least @bytes for the executor (never the scratch). */
-void *mxh_hier_tmp(mxh_hier_t *hier, size_t bytes);
-/* Hierarchical algorithms usable on this communicator at all. */
-int mxh_hier_active(const mxh_hier_t *hier);
-/* Algorithm for a call (pure, identical on every rank). */
-static inline mxh_choice_t mxh_hier_select(const mxh_hier_t *h, mxh_coll_t coll, size_t bytes,
-                                           size_t work_bytes)
-{
-    return mxh_select(&h->config, &h->shape, coll, bytes, work_bytes);
-}
+int mxh_entry_hier(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
+/* Library set-up of the entry layer (error conversion for nonblocking calls). */
+int mxh_entry_init(MPI_Comm comm, const char *func);
+/* An MPI error code for a failed status, without calling an error handler. */
+int mxh_status_code(mxh_status_t status, const char *func);
 
 #endif

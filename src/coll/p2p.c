@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "coll/p2p.h"
+#include "coll/task.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
 
@@ -644,7 +645,7 @@ int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const
     while (rc == MPI_SUCCESS && op.active) {
         int moved = 0;
         if (op.nreq > 0)
-            rc = MPI_Waitall(op.nreq, op.req, stats);
+            rc = mxh_task_wait_all(op.nreq, op.req, stats);
         op.nreq = 0;
         if (rc == MPI_SUCCESS)
             rc = mxh_p2p_advance(&op, &moved);

@@ -59,6 +59,50 @@ int mxh_task_wait_all(int n, MPI_Request *reqs, MPI_Status *stats);
 int mxh_task_wait_any(int n, MPI_Request *reqs, int *idx, MPI_Status *stat);
 int mxh_task_wait(MPI_Request *req, MPI_Status *stat);
 
+/* ---- queues and tasks (the engine side) ------------------------------------------- */
+
+struct mxh_task_queue {
+    mxh_task_t       *head, *tail; /* FIFO; head runs */
+    mxh_task_queue_t *next;        /* in the list of queues with tasks */
+    int               listed;
+};
+
+/* Bytes of arguments a task carries inline (its per-request state). */
+#define MXH_TASK_ARGS_MAX 320
+
+void mxh_task_queue_init(mxh_task_queue_t *q);
+/* Tasks in @q (posted, not finished). */
+int mxh_task_queue_len(const mxh_task_queue_t *q);
+/* Progress everything until @q is empty (a blocking call or a communicator
+ * free with nonblocking collectives ahead of it). Never from inside a task. */
+void mxh_task_queue_drain(mxh_task_queue_t *q);
+
+/* A new task (from a pool) with MXH_TASK_ARGS_MAX bytes of argument space at
+ * mxh_task_args(); NULL if out of memory. */
+mxh_task_t *mxh_task_new(void);
+void *mxh_task_args(mxh_task_t *t);
+/* Append @t to @q with body @fn(mxh_task_args(t)); the head of a queue starts
+ * at once (runs until its first wait). @func names the call for errors.
+ * *@req gets a generalized request that MPI_Test/Wait complete. On failure
+ * (no stack, MPI refused the request) the task is released and an error
+ * status returned. */
+mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
+                           MPI_Request *req);
+/* Release a task that was never posted. */
+void mxh_task_discard(mxh_task_t *t);
+
+/* Resume the head of every queue once (tasks of different communicators run
+ * interleaved). Does nothing when called from inside a task. */
+void mxh_task_progress_all(void);
+
+/* The entry layer's conversion of a task's failure into an MPI error code
+ * (without calling an error handler: the code travels in the request's status). */
+typedef int (*mxh_task_error_fn)(mxh_status_t st, const char *func);
+void mxh_task_set_error_fn(mxh_task_error_fn fn);
+
+/* Tasks in flight in the process (tests). */
+int mxh_task_in_flight(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,11 @@
 /* CUDA runtime glue: device presence, pointer kinds, error strings, CUDA IPC
- * export/open caches. See gpu.h. */
+ * export cache and the CUDA opener of the peer-mapping cache (mem/ipc_cache.h).
+ * See gpu.h. */
 #define _GNU_SOURCE /* process_vm_readv */
 #include "config.h"
 
 #include "gpu/gpu.h"
+#include "mem/ipc_cache.h"
 #include "util/log.h"
 
 #include <cuda.h>
@@ -95,7 +97,7 @@ static int host_readable(const void *p)
 }
 
 mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
-                               mxh_mem_info_t *info)
+                               mxh_gpu_mem_info_t *info)
 {
     unsigned int mtype = 0, managed = 0;
     int ordinal = -1;
@@ -111,7 +113,7 @@ mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
     void *data[] = {&mtype, &managed, &ordinal, &id, &start, &size};
 
     memset(info, 0, sizeof(*info));
-    info->kind   = MXH_MEM_HOST;
+    info->kind   = MXH_GPU_HOST;
     info->device = -1;
     if (p == NULL || !mxh_gpu_present())
         return MXH_OK;
@@ -119,12 +121,12 @@ mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
         CUDA_SUCCESS)
         mtype = 0; /* not known to CUDA: host */
     if (managed || mtype == CU_MEMORYTYPE_DEVICE) {
-        info->kind      = managed ? MXH_MEM_MANAGED : MXH_MEM_DEVICE;
+        info->kind      = managed ? MXH_GPU_MANAGED : MXH_GPU_DEVICE;
         info->device    = ordinal;
         info->buffer_id = id;
         info->base      = (uintptr_t)start;
         info->size      = size;
-        if (!managed) {
+        if (!managed && what != NULL) {
             int cur = mxh_gpu_current_device();
             if (ordinal != cur) {
                 mxh_error("%s (%p) is memory of CUDA device %d, but this rank's current device "
@@ -136,6 +138,8 @@ mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
         return MXH_OK;
     }
     if (check_host && !host_readable(p)) {
+        if (what == NULL)
+            what = "buffer";
         CUcontext ctx = NULL;
         const char *es = "invalid argument";
         if (drv.err_string)
@@ -155,7 +159,6 @@ mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
 /* ---- IPC: exported handles ----------------------------------------------------- */
 
 #define EXPORT_CACHE 64
-#define IMPORT_CACHE 256
 
 typedef struct {
     uint64_t           base, buffer_id;
@@ -163,21 +166,12 @@ typedef struct {
     int                used;
 } export_entry_t;
 
-typedef struct {
-    int32_t  pid;
-    uint64_t base, buffer_id;
-    void    *mapped;
-    uint64_t last_use;
-} import_entry_t;
-
 static export_entry_t exports[EXPORT_CACHE];
 static int export_next;
-static import_entry_t *imports;
-static uint64_t import_clock;
 
 mxh_status_t mxh_gpu_ipc_export(const void *p, mxh_ipc_desc_t *d)
 {
-    mxh_mem_info_t mi;
+    mxh_gpu_mem_info_t mi;
     mxh_status_t st;
 
     memset(d, 0, sizeof(*d));
@@ -186,10 +180,11 @@ mxh_status_t mxh_gpu_ipc_export(const void *p, mxh_ipc_desc_t *d)
     st = mxh_gpu_mem_query(p, "buffer", 0, &mi);
     if (st != MXH_OK)
         return st;
-    if (mi.kind != MXH_MEM_DEVICE)
+    if (mi.kind != MXH_GPU_DEVICE)
         return MXH_OK;
     d->pid       = (int32_t)getpid();
     d->base      = mi.base;
+    d->size      = mi.size;
     d->buffer_id = mi.buffer_id;
     d->offset    = (uint64_t)((uintptr_t)p - mi.base);
     for (int i = 0; i < EXPORT_CACHE; i++) {
@@ -217,84 +212,78 @@ mxh_status_t mxh_gpu_ipc_export(const void *p, mxh_ipc_desc_t *d)
 
 /* ---- IPC: opened peer mappings -------------------------------------------------- */
 
-static void import_close(import_entry_t *e)
+/* The opener of the process-wide mapping cache (mem/ipc_cache.h), which does
+ * the keying by allocation range, the eviction of stale overlapping mappings
+ * and the retry after cudaErrorAlreadyMapped. */
+static mxh_ipc_open_rc_t cuda_ipc_open(void *arg, const mxh_ipc_key_t *key, const void *handle,
+                                       void **mapped)
 {
-    if (e->mapped != NULL) {
-        cudaError_t rc = cudaIpcCloseMemHandle(e->mapped);
-        if (rc != cudaSuccess) {
-            (void)cudaGetLastError();
-            mxh_debug("gpu: cudaIpcCloseMemHandle: %s", cudaGetErrorString(rc));
-        }
+    cudaIpcMemHandle_t h;
+    cudaError_t rc;
+
+    (void)arg;
+    memcpy(&h, handle, sizeof(h));
+    rc = cudaIpcOpenMemHandle(mapped, h, cudaIpcMemLazyEnablePeerAccess);
+    if (rc == cudaSuccess)
+        return MXH_IPC_OPEN_OK;
+    if (rc == cudaErrorAlreadyMapped) {
+        (void)cudaGetLastError();
+        mxh_debug("gpu: cudaIpcOpenMemHandle (peer %d, 0x%llx +%llu): already mapped",
+                  (int)key->pid, (unsigned long long)key->base, (unsigned long long)key->size);
+        return MXH_IPC_OPEN_ALREADY_MAPPED;
     }
-    memset(e, 0, sizeof(*e));
+    (void)mxh_gpu_cuda(rc, "cudaIpcOpenMemHandle (a peer's buffer)");
+    return MXH_IPC_OPEN_FAILED;
 }
 
-mxh_status_t mxh_gpu_ipc_open(const mxh_ipc_desc_t *d, void **ptr)
+static void cuda_ipc_close(void *arg, const mxh_ipc_key_t *key, void *mapped)
 {
-    import_entry_t *hit = NULL, *victim = NULL;
+    cudaError_t rc = cudaIpcCloseMemHandle(mapped);
+    (void)arg;
+    if (rc != cudaSuccess) {
+        /* not fatal: the mapping goes away with the context at the latest */
+        (void)cudaGetLastError();
+        mxh_debug("gpu: cudaIpcCloseMemHandle (peer %d, 0x%llx): %s", (int)key->pid,
+                  (unsigned long long)key->base, cudaGetErrorString(rc));
+    }
+}
+
+const mxh_ipc_cache_ops_t mxh_gpu_ipc_ops = {cuda_ipc_open, cuda_ipc_close, NULL};
+
+mxh_status_t mxh_gpu_ipc_map(const mxh_ipc_desc_t *d, void *owner, void **ptr)
+{
+    mxh_ipc_key_t key;
+    void *m = NULL;
+    mxh_status_t st;
 
     *ptr = NULL;
     if (!d->valid)
         return MXH_ERR_INVALID_PARAM;
-    if (imports == NULL) {
-        imports = calloc(IMPORT_CACHE, sizeof(*imports));
-        if (imports == NULL)
-            return MXH_ERR_NO_MEMORY;
-    }
-    import_clock++;
-    for (int i = 0; i < IMPORT_CACHE; i++) {
-        import_entry_t *e = &imports[i];
-        if (e->mapped && e->pid == d->pid && e->base == d->base) {
-            hit = e;
-            break;
-        }
-        if (victim == NULL || e->mapped == NULL ||
-            (victim->mapped != NULL && e->last_use < victim->last_use))
-            victim = e;
-    }
-    if (hit != NULL && hit->buffer_id != d->buffer_id) {
-        /* the peer freed that allocation and got a new one at the same address */
-        mxh_debug("gpu: peer %d buffer at 0x%llx changed (id %llu -> %llu): reopening",
-                  (int)d->pid, (unsigned long long)d->base, (unsigned long long)hit->buffer_id,
-                  (unsigned long long)d->buffer_id);
-        import_close(hit);
-        victim = hit;
-        hit    = NULL;
-    }
-    if (hit == NULL) {
-        void *m = NULL;
-        if (victim->mapped != NULL)
-            import_close(victim);
-        cudaError_t rc = cudaIpcOpenMemHandle(&m, d->handle, cudaIpcMemLazyEnablePeerAccess);
-        if (rc != cudaSuccess)
-            return mxh_gpu_cuda(rc, "cudaIpcOpenMemHandle (a peer's buffer)");
-        victim->pid       = d->pid;
-        victim->base      = d->base;
-        victim->buffer_id = d->buffer_id;
-        victim->mapped    = m;
-        hit               = victim;
-    }
-    hit->last_use = import_clock;
-    *ptr          = (char *)hit->mapped + d->offset;
-    return MXH_OK;
+    key.pid       = d->pid;
+    key.base      = d->base;
+    key.size      = d->size;
+    key.buffer_id = d->buffer_id;
+    st = mxh_ipc_cache_open(&key, &d->handle, owner, &m);
+    if (st == MXH_OK)
+        *ptr = (char *)m + d->offset;
+    return st;
+}
+
+mxh_status_t mxh_gpu_ipc_open(const mxh_ipc_desc_t *d, void **ptr)
+{
+    return mxh_gpu_ipc_map(d, NULL, ptr);
 }
 
 void mxh_gpu_ipc_close_all(void)
 {
-    if (imports != NULL) {
-        for (int i = 0; i < IMPORT_CACHE; i++)
-            import_close(&imports[i]);
-        free(imports);
-        imports = NULL;
-    }
+    mxh_ipc_cache_clear();
     memset(exports, 0, sizeof(exports));
     export_next = 0;
 }
 
 int mxh_gpu_ipc_cached(void)
 {
-    int n = 0;
-    for (int i = 0; imports != NULL && i < IMPORT_CACHE; i++)
-        n += imports[i].mapped != NULL;
-    return n;
+    mxh_ipc_cache_stats_t st;
+    mxh_ipc_cache_stats(&st);
+    return st.entries;
 }

@@ -9,11 +9,13 @@
  *    cuPointerGetAttributes: one call, no context needed for host pointers).
  *  - mxh_gpu_cuda(): turn a cudaError_t into a status, logging "what: name:
  *    string" at error level (it becomes the MPI error string).
- *  - CUDA IPC: export descriptors (handle + buffer id + offset, cached per
- *    allocation) and a process-wide cache of opened peer mappings keyed by
- *    (exporter pid, allocation base, buffer id): a buffer freed and its address
- *    reused by a new allocation has a new buffer id, so the stale mapping is
- *    closed and the new one opened instead of reading freed memory.
+ *  - CUDA IPC: export descriptors (handle + buffer id + allocation range +
+ *    offset, cached per allocation); peers' mappings are opened through the
+ *    process-wide cache of mem/ipc_cache.h, keyed by (exporter pid, allocation
+ *    range, buffer id): a buffer freed and its range reused (wholly or in
+ *    part) by a new allocation has a new buffer id, so the stale mappings
+ *    overlapping it are closed and the new one opened instead of reading freed
+ *    memory or failing with cudaErrorAlreadyMapped.
  */
 #ifndef MXH_GPU_H
 #define MXH_GPU_H
@@ -33,19 +35,19 @@ extern "C" {
  * util/status.h has no CUDA code yet: MXH_ERR_MPI maps to MPI_ERR_OTHER. */
 #define MXH_GPU_ERR_CUDA MXH_ERR_MPI
 
-typedef enum mxh_mem_kind {
-    MXH_MEM_HOST = 0, /* ordinary or pinned host memory (also NULL, MPI_IN_PLACE) */
-    MXH_MEM_DEVICE,   /* cudaMalloc'ed memory of one device */
-    MXH_MEM_MANAGED   /* cudaMallocManaged */
-} mxh_mem_kind_t;
+typedef enum mxh_gpu_kind {
+    MXH_GPU_HOST = 0, /* ordinary or pinned host memory (also NULL, MPI_IN_PLACE) */
+    MXH_GPU_DEVICE,   /* cudaMalloc'ed memory of one device */
+    MXH_GPU_MANAGED   /* cudaMallocManaged */
+} mxh_gpu_kind_t;
 
-typedef struct mxh_mem_info {
-    mxh_mem_kind_t kind;
+typedef struct mxh_gpu_mem_info {
+    mxh_gpu_kind_t kind;
     int            device;    /* ordinal of the owning device (device/managed), else -1 */
     uint64_t       buffer_id; /* process-wide unique id of the allocation (0: host) */
     uintptr_t      base;      /* allocation start (device/managed) */
     size_t         size;      /* allocation size */
-} mxh_mem_info_t;
+} mxh_gpu_mem_info_t;
 
 /* 1 if this process can use a CUDA device (driver loaded, >= 1 device). */
 int mxh_gpu_present(void);
@@ -53,9 +55,11 @@ int mxh_gpu_present(void);
 /* Kind of @p. Errors (MXH_ERR_INVALID_PARAM, logged with @what): device
  * memory of a GPU other than the current device; a pointer that is neither a
  * live CUDA allocation nor readable host memory (freed device memory) when
- * @check_host is set. With no CUDA device: MXH_MEM_HOST at once. */
+ * @check_host is set. @what NULL: quiet about the device (another device's
+ * memory is reported with its ordinal in info->device, not as an error).
+ * With no CUDA device: MXH_GPU_HOST at once. */
 mxh_status_t mxh_gpu_mem_query(const void *p, const char *what, int check_host,
-                               mxh_mem_info_t *info);
+                               mxh_gpu_mem_info_t *info);
 
 /* The runtime's current device (-1 on error). */
 int mxh_gpu_current_device(void);
@@ -70,6 +74,7 @@ typedef struct mxh_ipc_desc {
     cudaIpcMemHandle_t handle;
     uint64_t           buffer_id;
     uint64_t           base;   /* exporter's allocation base (cache key) */
+    uint64_t           size;   /* exporter's allocation size (cache key) */
     uint64_t           offset; /* of the exported pointer inside the allocation */
     int32_t            pid;    /* exporter */
     int32_t            valid;  /* 0: nothing exported (empty or not exportable) */
@@ -80,11 +85,16 @@ typedef struct mxh_ipc_desc {
  * caller copies into an exportable buffer instead. */
 mxh_status_t mxh_gpu_ipc_export(const void *p, mxh_ipc_desc_t *d);
 
-/* The local address of a peer's exported pointer (opened once and cached;
- * reopened when the peer's allocation at that base changed). */
+/* The local address of a peer's exported pointer, mapped through the
+ * process-wide cache (mem/ipc_cache.h) and tagged with @owner (the
+ * communicator object; mxh_ipc_cache_release_owner(owner) at its free closes
+ * the mappings only it used). */
+mxh_status_t mxh_gpu_ipc_map(const mxh_ipc_desc_t *d, void *owner, void **ptr);
+
+/* mxh_gpu_ipc_map without an owner (closed by eviction or close_all only). */
 mxh_status_t mxh_gpu_ipc_open(const mxh_ipc_desc_t *d, void **ptr);
 
-/* Close every cached mapping (when the last GPU communicator goes away). */
+/* Close every cached mapping and forget the exported handles. */
 void mxh_gpu_ipc_close_all(void);
 
 /* Mappings and export entries currently cached (tests). */

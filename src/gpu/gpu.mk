@@ -1,15 +1,14 @@
 # src/gpu fragment (owned by its subsystem); included from the Makefile.am above it.
 # With CUDA: the runtime glue (src/gpu/gpu.c) and the reduction kernels
-# (src/reduce/reduce_cuda.cu, compiled by nvcc) go into the internals library,
-# the GPU executor (src/gpu/gpu_coll.c) into the entry layer's. Without CUDA
-# nothing is added (gpu_coll.h then gives inline stubs).
+# (src/reduce/reduce_cuda.cu, compiled by nvcc) go into the internals library;
+# the engine reaches them through the CUDA memory kind (src/mem/mem_cuda.c).
+# Without CUDA nothing is added.
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 src_libmxh_la_SOURCES += src/gpu/gpu.h src/gpu/gpu.c src/reduce/reduce_cuda.h
 # nvcc host code needs the C++ runtime (static-init guards, personality)
 src_libmxh_la_LIBADD += src/reduce/reduce_cuda.lo $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 EXTRA_src_libmxh_la_DEPENDENCIES = src/reduce/reduce_cuda.lo
-libmpixhier_core_la_SOURCES += src/gpu/gpu_coll.h src/gpu/gpu_coll.c
 
 # nvcc through libtool: libtool's compile mode would hand nvcc gcc's -fPIC, so
 # the object is built here (PIC, passed to the host compiler) and described by

@@ -81,6 +81,20 @@ const mxh_mem_ops_t *mxh_mem_ops(mxh_mem_kind_t kind);
  * Returns the status of the copy. */
 mxh_status_t mxh_mem_copy_sync(const mxh_mem_ops_t *ops, void *dst, const void *src, size_t n);
 
+/* mxh_mem_of for argument checking (the entry layer, once per buffer and
+ * call): also rejects, with an error logged naming @what ("sendbuf"), device
+ * memory of a GPU other than the current device and, when @check is set
+ * (the buffer will be accessed: count > 0), a pointer that is neither a live
+ * CUDA allocation nor readable host memory (freed device memory). Without a
+ * CUDA device it is mxh_mem_of and never fails. *@ops is always set (host on
+ * error). */
+mxh_status_t mxh_mem_query(const void *p, const char *what, int check, const mxh_mem_ops_t **ops);
+
+/* Release what the kinds hold process-wide (CUDA streams and pooled events,
+ * the peer IPC mappings of mem/ipc_cache.h). For the library's global
+ * teardown (MPI_Finalize); the kinds work again afterwards (lazily). */
+void mxh_mem_finalize(void);
+
 /* ---- the test kind -------------------------------------------------------------- */
 
 /* @n bytes of test-kind memory (page-aligned, zeroed), NULL on failure. The
@@ -93,6 +107,9 @@ void mxh_mem_test_set_delay(int polls);
 /* Copies started and completed since the process started (tests check that
  * the staged path ran). */
 uint64_t mxh_mem_test_copies(void);
+/* Current hold count of the test allocation holding @p (0: not held or not
+ * test memory). For tests and assertions. */
+int mxh_mem_test_holds(const void *p);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 #include "config.h"
 
 #include "mpix_hier.h"
-#include "mpix/mpix_internal.h"
+#include "coll/hier.h"
 #include "topo/caps.h"
 #include "topo/discover.h"
 #include "topo/machine.h"
@@ -192,12 +192,13 @@ static void print_hierarchy(MPI_Comm comm, long count, int json)
 {
     mxh_hier_t *h;
     int rank, size;
-    static const char *const F = "mpix_info";
 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    if (mxh_hier_get(comm, F, &h) != MPI_SUCCESS)
+    if (mxh_hier_get(comm, &h) != MXH_OK) {
+        fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n", mxh_log_last_error());
         return;
+    }
     const mxh_layout_t *L = h->layout;
     if (rank != 0)
         goto plans_barrier;

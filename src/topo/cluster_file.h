@@ -15,7 +15,7 @@
  * Keys are case-insensitive and given at most once per line. A host may appear
  * on one line only. Defaults: node = the host itself, rail = from discovery,
  * leaf = from topology.conf (MPIX_HIER_TOPO_FILE) or the default leaf.
- * Produces plain data: the decision is taken elsewhere (mpix/comm.c). */
+ * Produces plain data: the decision is taken elsewhere (topo/local_record.c, hier/levels.c). */
 #ifndef MXH_CLUSTER_FILE_H
 #define MXH_CLUSTER_FILE_H
 

@@ -1,0 +1,741 @@
+/* Collectives: decision of the path, staging of non-host memory, the bodies
+ * that run a cached schedule on a work buffer, and their plain-MPI fallbacks
+ * (coll/coll.h). The same body runs for blocking calls (caller's stack) and
+ * nonblocking ones (a task). */
+#include "config.h"
+
+#include "coll/coll.h"
+#include "coll/exec.h"
+#include "coll/task.h"
+#include "reduce/reduce.h"
+#include "sim/sim.h"
+#include "util/log.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const mxh_coll_info_t coll_table[MXH_COLL_COUNT] = {
+    [MXH_COLL_ALLREDUCE]             = {MXH_COLL_ALLREDUCE, "allreduce", 0, 1, 0},
+    [MXH_COLL_REDUCE_SCATTER_BLOCK]  = {MXH_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block", 0,
+                                        1, 1},
+    [MXH_COLL_ALLGATHER]             = {MXH_COLL_ALLGATHER, "allgather", 0, 0, 1},
+    [MXH_COLL_BCAST]                 = {MXH_COLL_BCAST, "bcast", 1, 0, 0},
+    [MXH_COLL_REDUCE]                = {MXH_COLL_REDUCE, "reduce", 1, 1, 0},
+};
+
+const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll)
+{
+    return &coll_table[coll];
+}
+
+/* ---- plain MPI ------------------------------------------------------------------------ */
+
+/* A blocking MPI collective, or inside a task its nonblocking form + a wait that
+ * yields (a task never blocks in MPI). The error code goes to a->mpi_rc. */
+#define PLAIN(_a, _blocking, _nonblocking)                                               \
+    do {                                                                                 \
+        int _rc;                                                                         \
+        if (!mxh_task_in_fiber()) {                                                      \
+            _rc = (_blocking);                                                           \
+        } else {                                                                         \
+            MPI_Request _r = MPI_REQUEST_NULL;                                           \
+            _rc = (_nonblocking);                                                        \
+            if (_rc == MPI_SUCCESS)                                                      \
+                _rc = mxh_task_wait(&_r, MPI_STATUS_IGNORE);                             \
+        }                                                                                \
+        if (_rc != MPI_SUCCESS) {                                                        \
+            (_a)->mpi_rc = _rc;                                                          \
+            return MXH_ERR_MPI;                                                          \
+        }                                                                                \
+        return MXH_OK;                                                                   \
+    } while (0)
+
+/* Bytes a buffer of @count elements of @dt spans, and where they start
+ * relative to the buffer pointer. */
+static size_t type_span(MPI_Datatype dt, int count, MPI_Aint *lb)
+{
+    MPI_Aint l, extent, tlb, textent;
+    MPI_Type_get_extent(dt, &l, &extent);
+    MPI_Type_get_true_extent(dt, &tlb, &textent);
+    *lb = tlb;
+    if (count <= 0)
+        return 0;
+    return (size_t)textent + (size_t)(count - 1) * (size_t)extent;
+}
+
+/* A private copy of @count elements of @dt at @buf (MPI_Sendrecv on
+ * MPI_COMM_SELF copies any datatype). *base_p gets the buffer to free. */
+static int typed_copy(const void *buf, int count, MPI_Datatype dt, void **copy_p, void **base_p)
+{
+    MPI_Aint lb;
+    size_t bytes = type_span(dt, count, &lb);
+    char *base   = malloc(bytes ? bytes : 1);
+    int rc;
+
+    if (base == NULL)
+        return MPI_ERR_NO_MEM;
+    *base_p = base;
+    *copy_p = base - lb;
+    rc = MPI_Sendrecv(buf, count, dt, 0, 0, *copy_p, count, dt, 0, 0, MPI_COMM_SELF,
+                      MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        free(base);
+        *base_p = NULL;
+    }
+    return rc;
+}
+
+static mxh_status_t plain_allreduce(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Allreduce(s, r, a->count, a->dt, a->mpi_op, a->comm),
+          MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, &_r));
+}
+
+static mxh_status_t plain_rsb_call(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Reduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm),
+          MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, &_r));
+}
+
+/* In place through a copy: MPICH 4.0.2 asserts on overlapping memcpy in some
+ * in-place reduce-scatter paths. */
+static mxh_status_t plain_rsb(mxh_coll_args_t *a, const void *s, void *r)
+{
+    void *copy = NULL, *base = NULL;
+    mxh_status_t st;
+    int rc;
+
+    if (s != MPI_IN_PLACE || a->count == 0 || (size_t)a->count * (size_t)a->size > INT_MAX)
+        return plain_rsb_call(a, s, r);
+    rc = typed_copy(r, a->count * a->size, a->dt, &copy, &base);
+    if (rc != MPI_SUCCESS) {
+        plain_rsb_call(a, MPI_IN_PLACE, r); /* keep the collective matched, then report */
+        mxh_error("cannot copy the in-place buffer");
+        return MXH_ERR_NO_MEMORY;
+    }
+    st = plain_rsb_call(a, copy, r);
+    free(base);
+    return st;
+}
+
+static mxh_status_t plain_allgather(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Allgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm),
+          MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, &_r));
+}
+
+static mxh_status_t plain_bcast(mxh_coll_args_t *a, void *r)
+{
+    PLAIN(a, MPI_Bcast(r, a->count, a->dt, a->root, a->comm),
+          MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, &_r));
+}
+
+static mxh_status_t plain_reduce_call(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Reduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm),
+          MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, &_r));
+}
+
+/* MPI_IN_PLACE at a root other than 0 crashes MPICH 4.0.2's MPI_Reduce
+ * (reduce_scatter_gather algorithm): the root reduces from a copy. */
+static mxh_status_t plain_reduce(mxh_coll_args_t *a, const void *s, void *r)
+{
+    void *copy = NULL, *base = NULL;
+    mxh_status_t st;
+
+    if (s != MPI_IN_PLACE || a->rank != a->root || a->root == 0 || a->count == 0)
+        return plain_reduce_call(a, s, r);
+    if (typed_copy(r, a->count, a->dt, &copy, &base) != MPI_SUCCESS) {
+        plain_reduce_call(a, MPI_IN_PLACE, r);
+        mxh_error("cannot copy the in-place buffer");
+        return MXH_ERR_NO_MEMORY;
+    }
+    st = plain_reduce_call(a, copy, r);
+    free(base);
+    return st;
+}
+
+static mxh_status_t run_plain(mxh_coll_args_t *a, const void *s, void *r)
+{
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:            return plain_allreduce(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER_BLOCK: return plain_rsb(a, s, r);
+    case MXH_COLL_ALLGATHER:            return plain_allgather(a, s, r);
+    case MXH_COLL_BCAST:                return plain_bcast(a, r);
+    case MXH_COLL_REDUCE:               return plain_reduce(a, s, r);
+    default:                            return MXH_ERR_INVALID_PARAM;
+    }
+}
+
+/* ---- fragment I/O: data moved in and out of the work buffer ------------------------------ */
+
+/* Data moved in and out fragment by fragment (in a streamed pipeline it overlaps
+ * the other fragments' transfers). */
+typedef struct frag_io {
+    const char *src;   /* allreduce/reduce: the send buffer; rsb: the input blocks */
+    char       *dst;   /* allgather: the receive buffer */
+    size_t      block; /* rsb/allgather: bytes per block */
+    int         nblocks, me;
+} frag_io_t;
+
+/* Each function below moves at most @max bytes of fragment @f's job, from
+ * byte @off of it on, and returns the bytes of the job left after them (the
+ * executor polls its transfers between pieces). Copies are charged once per
+ * piece in the simulation build. */
+
+/* allreduce/reduce: copy the fragment from the send buffer */
+static size_t frag_copy_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                           size_t max)
+{
+    const frag_io_t *io = arg;
+    size_t base = mxh_sched_frag_offset(s, f) * s->tsize;
+    size_t len  = mxh_sched_frag_count(s, f) * s->tsize;
+    size_t n    = len - off < max ? len - off : max;
+    mxh_copy(work + base + off, io->src + base + off, n);
+    return len - off - n;
+}
+
+/* rsb in, allgather out: the fragment's piece of every block. In the work
+ * buffer those pieces follow each other in block_pos order, in the user's
+ * buffer block d starts at d * io->block. The job is block 0's piece, then
+ * block 1's, ...; @out copies work -> user buffer. */
+static size_t frag_blocks(const frag_io_t *io, const mxh_sched_t *s, int f, char *work,
+                          size_t off, size_t max, int out)
+{
+    size_t run  = mxh_sched_frag_count(s, f) * s->tsize; /* bytes of one block's piece */
+    size_t len  = run * (size_t)io->nblocks, end = len - off < max ? len - off : max;
+    char *frag  = work + mxh_sched_frag_offset(s, f) * s->tsize;
+    size_t from = mxh_sched_frag_start(s, f) * s->tsize, moved = 0;
+
+    end += off;
+    while (run > 0 && off < end) {
+        int d    = (int)(off / run);
+        size_t w = off % run, n = run - w < end - off ? run - w : end - off;
+        size_t user = (size_t)d * io->block + from + w;
+        char *work_p = frag + (size_t)s->plan->block_pos[d] * run + w;
+        if (out)
+            mxh_copy_uncharged(io->dst + user, work_p, n);
+        else
+            mxh_copy_uncharged(work_p, io->src + user, n);
+        off += n;
+        moved += n;
+    }
+    mxh_copy_charge(moved);
+    return len - end;
+}
+
+/* rsb: the fragment's piece of every block, blocks in block_pos order */
+static size_t frag_pack_all(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                            size_t max)
+{
+    return frag_blocks(arg, s, f, work, off, max, 0);
+}
+
+/* allgather: my block's piece in (one piece), every block's piece out */
+static size_t frag_pack_mine(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                             size_t max)
+{
+    const frag_io_t *io = arg;
+    size_t fc = mxh_sched_frag_count(s, f), ts = s->tsize;
+    (void)off;
+    (void)max;
+    mxh_copy(work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[io->me] * fc) * ts,
+             io->src + mxh_sched_frag_start(s, f) * ts, fc * ts);
+    return 0;
+}
+
+static size_t frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                              size_t max)
+{
+    return frag_blocks(arg, s, f, work, off, max, 1);
+}
+
+/* Block collectives on a schedule: the work buffer is fragment-major (for each
+ * fragment, that fragment's piece of every block, blocks in block_pos order).
+ * Copy block @d's pieces out to @dst (a block of sched->count elements). */
+static void unpack_block(const mxh_sched_t *s, const char *work, int d, char *dst, size_t tsize)
+{
+    for (int f = 0; f < s->nfrag; f++) {
+        size_t fc = mxh_sched_frag_count(s, f);
+        mxh_copy(dst + mxh_sched_frag_start(s, f) * tsize,
+                 work + (mxh_sched_frag_offset(s, f) + (size_t)s->plan->block_pos[d] * fc) * tsize,
+                 fc * tsize);
+    }
+}
+
+/* ---- hierarchical bodies ------------------------------------------------------------------ */
+
+static mxh_status_t no_memory(size_t bytes)
+{
+    mxh_error("cannot allocate %zu bytes of scratch", bytes);
+    return MXH_ERR_NO_MEMORY;
+}
+
+/* Run @sched on @work (sched->work_count elements), fragments moved in and out
+ * by @in/@out. */
+static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work,
+                                 MPI_Op op, mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
+{
+    mxh_hier_t *h      = a->hier;
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io};
+    /* allreduce/reduce: the first step may read the send buffer in place of a copy */
+    if (in == frag_copy_in)
+        ctx.src = io->src;
+    size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * a->tsize;
+    void *tmp        = mxh_hier_tmp(h, tmp_bytes);
+    if (tmp == NULL)
+        return no_memory(tmp_bytes);
+    return mxh_exec_sched(sched, &ctx, work, tmp);
+}
+
+/* Equal blocks of @count elements in rank order (shared-memory block collectives). */
+static void block_parts(mxh_hier_t *h, int count)
+{
+    for (int r = 0; r < h->size; r++) {
+        h->blk_counts[r] = count;
+        h->blk_displs[r] = r * count;
+    }
+}
+
+static mxh_status_t get_sched(mxh_coll_args_t *a, size_t count, int root,
+                              const mxh_sched_t **sched)
+{
+    return mxh_hier_sched(a->hier, a->coll, count, root, a->tsize, &a->choice, sched);
+}
+
+static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
+{
+    mxh_hier_t *h = a->hier;
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+
+    if (a->path == MXH_PATH_SHM)
+        return mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                                 (size_t)a->count, a->dt, a->tsize, a->mpi_op);
+    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+        return st;
+    frag_io_t io = {sendbuf, NULL, 0, 0, 0};
+    return run_sched_io(a, sched, recvbuf, a->mpi_op,
+                        sendbuf != MPI_IN_PLACE ? frag_copy_in : NULL, NULL, &io);
+}
+
+static mxh_status_t hier_rsb(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
+{
+    mxh_hier_t *h = a->hier;
+    size_t block  = (size_t)a->count * a->tsize;
+    const char *in = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf : (const char *)sendbuf;
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+
+    if (a->path == MXH_PATH_SHM) {
+        /* in place, rank r's result lands on block 0 of its own input: only rank 0
+         * may write straight into it */
+        char *out = sendbuf == MPI_IN_PLACE && a->rank != 0 ? mxh_hier_scratch(h, block)
+                                                             : recvbuf;
+        if (out == NULL)
+            return no_memory(block);
+        block_parts(h, a->count);
+        st = mxh_shm_reduce_scatter(h->shm_all, in, out, h->blk_counts, h->blk_displs, a->dt,
+                                    a->tsize, a->mpi_op);
+        if (st == MXH_OK && out != recvbuf)
+            mxh_copy(recvbuf, out, block);
+        return st;
+    }
+    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+        return st;
+    char *work = mxh_hier_scratch(h, block * (size_t)a->size);
+    if (work == NULL)
+        return no_memory(block * (size_t)a->size);
+    frag_io_t io = {in, NULL, block, a->size, a->rank};
+    st = run_sched_io(a, sched, work, a->mpi_op, frag_pack_all, NULL, &io);
+    if (st == MXH_OK)
+        unpack_block(sched, work, a->rank, recvbuf, a->tsize);
+    return st;
+}
+
+static mxh_status_t hier_allgather(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
+{
+    mxh_hier_t *h = a->hier;
+    size_t block  = (size_t)a->count * a->tsize;
+    const char *mine = sendbuf == MPI_IN_PLACE ? (const char *)recvbuf + (size_t)a->rank * block
+                                               : (const char *)sendbuf;
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+
+    if (a->path == MXH_PATH_SHM) {
+        block_parts(h, a->count);
+        return mxh_shm_allgather(h->shm_all, mine, recvbuf, h->blk_counts, h->blk_displs, a->dt,
+                                 a->tsize);
+    }
+    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+        return st;
+    int identity = sched->nfrag == 1;
+    for (int d = 0; d < a->size && identity; d++)
+        identity = sched->plan->block_pos[d] == d;
+    char *work = identity ? (char *)recvbuf : mxh_hier_scratch(h, block * (size_t)a->size);
+    if (work == NULL)
+        return no_memory(block * (size_t)a->size);
+    frag_io_t io = {mine, recvbuf, block, a->size, a->rank};
+    if (identity && work + (size_t)a->rank * block != mine)
+        mxh_copy(work + (size_t)a->rank * block, mine, block);
+    return run_sched_io(a, sched, work, MPI_OP_NULL, identity ? NULL : frag_pack_mine,
+                        identity ? NULL : frag_unpack_all, &io);
+}
+
+static mxh_status_t hier_bcast(mxh_coll_args_t *a, void *buffer)
+{
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+
+    if (a->path == MXH_PATH_SHM)
+        return mxh_shm_bcast(a->hier->shm_all, buffer, (size_t)a->count, a->tsize, a->root);
+    if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
+        return st;
+    return run_sched_io(a, sched, buffer, MPI_OP_NULL, NULL, NULL, NULL);
+}
+
+static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
+{
+    mxh_hier_t *h = a->hier;
+    size_t bytes  = (size_t)a->count * a->tsize;
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+
+    if (a->path == MXH_PATH_SHM)
+        return mxh_shm_reduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                              a->rank == a->root ? recvbuf : NULL, (size_t)a->count, a->dt,
+                              a->tsize, a->mpi_op, a->root);
+    if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
+        return st;
+    void *work = recvbuf;
+    if (a->rank != a->root) {
+        work = mxh_hier_scratch(h, bytes);
+        if (work == NULL)
+            return no_memory(bytes);
+    }
+    frag_io_t io = {sendbuf, NULL, 0, 0, 0};
+    return run_sched_io(a, sched, work, a->mpi_op, sendbuf != MPI_IN_PLACE ? frag_copy_in : NULL,
+                        NULL, &io);
+}
+
+/* The path on host buffers @s and @r (the user's, or their staging mirrors). */
+static mxh_status_t run_host(mxh_coll_args_t *a, const void *s, void *r)
+{
+    switch (a->path) {
+    case MXH_PATH_NONE:
+        return MXH_OK;
+    case MXH_PATH_PLAIN:
+        return run_plain(a, s, r);
+    default:
+        break;
+    }
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
+    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
+    case MXH_COLL_BCAST:                return hier_bcast(a, r);
+    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
+    default:                            return MXH_ERR_INVALID_PARAM;
+    }
+}
+
+/* ---- staging: buffers of other memory kinds -------------------------------------------------- */
+
+/* A copy through @ops, waiting for its completion (yielding inside a task). */
+static mxh_status_t copy_wait(const mxh_mem_ops_t *ops, void *dst, const void *src, size_t n)
+{
+    mxh_mem_event_t ev;
+    mxh_status_t st = ops->copy_start(dst, src, n, &ev);
+    int done;
+
+    if (st != MXH_OK)
+        return st;
+    while ((done = ops->event_test(&ev)) == 0)
+        if (mxh_task_in_fiber())
+            mxh_task_yield();
+    return done > 0 ? MXH_OK : (mxh_status_t)-done;
+}
+
+/* What a rank's buffers are in a call: elements of the send buffer (sendtype)
+ * and of the receive buffer (dt) that are significant here, and whether the
+ * receive buffer is read (in place, bcast root) and written. */
+typedef struct buf_use {
+    int send_count, recv_count;
+    int recv_in, recv_out;
+} buf_use_t;
+
+static buf_use_t buf_use(const mxh_coll_args_t *a)
+{
+    int in_place = a->sendbuf == MPI_IN_PLACE;
+    buf_use_t u  = {0, 0, 0, 1};
+
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+        u.send_count = in_place ? 0 : a->count;
+        u.recv_count = a->count;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        u.send_count = in_place ? 0 : a->count * a->size;
+        u.recv_count = in_place ? a->count * a->size : a->count;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_ALLGATHER:
+        u.send_count = in_place ? 0 : a->sendcount;
+        u.recv_count = a->count * a->size;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_BCAST:
+        u.recv_count = a->count;
+        u.recv_in    = a->rank == a->root;
+        u.recv_out   = a->rank != a->root;
+        break;
+    case MXH_COLL_REDUCE:
+        u.send_count = in_place ? 0 : a->count;
+        u.recv_count = a->rank == a->root ? a->count : 0;
+        u.recv_in    = in_place;
+        break;
+    default:
+        break;
+    }
+    return u;
+}
+
+/* Non-host buffers of this rank are mirrored in host staging memory: copied in
+ * before the path runs, results copied back after. The path itself (and so
+ * every other rank) cannot tell. */
+/* Staging mirror @which of @bytes: the communicator's pool, or for a call
+ * without a hierarchy (plain MPI) a buffer of its own, freed by stage_put. */
+static char *stage_get(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, int which, size_t bytes)
+{
+    if (a->hier != NULL)
+        return mxh_hier_stage(a->hier, ops, which, bytes);
+    return ops->stage_alloc(bytes ? bytes : 1);
+}
+
+static void stage_put(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, char *p, size_t bytes)
+{
+    if (a->hier == NULL && p != NULL)
+        ops->stage_free(p, bytes ? bytes : 1);
+}
+
+static mxh_status_t run_staged(mxh_coll_args_t *a)
+{
+    const mxh_mem_ops_t *sm = a->send_mem, *rm = a->recv_mem;
+    buf_use_t u     = buf_use(a);
+    const void *s   = a->sendbuf;
+    void *r         = a->recvbuf;
+    char *rmirror   = NULL, *smirror = NULL;
+    size_t rbytes   = 0, sbytes = 0;
+    MPI_Aint lb;
+    mxh_status_t st = MXH_OK;
+
+    if (sm->hold)
+        sm->hold(a->sendbuf);
+    if (rm->hold)
+        rm->hold(a->recvbuf);
+    if (u.send_count > 0 && sm->kind != MXH_MEM_HOST) {
+        sbytes  = type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt, u.send_count,
+                            &lb);
+        smirror = stage_get(a, sm, 0, sbytes);
+        st      = smirror ? copy_wait(sm, smirror, (const char *)a->sendbuf + lb, sbytes)
+                          : MXH_ERR_NO_MEMORY;
+        s = smirror - lb;
+    }
+    if (st == MXH_OK && u.recv_count > 0 && rm->kind != MXH_MEM_HOST) {
+        rbytes  = type_span(a->dt, u.recv_count, &lb);
+        rmirror = stage_get(a, rm, 1, rbytes);
+        if (rmirror == NULL)
+            st = MXH_ERR_NO_MEMORY;
+        else if (u.recv_in)
+            st = copy_wait(rm, rmirror, (char *)a->recvbuf + lb, rbytes);
+        r = rmirror - lb;
+    }
+    /* a failure above is local: the collective must still run (peers wait in it) */
+    mxh_status_t run = run_host(a, s, r);
+    if (st == MXH_OK)
+        st = run;
+    if (st == MXH_OK && rmirror != NULL && u.recv_out)
+        st = copy_wait(rm, (char *)a->recvbuf + lb, rmirror, rbytes);
+    stage_put(a, rm, rmirror, rbytes);
+    stage_put(a, sm, smirror, sbytes);
+    if (rm->release)
+        rm->release(a->recvbuf);
+    if (sm->release)
+        sm->release(a->sendbuf);
+    return st;
+}
+
+static mxh_status_t body(mxh_coll_args_t *a)
+{
+    return a->staged ? run_staged(a) : run_host(a, a->sendbuf, a->recvbuf);
+}
+
+/* ---- decision ------------------------------------------------------------------------------ */
+
+int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
+{
+    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    size_t elements           = (size_t)a->count;
+
+    MPI_Comm_rank(a->comm, &a->rank);
+    MPI_Comm_size(a->comm, &a->size);
+    a->hier_op = hier_op;
+    a->mpi_op  = a->op;
+    a->mpi_rc  = MPI_SUCCESS;
+    if (ci->reducing) {
+        a->mpi_op = mxh_reduce_mpi_op(a->dt, a->op); /* half types: our op */
+#ifdef MXH_SIMGRID
+        a->mpi_op = mxh_sim_mpi_op(a->mpi_op); /* MPI's reductions charged like ours */
+#endif
+    }
+    /* memory kinds: only the buffers significant at this rank */
+    a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
+    a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
+                                                                               : a->recvbuf);
+    a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
+
+    a->path = MXH_PATH_PLAIN;
+    if (a->tsize == 0 || (ci->reducing && !hier_op) ||
+        (a->coll == MXH_COLL_ALLGATHER && a->sendbuf != MPI_IN_PLACE &&
+         (a->sendtype != a->dt || a->sendcount != a->count)))
+        return 0;
+    if (a->count == 0) {
+        a->path = MXH_PATH_NONE;
+        return 0;
+    }
+    if (ci->blocks)
+        elements *= (size_t)a->size;
+    if (elements > INT_MAX)
+        return 0;
+    return 1;
+}
+
+void mxh_coll_prepare(mxh_coll_args_t *a)
+{
+    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    size_t bytes, work;
+
+    if (a->hier == NULL || (a->path != MXH_PATH_PLAIN && a->path != MXH_PATH_SCHED))
+        return;
+    bytes    = (size_t)a->count * a->tsize;
+    work     = ci->blocks ? bytes * (size_t)a->size : bytes;
+    a->choice = mxh_hier_select(a->hier, a->coll, bytes, work);
+    switch (a->choice.algo) {
+    case MXH_ALGO_MPI: a->path = MXH_PATH_PLAIN; break;
+    case MXH_ALGO_SHM: a->path = MXH_PATH_SHM; break;
+    default:           a->path = MXH_PATH_SCHED; break;
+    }
+}
+
+/* ---- blocking and nonblocking --------------------------------------------------------------- */
+
+mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
+{
+    /* the communicator's objects serve one collective at a time, in order */
+    if (a->hier != NULL && (a->path == MXH_PATH_SHM || a->path == MXH_PATH_SCHED))
+        mxh_task_queue_drain(&a->hier->queue);
+    return body(a);
+}
+
+static mxh_status_t task_body(void *arg)
+{
+    return body((mxh_coll_args_t *)arg);
+}
+
+/* A request that is complete at once (nothing to move). */
+static int done_query(void *state, MPI_Status *status)
+{
+    (void)state;
+    MPI_Status_set_elements(status, MPI_BYTE, 0);
+    MPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG    = MPI_UNDEFINED;
+    status->MPI_ERROR  = MPI_SUCCESS;
+    return MPI_SUCCESS;
+}
+
+static int done_free(void *state)
+{
+    (void)state;
+    return MPI_SUCCESS;
+}
+
+static int done_cancel(void *state, int complete)
+{
+    (void)state;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* Plain MPI on host buffers, posted as MPI's own nonblocking collective, or -1
+ * when the call needs a task (in-place quirks of MPICH 4.0.2 handled through
+ * copies, see plain_rsb and plain_reduce). */
+static int plain_nonblocking(const mxh_coll_args_t *a, MPI_Request *req)
+{
+    const void *s = a->sendbuf;
+    void *r       = a->recvbuf;
+
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+        return MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        if (s == MPI_IN_PLACE && a->count > 0)
+            return -1;
+        return MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
+    case MXH_COLL_ALLGATHER:
+        return MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
+    case MXH_COLL_BCAST:
+        return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
+    case MXH_COLL_REDUCE:
+        if (s == MPI_IN_PLACE && a->rank == a->root && a->root != 0 && a->count > 0)
+            return -1;
+        return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
+    default:
+        return -1;
+    }
+}
+
+mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
+{
+    mxh_task_queue_t *q;
+    mxh_task_t *t;
+
+    if (a->path == MXH_PATH_NONE) {
+        if (MPI_Grequest_start(done_query, done_free, done_cancel, NULL, req) != MPI_SUCCESS ||
+            MPI_Grequest_complete(*req) != MPI_SUCCESS) {
+            mxh_error("%s: MPI_Grequest_start failed", a->func);
+            return MXH_ERR_MPI;
+        }
+        return MXH_OK;
+    }
+    if (a->path == MXH_PATH_PLAIN && !a->staged) {
+        int rc = plain_nonblocking(a, req);
+        if (rc >= 0) {
+            if (rc == MPI_SUCCESS)
+                return MXH_OK;
+            ((mxh_coll_args_t *)a)->mpi_rc = rc;
+            return MXH_ERR_MPI;
+        }
+    }
+    t = mxh_task_new();
+    if (t == NULL) {
+        mxh_error("%s: cannot allocate a task", a->func);
+        return MXH_ERR_NO_MEMORY;
+    }
+    /* a call without a hierarchy (plain MPI on staged buffers) shares nothing
+     * with other calls: a queue of its own, in the task's argument space
+     * (one process-wide queue could deadlock calls on communicators that
+     * ranks order differently, as MPI allows) */
+    typedef struct {
+        mxh_coll_args_t  args;
+        mxh_task_queue_t own;
+    } task_space_t;
+    _Static_assert(sizeof(task_space_t) <= MXH_TASK_ARGS_MAX, "task argument space");
+    task_space_t *ts = mxh_task_args(t);
+    memcpy(&ts->args, a, sizeof(*a));
+    mxh_task_queue_init(&ts->own);
+    q = a->hier != NULL ? &a->hier->queue : &ts->own;
+    return mxh_task_post(q, t, task_body, a->func, req);
+}

@@ -1,0 +1,100 @@
+/* Collectives: one argument record per call, the decision of its path (a pure
+ * function of what every rank agrees on), and its body, run blocking on the
+ * caller's stack or as a task (coll/task.h) for the nonblocking forms.
+ *
+ * Paths, decided by mxh_coll_prepare identically on every rank (they depend on
+ * the communicator's hierarchy, the datatype, op, counts and root, never on
+ * where this rank's buffers live):
+ *   plain   the MPI collective on the user's communicator (derived types,
+ *           non-commutative ops, no hierarchy, MPIX_HIER_ENABLE=no, ...)
+ *   shm     the whole communicator on one node: shared-memory direct exchange
+ *   sched   a hierarchical schedule (levels, fragments, pipeline/stream)
+ * Memory kinds are a local matter on top of any path: a buffer that is not
+ * host memory is staged (its kind's ops copy it into a host mirror before the
+ * path runs and the results back after), so device buffers get every level,
+ * pipelining and streaming exactly like host buffers.
+ *
+ * The entry layer (mpix/) checks the arguments, fills the record, looks the
+ * hierarchy up when mxh_coll_needs_hier says so, and makes one call. */
+#ifndef MXH_COLL_COLL_H
+#define MXH_COLL_COLL_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll/hier.h"
+#include "coll/plan.h"
+#include "coll/select.h"
+#include "mem/mem.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mxh_coll_path {
+    MXH_PATH_NONE = 0, /* nothing to move (count 0) */
+    MXH_PATH_PLAIN,
+    MXH_PATH_SHM,
+    MXH_PATH_SCHED
+} mxh_coll_path_t;
+
+typedef struct mxh_coll_args {
+    /* the call, as the user made it */
+    mxh_coll_t   coll;
+    const char  *func;
+    const void  *sendbuf;  /* MPI_IN_PLACE allowed where MPI allows it */
+    void        *recvbuf;  /* bcast: the buffer */
+    int          count;    /* allreduce/bcast/reduce: count; rsb/allgather: recvcount */
+    int          sendcount;
+    MPI_Datatype dt;       /* allgather: recvtype */
+    MPI_Datatype sendtype; /* allgather */
+    MPI_Op       op;       /* as passed (half types: translated by prepare) */
+    int          root;
+    MPI_Comm     comm;     /* the user's communicator */
+    /* filled by mxh_coll_prepare */
+    mxh_hier_t  *hier;     /* set by the caller when mxh_coll_needs_hier */
+    int          rank, size;
+    size_t       tsize;    /* element bytes (hierarchical paths) */
+    MPI_Op       mpi_op;   /* the op handed to MPI (half types: the library's own) */
+    int          hier_op;  /* the op can run hierarchically */
+    mxh_coll_path_t path;
+    mxh_choice_t choice;
+    const mxh_mem_ops_t *send_mem, *recv_mem; /* kinds of this rank's buffers */
+    int          staged;   /* a buffer of this rank is not host memory */
+    int          mpi_rc;   /* an MPI error code returned by a plain MPI call */
+} mxh_coll_args_t;
+
+/* The one table of collectives. */
+typedef struct mxh_coll_info {
+    mxh_coll_t  coll;
+    const char *name;
+    int         rooted;    /* bcast, reduce */
+    int         reducing;  /* takes an op */
+    int         blocks;    /* the vector is size blocks of count (rsb, allgather) */
+} mxh_coll_info_t;
+const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll);
+
+/* Set the fields the decision needs: element size, op, memory kinds; whether
+ * the call needs the communicator's hierarchy (otherwise it is plain MPI or
+ * empty). Local, no communication. @hier_op: the op can run hierarchically
+ * (from the entry layer's checks). */
+int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op);
+/* Decide the path (with a->hier set when needed). Pure, identical on every rank. */
+void mxh_coll_prepare(mxh_coll_args_t *a);
+
+/* Run the call to completion on the caller's stack (after the collectives
+ * still queued on the communicator). MXH_OK, or a failure: a->mpi_rc holds
+ * the code when a plain MPI call failed (MPI already reported it), else the
+ * cause is logged. */
+mxh_status_t mxh_coll_run(mxh_coll_args_t *a);
+
+/* Post the call as a task; *@req completes it. Plain-MPI calls on host
+ * buffers become the MPI nonblocking collective itself (its request). */
+mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

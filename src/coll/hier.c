@@ -1,0 +1,601 @@
+/* The per-communicator object (coll/hier.h): records -> layout -> level
+ * communicators, cached on the communicator as an MPI attribute and freed with
+ * it. */
+#include "config.h"
+
+#include "coll/hier.h"
+#include "topo/discover.h"
+#include "topo/local_record.h"
+#include "util/log.h"
+#include "sim/sim.h"
+#include "util/str.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int hier_keyval = MPI_KEYVAL_INVALID;
+static int self_keyval = MPI_KEYVAL_INVALID;
+static int lib_initialized;
+static void (*finalize_hook)(void);
+
+void mxh_lib_on_finalize(void (*fn)(void))
+{
+    finalize_hook = fn;
+}
+static int unknown_warned;
+static mxh_config_t global_config;
+static mxh_status_t global_config_status; /* a malformed MPIX_HIER_* value fails builds */
+static char global_config_error[512];
+
+/* Every live hierarchy, so MPI_Finalize can release their communicators while
+ * MPI is still fully up (MPI_COMM_SELF's attributes are deleted first). */
+typedef struct hier_node {
+    mxh_hier_t       *hier;
+    struct hier_node *next;
+} hier_node_t;
+static hier_node_t *live_hiers;
+
+/* The last (communicator, hierarchy) looked up: saves the attribute lookup on
+ * back-to-back calls. Cleared when that hierarchy is destroyed (MPI_Comm_free
+ * runs the delete callback before the handle can be reused). */
+static MPI_Comm    last_comm = MPI_COMM_NULL;
+static mxh_hier_t *last_hier;
+
+static void hier_free_comms(mxh_hier_t *h)
+{
+    for (int l = 0; l < MXH_MAX_LEVELS; l++)
+        if (h->level_comm[l] != MPI_COMM_NULL)
+            MPI_Comm_free(&h->level_comm[l]);
+    if (h->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&h->comm);
+}
+
+static void hier_destroy(mxh_hier_t *h)
+{
+    if (h == NULL)
+        return;
+    /* nonblocking collectives still queued on it complete first (MPI_Comm_free
+     * is collective: every rank drains) */
+    mxh_task_queue_drain(&h->queue);
+    if (h == last_hier) {
+        last_comm = MPI_COMM_NULL;
+        last_hier = NULL;
+    }
+    for (hier_node_t **pp = &live_hiers; *pp; pp = &(*pp)->next) {
+        if ((*pp)->hier == h) {
+            hier_node_t *dead = *pp;
+            *pp = dead->next;
+            free(dead);
+            break;
+        }
+    }
+    /* collective (MPI_Win_free), like the MPI_Comm_free that got us here */
+    for (int l = MXH_MAX_LEVELS - 1; l >= 0; l--)
+        mxh_shm_destroy(h->shm[l]);
+    mxh_shm_destroy(h->shm_all);
+    hier_free_comms(h);
+    if (h->scheds) {
+        for (int i = 0; i < h->config.plan_cache_size; i++)
+            mxh_sched_destroy(h->scheds[i].sched);
+        free(h->scheds);
+    }
+    mxh_layout_destroy(h->layout);
+    free(h->recs);
+    free(h->description);
+#ifdef MXH_SIMGRID
+    mxh_sim_free(h->scratch.p);
+    mxh_sim_free(h->tmp.p);
+#else
+    free(h->scratch.p);
+    free(h->tmp.p);
+#endif
+    for (int k = 0; k < MXH_MEM_NKINDS; k++)
+        for (int w = 0; w < 2; w++)
+            if (h->stage[k][w].p != NULL)
+                mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
+    free(h->blk_counts);
+    free(h->blk_displs);
+    free(h);
+}
+
+static int hier_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+#ifdef MXH_SIMGRID
+    if (!lib_initialized)
+        return MPI_SUCCESS; /* after MPI_Finalize under SMPI: see self_delete_fn */
+#endif
+    hier_destroy((mxh_hier_t *)attr);
+    return MPI_SUCCESS;
+}
+
+static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm;
+    (void)attr;
+    (void)extra;
+#ifdef MXH_SIMGRID
+    /* SimGrid SMPI runs this after MPI is finalized (every MPI call fails, fatally by
+     * default): forget the hierarchies; the simulated process ends here anyway. */
+    while (live_hiers != NULL) {
+        hier_node_t *dead = live_hiers;
+        live_hiers = dead->next;
+        free(dead);
+    }
+    hier_keyval = MPI_KEYVAL_INVALID;
+    (void)keyval;
+    mxh_discover_cleanup();
+    self_keyval     = MPI_KEYVAL_INVALID;
+    lib_initialized = 0;
+    return MPI_SUCCESS;
+#endif
+    /* MPI_Finalize (MPI_COMM_SELF's attributes go first, while MPI is fully up):
+     * delete the hierarchies still attached to user communicators. */
+    while (live_hiers != NULL) {
+        mxh_hier_t *h = live_hiers->hier;
+        if (MPI_Comm_delete_attr(h->user_comm, hier_keyval) != MPI_SUCCESS ||
+            (live_hiers != NULL && live_hiers->hier == h))
+            hier_destroy(h); /* the attribute was already gone */
+    }
+    if (hier_keyval != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&hier_keyval);
+    MPI_Comm_free_keyval(&keyval);
+    mxh_discover_cleanup();
+    if (finalize_hook)
+        finalize_hook();
+    self_keyval     = MPI_KEYVAL_INVALID;
+    lib_initialized = 0;
+    return MPI_SUCCESS;
+}
+
+/* Process-wide set-up on first use: keyvals, log level and rank. */
+mxh_status_t mxh_lib_init(void)
+{
+    int wrank = -1;
+
+    if (lib_initialized)
+        return MXH_OK;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    mxh_log_set_rank(wrank);
+    mxh_config_init_defaults(&global_config);
+    global_config_status = mxh_config_apply_env(&global_config, !unknown_warned && wrank == 0);
+    if (global_config_status == MXH_OK)
+        mxh_log_set_level((mxh_log_level_t)global_config.log_level);
+    else
+        mxh_strlcpy(global_config_error, mxh_log_last_error(), sizeof(global_config_error));
+    unknown_warned = 1;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete_fn, &hier_keyval, NULL) !=
+            MPI_SUCCESS ||
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_fn, &self_keyval, NULL) !=
+            MPI_SUCCESS ||
+        MPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL) != MPI_SUCCESS) {
+        mxh_error("cannot create the library's MPI attribute keys");
+        return MXH_ERR_MPI;
+    }
+    lib_initialized = 1;
+    return MXH_OK;
+}
+
+/* How the collectives cross the levels, and which algorithm serves which
+ * message sizes, for the info log. */
+static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
+{
+    const mxh_layout_t *L = h->layout;
+    size_t off = 0;
+
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        int _k = snprintf(off < len ? buf + off : NULL, off < len ? len - off : 0, \
+                          __VA_ARGS__);                                            \
+        if (_k > 0)                                                                \
+            off += (size_t)_k;                                                     \
+    } while (0)
+    if (len)
+        buf[0] = '\0';
+    if (L->nlevels >= 2) {
+        PUT("hier allreduce =");
+        for (int l = 0; l < L->nlevels - 1; l++)
+            PUT(" %s(%s%s) ->",
+                L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "reduce_scatter" : "reduce",
+                mxh_level_type_name(L->type[l]), h->shm[l] ? ", shm" : "");
+        PUT(" allreduce(%s)", mxh_level_type_name(L->type[L->nlevels - 1]));
+        for (int l = L->nlevels - 2; l >= 0; l--)
+            PUT(" -> %s(%s%s)", L->kind[l] == MXH_LEVEL_KIND_SCATTER ? "allgather" : "bcast",
+                mxh_level_type_name(L->type[l]), h->shm[l] ? ", shm" : "");
+        PUT(" (the other collectives follow the same levels).");
+    }
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        char sel[256];
+        mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
+        PUT(" %s: %s.", mxh_coll_name((mxh_coll_t)c), sel);
+    }
+    PUT(" Plain MPI always for non-commutative ops, MINLOC/MAXLOC and derived datatypes.");
+#undef PUT
+}
+
+/* Shared-memory segments: the whole communicator when it lives on one node
+ * (single-node algorithms) and every node-local level (hierarchical steps).
+ * Creation is collective and agreed; a segment that cannot be made is simply
+ * not used. */
+static void create_shm(mxh_hier_t *h)
+{
+    const mxh_layout_t *L = h->layout;
+
+    if (!h->config.shm || h->size < 2)
+        return;
+    if (L->nnodes == 1 && mxh_shm_create(h->comm, h->config.shm_chunk, &h->shm_all) != MXH_OK) {
+        mxh_info("shared-memory collectives unavailable on this communicator");
+        h->shm_all = NULL;
+    }
+    for (int l = 0; l < L->nlevels; l++) {
+        if ((L->type[l] != MXH_LEVEL_NODE && L->type[l] != MXH_LEVEL_ISLAND) ||
+            h->level_comm[l] == MPI_COMM_NULL)
+            continue;
+        if (mxh_shm_create(h->level_comm[l], h->config.shm_chunk, &h->shm[l]) != MXH_OK)
+            h->shm[l] = NULL;
+    }
+}
+
+/* ---- build ---------------------------------------------------------------------- */
+
+static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
+{
+    int nkeys = 0;
+
+    if (info == MPI_INFO_NULL)
+        return MXH_OK;
+    MPI_Info_get_nkeys(info, &nkeys);
+    for (int i = 0; i < nkeys; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], val[MXH_CONFIG_STR_MAX];
+        int vlen = 0, flag = 0;
+        MPI_Info_get_nthkey(info, i, key);
+        if (strncmp(key, "mpix_hier_", 10) != 0)
+            continue;
+        MPI_Info_get_valuelen(info, key, &vlen, &flag);
+        if (!flag)
+            continue;
+        if (vlen >= (int)sizeof(val)) {
+            mxh_error("MPI_Info key %s: value longer than %zu characters", key, sizeof(val) - 1);
+            return MXH_ERR_CONFIG;
+        }
+        MPI_Info_get(info, key, (int)sizeof(val) - 1, val, &flag);
+        mxh_status_t st = mxh_config_set(cfg, key, val, "MPI_Info");
+        if (st != MXH_OK)
+            return st;
+    }
+    return MXH_OK;
+}
+
+static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
+{
+    mxh_hier_t *h;
+    mxh_record_t mine;
+    mxh_status_t st = MXH_OK, local = MXH_OK;
+    int bad_rank = -1;
+    char msg[512] = "";
+
+    h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        mxh_error("cannot allocate the hierarchy");
+        return MXH_ERR_NO_MEMORY;
+    }
+    h->comm      = MPI_COMM_NULL;
+    h->user_comm = comm;
+    for (int l = 0; l < MXH_MAX_LEVELS; l++)
+        h->level_comm[l] = MPI_COMM_NULL;
+    mxh_task_queue_init(&h->queue);
+
+    /* configuration: default < environment < info (errors are reported after the
+     * records are exchanged, so that every rank fails together) */
+    mxh_log_clear_last_error();
+    h->config = global_config;
+    local = global_config_status;
+    if (local == MXH_OK)
+        local = apply_info(&h->config, info);
+    if (local == MXH_OK)
+        mxh_log_set_level((mxh_log_level_t)h->config.log_level);
+
+    if (MPI_Comm_dup(comm, &h->comm) != MPI_SUCCESS) {
+        free(h);
+        mxh_error("MPI_Comm_dup failed");
+        return MXH_ERR_MPI;
+    }
+    MPI_Comm_set_errhandler(h->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(h->comm, &h->rank);
+    MPI_Comm_size(h->comm, &h->size);
+
+    st = mxh_discover_local_record(h->comm, &h->config, &mine);
+    if (local == MXH_OK)
+        local = st;
+    mine.status = (int32_t)local;
+    if (local != MXH_OK)
+        mxh_strlcpy(msg, global_config_status != MXH_OK ? global_config_error : mxh_log_last_error(),
+                    sizeof(msg));
+
+    h->recs = malloc(sizeof(mxh_record_t) * (size_t)h->size);
+    if (h->recs == NULL) {
+        /* must still take part in the exchange */
+        mxh_record_t *tmp = malloc(sizeof(mxh_record_t) * (size_t)h->size);
+        MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, tmp, tmp ? (int)sizeof(mine) : 0,
+                      MPI_BYTE, h->comm);
+        free(tmp);
+        hier_destroy(h);
+        mxh_error("cannot allocate %d records", h->size);
+        return MXH_ERR_NO_MEMORY;
+    }
+    if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, h->recs, (int)sizeof(mine), MPI_BYTE,
+                      h->comm) != MPI_SUCCESS) {
+        hier_destroy(h);
+        mxh_error("MPI_Allgather of the rank records failed");
+        return MXH_ERR_MPI;
+    }
+
+    /* collective verdicts: identical on every rank */
+    for (int r = 0; r < h->size && bad_rank < 0; r++)
+        if (h->recs[r].status != MXH_OK)
+            bad_rank = r;
+    if (bad_rank >= 0) {
+        if (local != MXH_OK)
+            mxh_error("building the hierarchy failed on this rank (%d): %s", h->rank,
+                      msg[0] ? msg : mxh_status_string(local));
+        else
+            mxh_error("building the hierarchy failed on rank %d (%s); see that rank's "
+                      "log for the cause",
+                      bad_rank, mxh_status_string((mxh_status_t)h->recs[bad_rank].status));
+        hier_destroy(h);
+        return MXH_ERR_CONFIG;
+    }
+    for (int r = 1; r < h->size; r++) {
+        if (h->recs[r].config_hash != h->recs[0].config_hash) {
+            mxh_error("configuration differs between rank 0 and rank %d: the variables that "
+                           "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK; "
+                           "environment or MPI_Info) must be equal on all ranks",
+                           r);
+            hier_destroy(h);
+            return MXH_ERR_CONFIG;
+        }
+    }
+
+    st = mxh_layout_create(h->recs, h->size, h->config.levels_mask, &h->layout);
+    if (st != MXH_OK) {
+        hier_destroy(h);
+        return st;
+    }
+    for (int l = 0; l < h->layout->nlevels; l++) {
+        if (MPI_Comm_split(h->comm, h->layout->color[l][h->rank], h->layout->coord[l][h->rank],
+                           &h->level_comm[l]) != MPI_SUCCESS) {
+            hier_destroy(h);
+            mxh_error("MPI_Comm_split for level %d failed", l);
+            return MXH_ERR_MPI;
+        }
+        MPI_Comm_set_errhandler(h->level_comm[l], MPI_ERRORS_RETURN);
+    }
+    create_shm(h);
+    h->shape.nranks   = h->size;
+    h->shape.nlevels  = h->layout->nlevels;
+    h->shape.shm_comm = h->shm_all != NULL;
+    h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
+    size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
+    h->description = malloc(dlen + 1);
+    h->blk_counts = malloc(sizeof(int) * (size_t)h->size);
+    h->blk_displs = malloc(sizeof(int) * (size_t)h->size);
+    if (h->scheds == NULL || h->description == NULL || h->blk_counts == NULL ||
+        h->blk_displs == NULL) {
+        hier_destroy(h);
+        mxh_error("out of memory");
+        return MXH_ERR_NO_MEMORY;
+    }
+    mxh_layout_describe(h->layout, h->recs, h->description, dlen + 1);
+    if (h->rank == 0) {
+        char cname[MPI_MAX_OBJECT_NAME] = "";
+        int clen = 0;
+        MPI_Comm_get_name(comm, cname, &clen);
+        char algo[2048];
+        describe_algorithms(h, algo, sizeof(algo));
+        mxh_info("communicator %s: %s  algorithms: %s", cname[0] ? cname : "(unnamed)",
+                 h->description, algo);
+        if (h->config.topo_file[0] != '\0') {
+            int unlisted = 0;
+            for (int v = 0; v < h->layout->nnodes; v++)
+                unlisted += h->recs[h->layout->node_first_rank[v]].leaf[0] == '\0';
+            if (unlisted)
+                mxh_warn("%d of %d nodes are not listed in %s (e.g. '%s'): they share a "
+                         "default leaf switch",
+                         unlisted, h->layout->nnodes, h->config.topo_file, h->recs[0].node);
+        }
+    }
+
+    hier_node_t *node = malloc(sizeof(*node));
+    if (node == NULL) {
+        hier_destroy(h);
+        mxh_error("out of memory");
+        return MXH_ERR_NO_MEMORY;
+    }
+    node->hier = h;
+    node->next = live_hiers;
+    live_hiers = node;
+    *hier_p    = h;
+    return MXH_OK;
+}
+
+static mxh_status_t hier_attach(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
+{
+    mxh_hier_t *h = NULL;
+    mxh_status_t st = hier_build(comm, info, &h);
+    if (st != MXH_OK)
+        return st;
+    if (MPI_Comm_set_attr(comm, hier_keyval, h) != MPI_SUCCESS) {
+        hier_destroy(h);
+        mxh_error("MPI_Comm_set_attr failed");
+        return MXH_ERR_MPI;
+    }
+    *hier_p = h;
+    return MXH_OK;
+}
+
+mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p)
+{
+    void *attr = NULL;
+    int flag = 0;
+    mxh_status_t st;
+
+    if (comm == last_comm && last_hier != NULL) {
+        *hier_p = last_hier;
+        return MXH_OK;
+    }
+    if ((st = mxh_lib_init()) != MXH_OK)
+        return st;
+    if (MPI_Comm_get_attr(comm, hier_keyval, &attr, &flag) == MPI_SUCCESS && flag && attr) {
+        *hier_p = (mxh_hier_t *)attr;
+    } else {
+        st = hier_attach(comm, MPI_INFO_NULL, hier_p);
+        if (st != MXH_OK)
+            return st;
+    }
+    last_comm = comm;
+    last_hier = *hier_p;
+    return MXH_OK;
+}
+
+int mxh_hier_cached(MPI_Comm comm)
+{
+    return comm == last_comm && last_hier != NULL;
+}
+
+mxh_status_t mxh_hier_init(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
+{
+    void *attr = NULL;
+    int flag = 0;
+    mxh_status_t st;
+
+    if ((st = mxh_lib_init()) != MXH_OK)
+        return st;
+    if (MPI_Comm_get_attr(comm, hier_keyval, &attr, &flag) == MPI_SUCCESS && flag)
+        MPI_Comm_delete_attr(comm, hier_keyval);
+    return hier_attach(comm, info, hier_p);
+}
+
+int mxh_hier_active(const mxh_hier_t *hier)
+{
+    return hier->config.enable && hier->layout->nlevels >= 2;
+}
+
+mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
+                            size_t tsize, const mxh_choice_t *choice,
+                            const mxh_sched_t **sched_p)
+{
+    size_t frag = choice->algo == MXH_ALGO_PIPELINE ? choice->frag_bytes : 0;
+    int depth   = choice->algo == MXH_ALGO_PIPELINE ? choice->depth : 0;
+    int ramp    = choice->algo == MXH_ALGO_PIPELINE ? choice->ramp : 0;
+    int victim  = 0;
+
+    if (coll != MXH_COLL_BCAST && coll != MXH_COLL_REDUCE)
+        root = -1;
+    h->clock++;
+    for (int i = 0; i < h->config.plan_cache_size; i++) {
+        mxh_sched_t *s = h->scheds[i].sched;
+        if (s && s->coll == coll && s->count == count && s->root == root && s->tsize == tsize &&
+            s->frag_bytes == frag && s->depth == depth && s->ramp == ramp) {
+            h->scheds[i].last_use = h->clock;
+            *sched_p = s;
+            return MXH_OK;
+        }
+        if (h->scheds[i].last_use < h->scheds[victim].last_use)
+            victim = i;
+    }
+    mxh_sched_t *s  = NULL;
+    mxh_status_t st = mxh_sched_create(h->layout, h->rank, coll, count, root, tsize, frag, depth,
+                                       ramp, &s);
+    if (st != MXH_OK)
+        return st;
+    mxh_sched_destroy(h->scheds[victim].sched);
+    h->scheds[victim].sched    = s;
+    h->scheds[victim].last_use = h->clock;
+    if (mxh_log_level_current >= MXH_LOG_DEBUG) {
+        char buf[256];
+        mxh_sched_describe(s, buf, sizeof(buf));
+        mxh_debug("schedule %s (%s)", buf, mxh_algo_name(choice->algo));
+    }
+    if (mxh_log_level_current >= MXH_LOG_TRACE) {
+        char buf[4096];
+        mxh_plan_describe(s->plan, buf, sizeof(buf));
+        mxh_trace("plan %s", buf);
+    }
+    *sched_p = s;
+    return MXH_OK;
+}
+
+mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
+                           const mxh_plan_t **plan_p)
+{
+    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0};
+    const mxh_sched_t *s;
+    mxh_status_t st = mxh_hier_sched(h, coll, count, root, 1, &whole, &s);
+    if (st == MXH_OK)
+        *plan_p = s->plan;
+    return st;
+}
+
+static void *grow(void **buf, size_t *size, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (bytes > *size) {
+        /* grow geometrically so that varying sizes settle without reallocations */
+        size_t want = bytes > 2 * *size ? bytes : 2 * *size;
+#ifdef MXH_SIMGRID
+        /* shared pages in model mode: bounded memory at any simulated scale */
+        void *p = mxh_sim_realloc(*buf, *size, want);
+        if (p == NULL && want > bytes)
+            p = mxh_sim_realloc(*buf, *size, want = bytes);
+#else
+        void *p = realloc(*buf, want);
+        if (p == NULL && want > bytes)
+            p = realloc(*buf, want = bytes);
+#endif
+        if (p == NULL)
+            return NULL;
+        *buf  = p;
+        *size = want;
+    }
+    return *buf;
+}
+
+void *mxh_hier_scratch(mxh_hier_t *h, size_t bytes)
+{
+    return grow(&h->scratch.p, &h->scratch.size, bytes);
+}
+
+void *mxh_hier_tmp(mxh_hier_t *h, size_t bytes)
+{
+    return grow(&h->tmp.p, &h->tmp.size, bytes);
+}
+
+void *mxh_hier_stage(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t bytes)
+{
+    mxh_grow_buf_t *b = &h->stage[ops->kind][which];
+    if (bytes == 0)
+        bytes = 1;
+    if (bytes > b->size) {
+        /* no realloc for pinned memory: a new, geometrically larger buffer */
+        size_t want = bytes > 2 * b->size ? bytes : 2 * b->size;
+        void *p     = ops->stage_alloc(want);
+        if (p == NULL && want > bytes)
+            p = ops->stage_alloc(want = bytes);
+        if (p == NULL) {
+            mxh_error("cannot allocate %zu bytes of %s staging memory", bytes, ops->name);
+            return NULL;
+        }
+        if (b->p != NULL)
+            ops->stage_free(b->p, b->size);
+        b->p    = p;
+        b->size = want;
+    }
+    return b->p;
+}
+

@@ -1,0 +1,110 @@
+/* The per-communicator object: gathered records -> layout -> level
+ * communicators and shared-memory segments, the schedule cache, scratch
+ * buffers and the queue of collectives in flight. Cached on the user's
+ * communicator as an MPI attribute (freed by MPI_Comm_free, after the
+ * collectives still queued on it complete); the process-wide state (keyvals,
+ * configuration from the environment) is set up on first use and torn down in
+ * MPI_Finalize through an attribute of MPI_COMM_SELF.
+ *
+ * Errors are logged by the code that detects them (mxh_log_last_error has the
+ * message) and returned as statuses; the entry layer turns them into MPI codes. */
+#ifndef MXH_COLL_HIER_H
+#define MXH_COLL_HIER_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/plan.h"
+#include "coll/sched.h"
+#include "coll/select.h"
+#include "coll/shm.h"
+#include "coll/task.h"
+#include "hier/levels.h"
+#include "hier/record.h"
+#include "mem/mem.h"
+#include "util/config.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mxh_sched_entry {
+    mxh_sched_t *sched;
+    uint64_t     last_use;
+} mxh_sched_entry_t;
+
+/* A buffer grown on demand (geometrically: varying sizes settle without
+ * reallocations). */
+typedef struct mxh_grow_buf {
+    void  *p;
+    size_t size;
+} mxh_grow_buf_t;
+
+typedef struct mxh_hier {
+    MPI_Comm          comm;                       /* private dup of the user communicator */
+    MPI_Comm          user_comm;                  /* the communicator it is attached to */
+    int               rank, size;
+    mxh_config_t      config;
+    mxh_record_t     *recs;                       /* [size] gathered records */
+    mxh_layout_t     *layout;
+    MPI_Comm          level_comm[MXH_MAX_LEVELS]; /* my group at each level */
+    char             *description;
+    mxh_sched_entry_t *scheds;                    /* [config.plan_cache_size] LRU */
+    uint64_t          clock;
+    mxh_select_shape_t shape;                     /* what selection may use */
+    mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
+    mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
+    MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */
+    int              *blk_counts, *blk_displs;    /* [size] shared-memory block parts */
+    mxh_grow_buf_t    scratch;                    /* work buffer */
+    mxh_grow_buf_t    tmp;                        /* executor's temporary space */
+    mxh_grow_buf_t    stage[MXH_MEM_NKINDS][2];   /* staging mirrors per memory kind
+                                                     (input, output), from its allocator */
+    mxh_task_queue_t  queue;                      /* collectives in flight, FIFO */
+} mxh_hier_t;
+
+/* The hierarchy of @comm, built on first use (collective over @comm). */
+mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p);
+/* @comm is the communicator looked up last and has a live hierarchy (so it is
+ * a valid intracommunicator: argument checks may skip their MPI queries). */
+int mxh_hier_cached(MPI_Comm comm);
+/* Build (again) with @info's mpix_hier_* keys (collective). */
+mxh_status_t mxh_hier_init(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p);
+
+/* Process-wide set-up (keyvals, configuration from the environment); every
+ * entry point calls it. */
+mxh_status_t mxh_lib_init(void);
+/* @fn runs in MPI_Finalize after the hierarchies are freed (the entry layer's
+ * cleanup). */
+void mxh_lib_on_finalize(void (*fn)(void));
+
+/* The cached schedule for a shape and choice (algorithm hier or pipeline),
+ * built if needed. */
+mxh_status_t mxh_hier_sched(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
+                            size_t tsize, const mxh_choice_t *choice,
+                            const mxh_sched_t **sched_p);
+/* The plan of a whole (unfragmented) collective, for introspection. */
+mxh_status_t mxh_hier_plan(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
+                           const mxh_plan_t **plan_p);
+/* Work buffer and executor temporary of at least @bytes (NULL: out of memory). */
+void *mxh_hier_scratch(mxh_hier_t *hier, size_t bytes);
+void *mxh_hier_tmp(mxh_hier_t *hier, size_t bytes);
+/* Staging mirror @which (0 input, 1 output) of at least @bytes for memory of
+ * @ops's kind (its staging allocator: pinned host memory for CUDA). */
+void *mxh_hier_stage(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int which, size_t bytes);
+/* Hierarchical algorithms usable on this communicator at all. */
+int mxh_hier_active(const mxh_hier_t *hier);
+/* Algorithm for a call (pure, identical on every rank). */
+static inline mxh_choice_t mxh_hier_select(const mxh_hier_t *h, mxh_coll_t coll, size_t bytes,
+                                           size_t work_bytes)
+{
+    return mxh_select(&h->config, &h->shape, coll, bytes, work_bytes);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,225 @@
+/* The CUDA memory kind (built only with CUDA): device memory of the current
+ * device and managed memory. See mem.h.
+ *
+ *  - copies: cudaMemcpyAsync(cudaMemcpyDefault) on the library's own
+ *    non-blocking stream of the current device (created at the first copy on
+ *    that device), never the legacy default stream and never a device-wide
+ *    synchronization, so the library's copies neither wait for nor delay the
+ *    application's work on other streams;
+ *  - completion: a cudaEvent_t recorded after the copy, taken from a per-device
+ *    pool (events are created on demand and returned to the pool when tested
+ *    complete: no cudaEventCreate per copy in the steady state);
+ *  - staging memory: pinned (cudaHostAlloc, portable to every device), so the
+ *    copies are truly asynchronous DMA.
+ *
+ * Ordering: copies of one device run in the order they were started (one
+ * stream). The user's data must be complete in device memory when the
+ * collective is called (the blocking contract of include/mpix_hier.h): these
+ * copies do not wait for the application's streams.
+ *
+ * Thread safety: none (one thread at a time, like the library's collectives).
+ */
+#include "config.h"
+
+#include "gpu/gpu.h"
+#include "mem/mem.h"
+#include "mem/mem_impl.h"
+#include "util/log.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 64
+
+typedef struct event_pool {
+    cudaEvent_t *free; /* events ready for reuse */
+    int          nfree, cap;
+} event_pool_t;
+
+static cudaStream_t streams[MAX_DEVICES];
+static event_pool_t pools[MAX_DEVICES];
+
+/* event words: h[0] the cudaEvent_t (0: nothing to wait for, n == 0),
+ * h[1] the device it belongs to */
+
+static int cuda_owns(const void *p)
+{
+    mxh_gpu_mem_info_t mi;
+    /* quiet query: another device's memory is not ours (the entry layer's
+     * mxh_mem_query reports it as an error) */
+    if (mxh_gpu_mem_query(p, NULL, 0, &mi) != MXH_OK)
+        return 0;
+    if (mi.kind == MXH_GPU_MANAGED)
+        return 1; /* migratable: reachable from the current device */
+    return mi.kind == MXH_GPU_DEVICE && mi.device == mxh_gpu_current_device();
+}
+
+static mxh_status_t current_device(int *dev)
+{
+    cudaError_t rc = cudaGetDevice(dev);
+    if (rc != cudaSuccess)
+        return mxh_gpu_cuda(rc, "cudaGetDevice");
+    if (*dev < 0 || *dev >= MAX_DEVICES) {
+        mxh_error("CUDA device %d: the library supports devices 0..%d", *dev, MAX_DEVICES - 1);
+        return MXH_ERR_UNSUPPORTED;
+    }
+    return MXH_OK;
+}
+
+/* The library's stream of @dev (current), created at its first use. */
+static mxh_status_t stream_of(int dev, cudaStream_t *s)
+{
+    if (streams[dev] == NULL) {
+        mxh_status_t st = mxh_gpu_cuda(
+            cudaStreamCreateWithFlags(&streams[dev], cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags (the library's copy stream)");
+        if (st != MXH_OK) {
+            streams[dev] = NULL;
+            return st;
+        }
+    }
+    *s = streams[dev];
+    return MXH_OK;
+}
+
+static mxh_status_t event_get(int dev, cudaEvent_t *ev)
+{
+    event_pool_t *pl = &pools[dev];
+    if (pl->nfree > 0) {
+        *ev = pl->free[--pl->nfree];
+        return MXH_OK;
+    }
+    /* more copies in flight than ever before on this device: one more event */
+    return mxh_gpu_cuda(cudaEventCreateWithFlags(ev, cudaEventDisableTiming),
+                        "cudaEventCreateWithFlags (copy completion)");
+}
+
+static void event_put(int dev, cudaEvent_t ev)
+{
+    event_pool_t *pl = &pools[dev];
+    if (pl->nfree == pl->cap) { /* grows with the peak number in flight, then never */
+        int cap = pl->cap ? 2 * pl->cap : 16;
+        cudaEvent_t *f = realloc(pl->free, (size_t)cap * sizeof(*f));
+        if (f == NULL) {
+            (void)mxh_gpu_cuda(cudaEventDestroy(ev), "cudaEventDestroy");
+            return;
+        }
+        pl->free = f;
+        pl->cap  = cap;
+    }
+    pl->free[pl->nfree++] = ev;
+}
+
+static mxh_status_t cuda_copy_start(void *dst, const void *src, size_t n, mxh_mem_event_t *ev)
+{
+    cudaStream_t s;
+    cudaEvent_t e;
+    mxh_status_t st;
+    int dev;
+
+    ev->pending = 0;
+    ev->h[0]    = 0;
+    ev->h[1]    = 0;
+    if (n == 0) {
+        ev->pending = 1; /* complete at the first test */
+        return MXH_OK;
+    }
+    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
+        (st = event_get(dev, &e)) != MXH_OK)
+        return st;
+    st = mxh_gpu_cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s),
+                      "cudaMemcpyAsync (staging a device buffer)");
+    if (st == MXH_OK)
+        st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (copy completion)");
+    if (st != MXH_OK) {
+        event_put(dev, e);
+        return st;
+    }
+    ev->pending = 1;
+    ev->h[0]    = (uintptr_t)e;
+    ev->h[1]    = (uintptr_t)dev;
+    return MXH_OK;
+}
+
+static int cuda_event_test(mxh_mem_event_t *ev)
+{
+    cudaEvent_t e = (cudaEvent_t)ev->h[0];
+    cudaError_t rc;
+
+    if (!ev->pending)
+        return 1;
+    if (e == NULL) { /* n == 0 */
+        ev->pending = 0;
+        return 1;
+    }
+    rc = cudaEventQuery(e);
+    if (rc == cudaErrorNotReady)
+        return 0; /* not an error: nothing to clear */
+    event_put((int)ev->h[1], e);
+    ev->pending = 0;
+    ev->h[0]    = 0;
+    if (rc == cudaSuccess)
+        return 1;
+    return -(int)mxh_gpu_cuda(rc, "a device copy (cudaEventQuery)");
+}
+
+static void *cuda_stage_alloc(size_t n)
+{
+    void *p = NULL;
+    if (mxh_gpu_cuda(cudaHostAlloc(&p, n > 0 ? n : 1, cudaHostAllocPortable),
+                     "cudaHostAlloc (pinned staging memory)") != MXH_OK)
+        return NULL;
+    return p;
+}
+
+static void cuda_stage_free(void *p, size_t n)
+{
+    (void)n;
+    if (p != NULL)
+        (void)mxh_gpu_cuda(cudaFreeHost(p), "cudaFreeHost (pinned staging memory)");
+}
+
+const mxh_mem_ops_t mxh_mem_cuda_ops = {
+    .kind        = MXH_MEM_CUDA,
+    .name        = "cuda",
+    .owns        = cuda_owns,
+    .copy_start  = cuda_copy_start,
+    .event_test  = cuda_event_test,
+    .stage_alloc = cuda_stage_alloc,
+    .stage_free  = cuda_stage_free,
+    .hold        = NULL,
+    .release     = NULL,
+};
+
+void mxh_mem_cuda_finalize(void)
+{
+    int cur = -1;
+    if (!mxh_gpu_present())
+        return;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        if (streams[d] == NULL && pools[d].nfree == 0) {
+            free(pools[d].free);
+            pools[d] = (event_pool_t){NULL, 0, 0};
+            continue;
+        }
+        /* destroy on the owning device; copies in flight finish first
+         * (cudaStreamDestroy does not wait, but releases after the work) */
+        if (mxh_gpu_cuda(cudaSetDevice(d), "cudaSetDevice (teardown)") != MXH_OK)
+            continue;
+        for (int i = 0; i < pools[d].nfree; i++)
+            (void)mxh_gpu_cuda(cudaEventDestroy(pools[d].free[i]), "cudaEventDestroy");
+        free(pools[d].free);
+        pools[d] = (event_pool_t){NULL, 0, 0};
+        if (streams[d] != NULL) {
+            (void)mxh_gpu_cuda(cudaStreamDestroy(streams[d]), "cudaStreamDestroy");
+            streams[d] = NULL;
+        }
+    }
+    if (cur >= 0)
+        (void)mxh_gpu_cuda(cudaSetDevice(cur), "cudaSetDevice (teardown)");
+}
