@@ -32,6 +32,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ struct PairCfg {
     const char *algo, *frag;  // MPI_Info for both communicators; nullptr: defaults
 };
 
+void PrintTo(const PairCfg &c, std::ostream *os) { *os << c.name; }
+
 const PairCfg kPairs[] = {
     {"world_reversed", nullptr, nullptr},
     {"pipelined", "pipeline", "64k"},
@@ -84,7 +87,30 @@ struct CommPair {
 };
 
 std::map<std::string, CommPair> g_pairs;
-MPI_Comm g_side = MPI_COMM_NULL;  // MPICH's own nonblocking collectives
+MPI_Comm g_side = MPI_COMM_NULL;   // MPICH's own nonblocking collectives
+MPI_Comm g_rails = MPI_COMM_NULL;  // one rank per (fake) node: a single level on most layouts
+
+// Ranks with the same index on their node (node: MPIX_HIER_HOSTNAME or the
+// processor name), ordered by node.
+MPI_Comm rails_comm()
+{
+    if (g_rails != MPI_COMM_NULL)
+        return g_rails;
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char name[256];
+    mxh_node_name(name, sizeof(name));
+    std::vector<char> all((size_t)size * 256);
+    MPI_Allgather(name, 256, MPI_CHAR, all.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
+    std::map<std::string, int> seen;
+    int local = 0;
+    for (int r = 0; r <= rank; r++)
+        local = seen[std::string(&all[(size_t)r * 256])]++;
+    MPI_Comm_split(MPI_COMM_WORLD, local, rank, &g_rails);
+    MPI_Comm_set_errhandler(g_rails, MPI_ERRORS_RETURN);
+    return g_rails;
+}
 
 void init_comm(MPI_Comm c, const PairCfg &cfg)
 {
@@ -140,6 +166,8 @@ class CommsEnv : public ::testing::Environment {
         g_pairs.clear();
         if (g_side != MPI_COMM_NULL)
             MPI_Comm_free(&g_side);
+        if (g_rails != MPI_COMM_NULL)
+            MPI_Comm_free(&g_rails);
     }
 };
 ::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new CommsEnv);
@@ -839,6 +867,49 @@ TEST_P(Nbc, SharedSendBuffer)
                 check(*c);
     }
     ckA.finish();
+}
+
+// ---- calls that take different paths in the library (plain MPI posted at once,
+// plain MPI through a copy for MPICH's in-place quirks, hierarchical tasks) in
+// flight together on one communicator: MPI requires the collectives of a
+// communicator in the same order on every rank, whatever path each call takes.
+// On A, B and a communicator of one rank per node (a single level on most
+// layouts, so the plain paths).
+
+TEST_P(Nbc, MixedPathsInOrder)
+{
+    const CommPair &cp = pair();
+    MPI_Comm comms[3] = {cp.c[0], cp.c[1], rails_comm()};
+    const char *names[3] = {cp.cname[0], cp.cname[1], "rails"};
+    const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+    for (int ci = 0; ci < 3; ci++) {
+        Checker ck(comms[ci], names[ci]);
+        for (int rep = 0; rep < 3; rep++) {
+            const Spec specs[] = {
+                {kRsb, ti, MPI_SUM, 1009, 0, true},           // in place: through a copy
+                {kRsb, td, MPI_SUM, 7, 0, true},
+                {kAllreduce, td, MPI_SUM, 1009, 0, true},     // posted at once
+                {kReduce, ti, MPI_SUM, 1009, ck.size - 1, true},
+                {kBcast, td, MPI_OP_NULL, 97, 0, false},
+                {kRsb, ti, MPI_SUM, 31, 0, false},
+                {kAllgather, td, MPI_OP_NULL, 13, 0, true},
+            };
+            std::vector<CasePtr> cs;
+            std::vector<Case *> all;
+            for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+                cs.push_back(prepare(ck, specs[i], 1200 + (uint64_t)(10 * rep) + i, names[ci]));
+            for (auto &c : cs) {
+                ck.rc(post(*c), "post " + c->label);
+                all.push_back(c.get());
+            }
+            complete(ck, all, (Method)(rep % kNMethod),
+                     fmt("mixed paths on %s, repetition %d", names[ci], rep));
+            for (auto &c : cs)
+                if (c->completed)
+                    check(*c);
+        }
+        ck.finish();
+    }
 }
 
 // ---- argument errors: reported by the posting call, no request created, the
