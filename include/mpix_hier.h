@@ -33,23 +33,24 @@
  *    others may wait in the collective.
  *  - Memory: host, CUDA device and CUDA managed buffers (builds with CUDA;
  *    without it, host memory only). Send and receive buffers may be of
- *    different kinds. Synchronization as in CUDA-aware MPI: the contents of
+ *    different kinds, and ranks may pass buffers of different kinds in one
+ *    call: the path a call takes never depends on where buffers live. A
+ *    device buffer is staged: the library copies it into pinned host memory
+ *    on its own CUDA stream, runs the same hierarchical schedule as for host
+ *    buffers (every level, pipelining; reductions on the host) and copies the
+ *    results back. Synchronization as in CUDA-aware MPI: the contents of
  *    device buffers must be complete when the call starts (synchronize the
  *    stream that produced them first) and results are complete in device
- *    memory when the call returns; the library works on its own streams and
- *    never synchronizes the whole device. Device buffers must belong to the
+ *    memory when the call returns (blocking) or when MPI_Test/MPI_Wait report
+ *    the request complete (nonblocking); the library never synchronizes the
+ *    whole device or the default stream. Device buffers must belong to the
  *    calling rank's current device (cudaSetDevice); several ranks may share a
- *    GPU. Every rank must take the same path: either every rank passes at
- *    least one device/managed buffer (among those significant at that rank)
- *    or none does. A pointer of another GPU, freed device memory or a CUDA
- *    failure is an error (MPI_ERR_ARG / MPI_ERR_OTHER) whose string carries
- *    the CUDA cause. Reductions run on the GPU for the predefined arithmetic
- *    types (and the half precision types); other types and ops (user ops,
- *    long double, MINLOC/MAXLOC) use MPI on pinned host copies.
+ *    GPU.
  *  - Datatypes: all ranks must pass the same datatype (as in NCCL); different but
  *    matching type maps on different ranks are not supported.
- *  - Threads: calls on one communicator must not be concurrent (as for MPI
- *    collectives); the library itself is used from MPI_THREAD_FUNNELED code.
+ *  - Threads: the library is used from one thread at a time
+ *    (MPI_THREAD_FUNNELED or SERIALIZED use): its calls, and MPI_Test/MPI_Wait on
+ *    its requests, must not run concurrently in several threads.
  */
 #ifndef MPIX_HIER_H
 #define MPIX_HIER_H

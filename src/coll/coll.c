@@ -251,6 +251,49 @@ static size_t frag_unpack_all(void *arg, const mxh_sched_t *s, int f, char *work
     return frag_blocks(arg, s, f, work, off, max, 1);
 }
 
+/* Staged allreduce/reduce: fragments move between the work buffer (host) and a
+ * buffer of another memory kind through that kind's copies, fragment by
+ * fragment as the executor admits them, so that one fragment's copy overlaps
+ * the transfers and reductions of the fragments already in flight. */
+typedef struct stage_io {
+    frag_io_t            io;      /* io.src: the input (any kind) */
+    const mxh_mem_ops_t *in_ops;  /* kind of io.src */
+    char                *out;     /* results (any kind), or NULL */
+    const mxh_mem_ops_t *out_ops;
+    mxh_status_t         st;      /* first copy failure */
+} stage_io_t;
+
+static mxh_status_t copy_wait(const mxh_mem_ops_t *ops, void *dst, const void *src, size_t n);
+
+static size_t frag_stage(stage_io_t *sio, const mxh_sched_t *s, int f, char *work, size_t off,
+                         size_t max, int out)
+{
+    size_t base = mxh_sched_frag_offset(s, f) * s->tsize;
+    size_t len  = mxh_sched_frag_count(s, f) * s->tsize;
+    size_t n    = len - off < max ? len - off : max;
+    mxh_status_t st;
+
+    if (out)
+        st = copy_wait(sio->out_ops, sio->out + base + off, work + base + off, n);
+    else
+        st = copy_wait(sio->in_ops, work + base + off, sio->io.src + base + off, n);
+    if (st != MXH_OK && sio->st == MXH_OK)
+        sio->st = st; /* the schedule still runs to its end: the peers are in it */
+    return len - off - n;
+}
+
+static size_t frag_stage_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                            size_t max)
+{
+    return frag_stage(arg, s, f, work, off, max, 0);
+}
+
+static size_t frag_stage_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                             size_t max)
+{
+    return frag_stage(arg, s, f, work, off, max, 1);
+}
+
 /* Block collectives on a schedule: the work buffer is fragment-major (for each
  * fragment, that fragment's piece of every block, blocks in block_pos order).
  * Copy block @d's pieces out to @dst (a block of sched->count elements). */
@@ -505,6 +548,46 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
 /* Non-host buffers of this rank are mirrored in host staging memory: copied in
  * before the path runs, results copied back after. The path itself (and so
  * every other rank) cannot tell. */
+/* Allreduce/reduce on a schedule with a buffer of another memory kind: the
+ * fragments are staged in and out one by one (stage_io_t). */
+static mxh_status_t staged_sched(mxh_coll_args_t *a)
+{
+    int in_place = a->sendbuf == MPI_IN_PLACE;
+    int gets     = a->coll == MXH_COLL_ALLREDUCE || a->rank == a->root; /* has results */
+    size_t bytes = (size_t)a->count * a->tsize;
+    const mxh_mem_ops_t *in_ops = in_place ? a->recv_mem : a->send_mem;
+    const char *in              = in_place ? (const char *)a->recvbuf : (const char *)a->sendbuf;
+    const mxh_sched_t *sched;
+    mxh_status_t st;
+    char *work;
+
+    if ((st = get_sched(a, (size_t)a->count, a->coll == MXH_COLL_REDUCE ? a->root : -1,
+                        &sched)) != MXH_OK)
+        return st;
+    if (gets && a->recv_mem->kind == MXH_MEM_HOST)
+        work = a->recvbuf;
+    else if (gets)
+        work = mxh_hier_stage(a->hier, a->recv_mem, 1, bytes);
+    else
+        work = mxh_hier_scratch(a->hier, bytes);
+    if (work == NULL)
+        return no_memory(bytes);
+    stage_io_t sio = {{in, NULL, 0, 0, 0}, in_ops, NULL, NULL, MXH_OK};
+    mxh_frag_fn fin = NULL, fout = NULL;
+    if (in_ops->kind != MXH_MEM_HOST)
+        fin = frag_stage_in;
+    else if (in != work)
+        fin = frag_copy_in;
+    if (gets && a->recv_mem->kind != MXH_MEM_HOST) {
+        sio.out     = a->recvbuf;
+        sio.out_ops = a->recv_mem;
+        fout        = frag_stage_out;
+    }
+    /* frag_copy_in reads a frag_io_t: the first member of stage_io_t */
+    st = run_sched_io(a, sched, work, a->mpi_op, fin, fout, &sio.io);
+    return st != MXH_OK ? st : sio.st;
+}
+
 /* Staging mirror @which of @bytes: the communicator's pool, or for a call
  * without a hierarchy (plain MPI) a buffer of its own, freed by stage_put. */
 static char *stage_get(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, int which, size_t bytes)
@@ -535,6 +618,11 @@ static mxh_status_t run_staged(mxh_coll_args_t *a)
         sm->hold(a->sendbuf);
     if (rm->hold)
         rm->hold(a->recvbuf);
+    if (a->path == MXH_PATH_SCHED &&
+        (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_REDUCE)) {
+        st = staged_sched(a);
+        goto out;
+    }
     if (u.send_count > 0 && sm->kind != MXH_MEM_HOST) {
         sbytes  = type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt, u.send_count,
                             &lb);
@@ -560,6 +648,7 @@ static mxh_status_t run_staged(mxh_coll_args_t *a)
         st = copy_wait(rm, (char *)a->recvbuf + lb, rmirror, rbytes);
     stage_put(a, rm, rmirror, rbytes);
     stage_put(a, sm, smirror, sbytes);
+out:
     if (rm->release)
         rm->release(a->recvbuf);
     if (sm->release)

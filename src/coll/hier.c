@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/hier.h"
+#include "mem/ipc_cache.h"
 #include "topo/discover.h"
 #include "topo/local_record.h"
 #include "util/log.h"
@@ -75,6 +76,7 @@ static void hier_destroy(mxh_hier_t *h)
     for (int l = MXH_MAX_LEVELS - 1; l >= 0; l--)
         mxh_shm_destroy(h->shm[l]);
     mxh_shm_destroy(h->shm_all);
+    mxh_ipc_cache_release_owner(h); /* peer device mappings opened for this communicator */
     hier_free_comms(h);
     if (h->scheds) {
         for (int i = 0; i < h->config.plan_cache_size; i++)
