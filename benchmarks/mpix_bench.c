@@ -17,6 +17,12 @@
  * (p-1)/p (reduce_scatter, allgather), 1 (bcast, reduce); GB = 1e9 B.
  * size is the total buffer: count*typesize, where for reduce_scatter (block) and
  * allgather count = per-rank count * nranks (as in nccl-tests).
+ * -N (--nonblocking): MPIX_Hier_I* and MPI_I* in OSU's osu_iallreduce style: per
+ * size and implementation, t_pure = post + MPI_Wait (median of the max over
+ * ranks); then post, a busy loop of t_pure wall time outside MPI_Test (which it
+ * calls every --test-interval us), MPI_Wait: t_total and t_compute (the loop
+ * without its MPI_Test calls), medians of the max over ranks; overlap =
+ * max(0, 100 (1 - (t_total - t_compute) / t_pure)) %.
  * --check: inputs are small integers, so every result is exact; each result is
  * compared bit for bit with the expected value (computed locally) on every rank
  * in every iteration, so MPIX_Hier_* results equal MPI's bit for bit when both
@@ -95,6 +101,8 @@ struct opts {
     int op;
     const char *csv, *json, *plot;
     int cuda; /* -m cuda: device buffers; the mpi column stages them through the host */
+    int nonblocking; /* -N: MPIX_Hier_I* / MPI_I* with computation overlapped */
+    int test_us;     /* -N: MPI_Test every test_us microseconds while computing (0: never) */
 };
 
 
@@ -179,6 +187,15 @@ static void usage(FILE *f)
             "                       report total/ITERS (nccl-tests style: no barrier skew in\n"
             "                       latency-bound sizes); default: a barrier before every call\n"
             "      --impl LIST      hier,mpi (default), hier or mpi\n"
+            "  -N, --nonblocking    the nonblocking collectives (MPIX_Hier_I*, MPI_I*), as\n"
+            "                       OSU's osu_iallreduce: per size t_pure = post + MPI_Wait;\n"
+            "                       then post, compute for t_pure (busy loop timed in wall\n"
+            "                       time) calling MPI_Test every --test-interval us, MPI_Wait:\n"
+            "                       t_total, t_compute (the loop without its MPI_Test calls)\n"
+            "                       and overlap = max(0, 100 (1 - (t_total - t_compute) /\n"
+            "                       t_pure)) %%; host memory; not with --batch or --plot\n"
+            "      --test-interval US  -N: microseconds of computation between MPI_Test calls\n"
+            "                       (default 50; 0: no MPI_Test, progress in MPI_Wait only)\n"
             "      --csv FILE       write the results as CSV\n"
             "      --json FILE      write the results as JSON\n"
             "      --plot FILE.png  busbw vs size plot via gnuplot (data: the --csv file, else\n"
@@ -199,6 +216,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"csv", required_argument, NULL, 'S'},      {"json", required_argument, NULL, 'J'},
         {"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
         {"batch", no_argument, NULL, 'B'},
+        {"nonblocking", no_argument, NULL, 'N'},  {"test-interval", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0}};
     const int say = world_rank == 0;
     int c;
@@ -214,6 +232,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->impl[IMPL_HIER] = o->impl[IMPL_MPI] = 1;
     o->dt = dtypes[0];
     o->op = OP_SUM;
+    o->test_us = 50;
     opterr = say;
 #define BAD(...)                                                                        \
     do {                                                                                \
@@ -223,7 +242,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         }                                                                               \
         return 2;                                                                       \
     } while (0)
-    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:m:n:w:r:h", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:m:n:w:r:hN", lopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             if (parse_bytes(optarg, &o->minb)) BAD("bad -b value '%s'", optarg);
@@ -288,6 +307,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'B':
             o->batch = 1;
             break;
+        case 'N':
+            o->nonblocking = 1;
+            break;
+        case 'T':
+            if (parse_int(optarg, 0, 10000000, &o->test_us))
+                BAD("bad --test-interval value '%s' (microseconds, >= 0)", optarg);
+            break;
         case 'o':
             if (!strcmp(optarg, "sum")) o->op = OP_SUM;
             else if (!strcmp(optarg, "prod")) o->op = OP_PROD;
@@ -335,6 +361,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (o->maxb / (size_t)o->dt.size > (size_t)INT_MAX)
         BAD("-e %zu: more than INT_MAX elements of %s", o->maxb, o->dt.name);
     if (o->root >= world_size) BAD("-r %d: not a rank (%d ranks)", o->root, world_size);
+    if (o->nonblocking && o->batch) BAD("--batch does not apply to -N (--nonblocking)");
+    if (o->nonblocking && o->plot) BAD("--plot does not apply to -N (--nonblocking)");
+    if (o->nonblocking && o->cuda) BAD("-N (--nonblocking) measures host memory only");
 #undef BAD
     return 0;
 }
@@ -412,12 +441,26 @@ static size_t count_wrong(const void *got, const void *exp, size_t n, int ts, in
 struct result {
     int coll;
     size_t bytes, count;
-    double time_us[NIMPL], algbw[NIMPL], busbw[NIMPL];
+    double time_us[NIMPL], algbw[NIMPL], busbw[NIMPL]; /* -N: time_us is t_pure */
     long long wrong[NIMPL];
+    double total_us[NIMPL], compute_us[NIMPL], overlap[NIMPL]; /* -N */
 };
 
 static struct result *results;
 static size_t nresults, capresults;
+
+static void push_result(const struct result *r)
+{
+    if (nresults == capresults) {
+        capresults = capresults ? 2 * capresults : 64;
+        results = realloc(results, capresults * sizeof(*results));
+        if (!results) {
+            fprintf(stderr, "mpix_bench: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    results[nresults++] = *r;
+}
 
 static double median(double *v, int n)
 {
@@ -645,6 +688,30 @@ static void fill_inputs(const struct opts *o, int coll, char *sbuf, char *const 
     }
 }
 
+/* This rank's expected output of one size; returns its number of elements. */
+static size_t fill_expected(const struct opts *o, int coll, char *exp, size_t count,
+                            size_t per_rank)
+{
+    switch (coll) {
+    case C_ALLREDUCE: case C_REDUCE:
+        for (size_t j = 0; j < count; j++)
+            set_elem(&o->dt, exp, j, reduce_all(o->op, j));
+        return count;
+    case C_REDUCE_SCATTER:
+        for (size_t j = 0; j < per_rank; j++)
+            set_elem(&o->dt, exp, j, reduce_all(o->op, (size_t)world_rank * per_rank + j));
+        return per_rank;
+    case C_ALLGATHER:
+        for (size_t j = 0; j < count; j++)
+            set_elem(&o->dt, exp, j, gen(o->op, (int)(j / per_rank), j));
+        return count;
+    default:
+        for (size_t j = 0; j < count; j++)
+            set_elem(&o->dt, exp, j, gen(o->op, o->root, j));
+        return count;
+    }
+}
+
 static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
                        char *exp, int *any_wrong)
 {
@@ -680,30 +747,8 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
             fill_inputs(o, coll, sbuf, rbuf, count, per_rank);
         /* expected output of this rank */
         check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
-        if (check_here) {
-            switch (coll) {
-            case C_ALLREDUCE: case C_REDUCE:
-                nexp = count;
-                for (size_t j = 0; j < count; j++)
-                    set_elem(&o->dt, exp, j, reduce_all(o->op, j));
-                break;
-            case C_REDUCE_SCATTER:
-                nexp = per_rank;
-                for (size_t j = 0; j < per_rank; j++)
-                    set_elem(&o->dt, exp, j, reduce_all(o->op, (size_t)world_rank * per_rank + j));
-                break;
-            case C_ALLGATHER:
-                nexp = count;
-                for (size_t j = 0; j < count; j++)
-                    set_elem(&o->dt, exp, j, gen(o->op, (int)(j / per_rank), j));
-                break;
-            default:
-                nexp = count;
-                for (size_t j = 0; j < count; j++)
-                    set_elem(&o->dt, exp, j, gen(o->op, o->root, j));
-                break;
-            }
-        }
+        if (check_here)
+            nexp = fill_expected(o, coll, exp, count, per_rank);
         size_t out_bytes = (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts;
 #ifdef MXH_BENCH_CUDA
         if (o->cuda) {
@@ -794,15 +839,235 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
             else
                 printf(" %9s\n", "N/A");
             fflush(stdout);
-            if (nresults == capresults) {
-                capresults = capresults ? 2 * capresults : 64;
-                results = realloc(results, capresults * sizeof(*results));
-                if (!results) {
-                    fprintf(stderr, "mpix_bench: out of memory\n");
-                    MPI_Abort(MPI_COMM_WORLD, 3);
+            push_result(&r);
+        }
+    next:
+        if (size > o->maxb / (size_t)o->factor || size == 0)
+            break;
+        if (size * (size_t)o->factor > o->maxb)
+            break;
+    }
+    free(tl);
+    free(tg);
+}
+
+/* ---- -N: nonblocking collectives with computation overlapped ------------ */
+
+static const char *const nb_names[NIMPL][NCOLL] = {
+    {"MPIX_Hier_Iallreduce", "MPIX_Hier_Ireduce_scatter_block", "MPIX_Hier_Iallgather",
+     "MPIX_Hier_Ibcast", "MPIX_Hier_Ireduce"},
+    {"MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather", "MPI_Ibcast",
+     "MPI_Ireduce"}};
+
+/* Posts collective @coll of implementation @impl (host buffers). */
+static void post_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
+                     size_t count, size_t per_rank, MPI_Request *req)
+{
+    MPI_Datatype t = o->dt.type;
+    MPI_Op op = mpi_op(o->op);
+    if (impl == IMPL_MPI && half_uop != MPI_OP_NULL)
+        op = half_uop;
+#ifdef SMPI_SHARED_MALLOC
+    if (impl == IMPL_MPI)
+        op = mxh_sim_mpi_op(op);
+#endif
+    int n = (int)count, pr = (int)per_rank;
+    MPI_Comm w = MPI_COMM_WORLD;
+
+    if (impl == IMPL_HIER) {
+        switch (coll) {
+        case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPIX_Hier_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
+        case C_ALLGATHER:
+            CHECK_MPI(MPIX_Hier_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
+        case C_BCAST: CHECK_MPI(MPIX_Hier_Ibcast(rbuf, n, t, o->root, w, req)); break;
+        default: CHECK_MPI(MPIX_Hier_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
+        }
+    } else {
+        switch (coll) {
+        case C_ALLREDUCE: CHECK_MPI(MPI_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPI_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
+        case C_ALLGATHER: CHECK_MPI(MPI_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
+        case C_BCAST: CHECK_MPI(MPI_Ibcast(rbuf, n, t, o->root, w, req)); break;
+        default: CHECK_MPI(MPI_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
+        }
+    }
+}
+
+static volatile double nb_sink; /* keeps the busy loop's arithmetic */
+
+/* The application's computation: a busy loop running until @secs of wall time
+ * have passed outside MPI_Test, calling MPI_Test(@req) every o->test_us
+ * microseconds until it completes. Returns the time spent in MPI_Test. */
+static double compute_and_test(double secs, const struct opts *o, MPI_Request *req)
+{
+    double x = nb_sink, t0 = MPI_Wtime(), in_test = 0.0, now;
+    double gap = o->test_us * 1e-6, next = t0 + gap;
+
+    while ((now = MPI_Wtime()) - t0 - in_test < secs) {
+        for (int i = 0; i < 32; i++) /* a little work between clock reads */
+            x = x * 0.999999 + 1e-6;
+        if (o->test_us > 0 && *req != MPI_REQUEST_NULL && now >= next) {
+            int flag = 0;
+            CHECK_MPI(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
+            double after = MPI_Wtime();
+            in_test += after - now;
+            next = after + gap;
+        }
+    }
+    nb_sink = x;
+    return in_test;
+}
+
+static void print_table_header_nb(int coll, const struct opts *o)
+{
+    printf("#\n# Collective: %s (nonblocking: %s vs %s; MPI_Test every %d us of computation%s)\n",
+           coll_names[coll], nb_names[IMPL_HIER][coll], nb_names[IMPL_MPI][coll], o->test_us,
+           o->test_us ? "" : ": none, progress in MPI_Wait only");
+    printf("# %12s %12s %8s %6s %5s", "", "", "", "", "");
+    for (int k = 0; k < NIMPL; k++) /* 45 characters: the five columns below */
+        if (o->impl[k])
+            printf("  %s", k == IMPL_HIER ? "-------------------- hier -------------------"
+                                          : "-------------------- mpi --------------------");
+    printf("\n# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %9s %9s %9s %7s %7s", "t_total", "t_compute", "t_pure", "overlap", "#wrong");
+    printf(" %9s\n# %12s %12s %8s %6s %5s", "hier/mpi", "(B)", "(elements)", "", "", "");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %9s %9s %9s %7s %7s", "(us)", "(us)", "(us)", "(%)", "");
+    printf(" %9s\n", "(t_pure)");
+    fflush(stdout);
+}
+
+/* One collective over all sizes in -N mode. Per size and implementation:
+ * ITERS timed iterations (after WARMUP) of post + MPI_Wait give t_pure (median
+ * of the max over ranks, the same on every rank); then ITERS iterations (after
+ * WARMUP) of post, compute_and_test(t_pure), MPI_Wait give t_total and
+ * t_compute (medians of the max over ranks). Every call is preceded by a
+ * barrier; --check verifies the result of every call. */
+static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
+                          char *exp, int *any_wrong)
+{
+    const int ts = o->dt.size, p = world_size;
+    const int rooted = coll == C_BCAST || coll == C_REDUCE;
+    const int reduction = coll != C_BCAST && coll != C_ALLGATHER;
+    const int nt = o->warmup + o->iters;
+    /* per iteration: t_pure sample, t_total, t_compute */
+    double *tl = xmalloc(sizeof(double) * 3 * (size_t)o->iters);
+    double *tg = xmalloc(sizeof(double) * 3 * (size_t)o->iters);
+
+    if (world_rank == 0)
+        print_table_header_nb(coll, o);
+    for (size_t size = o->minb;; size *= (size_t)o->factor) {
+        size_t count, per_rank, nexp = 0;
+        long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
+        double pure[NIMPL] = {0, 0}, total[NIMPL] = {0, 0}, comp[NIMPL] = {0, 0};
+        int check_here;
+
+        if (coll == C_REDUCE_SCATTER || coll == C_ALLGATHER) {
+            per_rank = size / ((size_t)ts * (size_t)p);
+            count = per_rank * (size_t)p;
+        } else {
+            count = per_rank = size / (size_t)ts;
+        }
+        if (count == 0) {
+            if (world_rank == 0)
+                printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
+                       coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ? " per rank" : "");
+            goto next;
+        }
+        if (!buf_shared(o->check))
+            fill_inputs(o, coll, sbuf, rbuf, count, per_rank);
+        check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
+        if (check_here)
+            nexp = fill_expected(o, coll, exp, count, per_rank);
+        size_t out_bytes = (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts;
+
+        for (int k = 0; k < NIMPL; k++) {
+            if (!o->impl[k])
+                continue;
+            for (int phase = 0; phase < 2; phase++) { /* 0: t_pure, 1: overlapped */
+                for (int it = 0; it < nt; it++) {
+                    MPI_Request req = MPI_REQUEST_NULL;
+                    double t0, tc0, tc1, t1, in_test = 0.0;
+                    if (o->check && !(coll == C_BCAST && world_rank == o->root))
+                        memset(rbuf[k], 0xA5, out_bytes);
+                    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                    t0 = MPI_Wtime();
+                    post_one(k, coll, o, sbuf, rbuf[k], count, per_rank, &req);
+                    tc0 = MPI_Wtime();
+                    if (phase == 1)
+                        in_test = compute_and_test(pure[k], o, &req);
+                    tc1 = MPI_Wtime();
+                    CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+                    t1 = MPI_Wtime();
+                    if (it >= o->warmup) {
+                        int i = it - o->warmup;
+                        if (phase == 0) {
+                            tl[i] = t1 - t0;
+                        } else {
+                            tl[o->iters + i] = t1 - t0;
+                            tl[2 * o->iters + i] = tc1 - tc0 - in_test;
+                        }
+                    }
+                    if (check_here) {
+                        long long w =
+                            (long long)count_wrong(rbuf[k], exp, nexp, ts, value_bytes(&o->dt));
+                        if (w > wl[k])
+                            wl[k] = w;
+                    }
+                }
+                if (phase == 0) { /* t_pure, the same on every rank */
+                    CHECK_MPI(MPI_Allreduce(tl, tg, o->iters, MPI_DOUBLE, MPI_MAX,
+                                            MPI_COMM_WORLD));
+                    pure[k] = median(tg, o->iters);
+                } else {
+                    CHECK_MPI(MPI_Allreduce(tl + o->iters, tg + o->iters, 2 * o->iters,
+                                            MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+                    total[k] = median(tg + o->iters, o->iters);
+                    comp[k] = median(tg + 2 * o->iters, o->iters);
                 }
             }
-            results[nresults++] = r;
+        }
+        CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+        if (world_rank == 0) {
+            struct result r;
+            memset(&r, 0, sizeof(r));
+            r.coll = coll;
+            r.bytes = count * (size_t)ts;
+            r.count = count;
+            printf("  %12zu %12zu %8s %6s %5d", r.bytes, count, o->dt.name,
+                   reduction ? op_name(o->op) : "none", rooted ? o->root : -1);
+            for (int k = 0; k < NIMPL; k++) {
+                if (!o->impl[k])
+                    continue;
+                double ov = pure[k] > 0 ? 100.0 * (1.0 - (total[k] - comp[k]) / pure[k]) : 0.0;
+                r.time_us[k] = pure[k] * 1e6;
+                r.algbw[k] = pure[k] > 0 ? (double)r.bytes / pure[k] / 1e9 : 0.0;
+                r.busbw[k] = r.algbw[k] * bus_factor(coll);
+                r.total_us[k] = total[k] * 1e6;
+                r.compute_us[k] = comp[k] * 1e6;
+                r.overlap[k] = ov > 0 ? ov : 0.0;
+                r.wrong[k] = o->check ? wg[k] : -1;
+                if (wg[k])
+                    *any_wrong = 1;
+                printf("  %9.2f %9.2f %9.2f %7.1f", r.total_us[k], r.compute_us[k], r.time_us[k],
+                       r.overlap[k]);
+                if (o->check)
+                    printf(" %7lld", wg[k]);
+                else
+                    printf(" %7s", "N/A");
+            }
+            if (o->impl[0] && o->impl[1] && r.time_us[IMPL_MPI] > 0)
+                printf(" %9.3f\n", r.time_us[IMPL_HIER] / r.time_us[IMPL_MPI]);
+            else
+                printf(" %9s\n", "N/A");
+            fflush(stdout);
+            push_result(&r);
         }
     next:
         if (size > o->maxb / (size_t)o->factor || size == 0)
@@ -863,6 +1128,11 @@ static void print_header(const struct opts *o)
     if (o->batch && !o->check)
         printf("# times: --batch: %d calls back to back after one barrier, elapsed/calls, max "
                "over ranks\n", o->iters);
+    if (o->nonblocking)
+        printf("# mode: nonblocking (-N): t_pure = post + MPI_Wait; then post, compute for "
+               "t_pure calling MPI_Test every %d us, MPI_Wait: t_total, t_compute (without the "
+               "MPI_Test calls);\n#   overlap = max(0, 100 (1 - (t_total - t_compute) / t_pure)) "
+               "%%; a barrier before every call\n", o->test_us);
     printf("# times: median over iterations of the max over ranks; GB = 1e9 B; busbw factors:\n"
            "#   allreduce 2(p-1)/p, reduce_scatter/allgather (p-1)/p, bcast/reduce 1\n");
     fflush(stdout);
@@ -882,9 +1152,14 @@ static int write_csv(const char *path, const struct opts *o)
         fprintf(stderr, "mpix_bench: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fprintf(f, "collective,size_bytes,count,type,redop,root,hier_time_us,hier_algbw_gbs,"
-               "hier_busbw_gbs,hier_wrong,mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,mpi_wrong,"
-               "hier_over_mpi\n");
+    if (o->nonblocking)
+        fprintf(f, "collective,size_bytes,count,type,redop,root,hier_total_us,hier_compute_us,"
+                   "hier_pure_us,hier_overlap_pct,hier_wrong,mpi_total_us,mpi_compute_us,"
+                   "mpi_pure_us,mpi_overlap_pct,mpi_wrong,hier_over_mpi\n");
+    else
+        fprintf(f, "collective,size_bytes,count,type,redop,root,hier_time_us,hier_algbw_gbs,"
+                   "hier_busbw_gbs,hier_wrong,mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,mpi_wrong,"
+                   "hier_over_mpi\n");
     for (size_t i = 0; i < nresults; i++) {
         const struct result *r = &results[i];
         int rooted = r->coll == C_BCAST || r->coll == C_REDUCE;
@@ -892,9 +1167,16 @@ static int write_csv(const char *path, const struct opts *o)
         fprintf(f, "%s,%zu,%zu,%s,%s,%d", coll_names[r->coll], r->bytes, r->count, o->dt.name,
                 red ? op_name(o->op) : "none", rooted ? o->root : -1);
         for (int k = 0; k < NIMPL; k++) {
-            fputc(',', f); put_num(f, r->time_us[k], o->impl[k]);
-            fputc(',', f); put_num(f, r->algbw[k], o->impl[k]);
-            fputc(',', f); put_num(f, r->busbw[k], o->impl[k]);
+            if (o->nonblocking) {
+                fputc(',', f); put_num(f, r->total_us[k], o->impl[k]);
+                fputc(',', f); put_num(f, r->compute_us[k], o->impl[k]);
+                fputc(',', f); put_num(f, r->time_us[k], o->impl[k]);
+                fputc(',', f); put_num(f, r->overlap[k], o->impl[k]);
+            } else {
+                fputc(',', f); put_num(f, r->time_us[k], o->impl[k]);
+                fputc(',', f); put_num(f, r->algbw[k], o->impl[k]);
+                fputc(',', f); put_num(f, r->busbw[k], o->impl[k]);
+            }
             fputc(',', f);
             if (o->impl[k] && r->wrong[k] >= 0)
                 fprintf(f, "%lld", r->wrong[k]);
@@ -918,9 +1200,12 @@ static int write_json(const char *path, const struct opts *o)
     MPIX_Hier_get_version(&maj, &min, &pat);
     fprintf(f, "{\n  \"version\": \"%d.%d.%d\",\n  \"ranks\": %d,\n  \"type\": \"%s\",\n"
                "  \"op\": \"%s\",\n  \"root\": %d,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
-               "  \"check\": %s,\n  \"results\": [",
+               "  \"check\": %s,\n  \"mode\": \"%s\",\n",
             maj, min, pat, world_size, o->dt.name, op_name(o->op), o->root, o->iters, o->warmup,
-            o->check ? "true" : "false");
+            o->check ? "true" : "false", o->nonblocking ? "nonblocking" : "blocking");
+    if (o->nonblocking)
+        fprintf(f, "  \"test_interval_us\": %d,\n", o->test_us);
+    fprintf(f, "  \"results\": [");
     for (size_t i = 0; i < nresults; i++) {
         const struct result *r = &results[i];
         fprintf(f, "%s\n    {\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu",
@@ -928,9 +1213,15 @@ static int write_json(const char *path, const struct opts *o)
         for (int k = 0; k < NIMPL; k++) {
             if (!o->impl[k])
                 continue;
-            fprintf(f, ", \"%s\": {\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, "
-                       "\"wrong\": ",
-                    impl_names[k], r->time_us[k], r->algbw[k], r->busbw[k]);
+            if (o->nonblocking)
+                fprintf(f, ", \"%s\": {\"t_total_us\": %.3f, \"t_compute_us\": %.3f, "
+                           "\"t_pure_us\": %.3f, \"overlap_pct\": %.2f, \"wrong\": ",
+                        impl_names[k], r->total_us[k], r->compute_us[k], r->time_us[k],
+                        r->overlap[k]);
+            else
+                fprintf(f, ", \"%s\": {\"time_us\": %.3f, \"algbw_gbs\": %.4f, "
+                           "\"busbw_gbs\": %.4f, \"wrong\": ",
+                        impl_names[k], r->time_us[k], r->algbw[k], r->busbw[k]);
             if (r->wrong[k] >= 0)
                 fprintf(f, "%lld}", r->wrong[k]);
             else
@@ -1112,8 +1403,12 @@ int main(int argc, char **argv)
     }
 #endif
 
-    for (int i = 0; i < o.ncolls; i++)
-        bench_coll(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
+    for (int i = 0; i < o.ncolls; i++) {
+        if (o.nonblocking)
+            bench_coll_nb(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
+        else
+            bench_coll(o.colls[i], &o, sbuf, rbuf, exp, &any_wrong);
+    }
 
 #ifdef MXH_BENCH_CUDA
     if (o.cuda) {

@@ -10,10 +10,18 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "mxh_test_shim.h"
+
+#ifndef MXH_TEST_MEMKIND
+#define MXH_TEST_MEMKIND 0
+#endif
+#if MXH_TEST_MEMKIND
+#include "mem/mem.h"
+#endif
 
 namespace mxh_test {
 
@@ -26,6 +34,112 @@ inline std::string fmt(const char *f, ...)
     va_end(ap);
     return buf;
 }
+
+// ------------------------------------------------------------ memory kinds
+//
+// Built with -DMXH_TEST_MEMKIND=1 (test_colls_mem, test_nbc_mem), the buffers a
+// test hands to the library as send or receive buffers come from the test
+// memory kind (src/mem/mem.h: host memory the library must treat like device
+// memory), chosen per role by $MXH_TEST_MEM, e.g. "send=test,recv=host,delay=5"
+// (default send=test,recv=test,delay=3); MPICH's reference results are always
+// computed on ordinary host buffers. Every Checker then also asserts that the
+// library copied through the kind's ops (mxh_mem_test_copies() grew) when the
+// test gave it a significant, non-empty test-kind buffer.
+
+enum class Role { host, send, recv };
+
+struct MemCfg {
+    bool send_test = false, recv_test = false;
+    int delay = 3;
+    std::string desc = "host";
+};
+
+inline const MemCfg &mem_cfg()
+{
+    static MemCfg c = [] {
+        MemCfg m;
+#if MXH_TEST_MEMKIND
+        m.send_test = m.recv_test = true;
+        const char *e = mxh_env("MXH_TEST_MEM", "");
+        std::string s(e);
+        size_t pos = 0;
+        while (pos < s.size()) {
+            size_t comma = s.find(',', pos);
+            std::string kv = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+            pos = comma == std::string::npos ? s.size() : comma + 1;
+            size_t eq = kv.find('=');
+            std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+            if (k == "send" && (v == "test" || v == "host"))
+                m.send_test = v == "test";
+            else if (k == "recv" && (v == "test" || v == "host"))
+                m.recv_test = v == "test";
+            else if (k == "delay" && !v.empty())
+                m.delay = atoi(v.c_str());
+            else if (!kv.empty()) {
+                std::fprintf(stderr, "MXH_TEST_MEM: bad item '%s' (send=test|host, "
+                                     "recv=test|host, delay=N)\n", kv.c_str());
+                std::abort();
+            }
+        }
+        mxh_mem_test_set_delay(m.delay);
+        m.desc = fmt("send=%s recv=%s delay=%d", m.send_test ? "test" : "host",
+                     m.recv_test ? "test" : "host", m.delay);
+#endif
+        return m;
+    }();
+    return c;
+}
+
+struct Buf {
+    mxh_buf_t b;
+    bool test_kind = false;
+    // @role: which buffer of a collective it is (memory kind builds: its kind)
+    Buf(size_t bytes, int fill, Role role = Role::host)
+    {
+        const MemCfg &m = mem_cfg();
+        test_kind = (role == Role::send && m.send_test) || (role == Role::recv && m.recv_test);
+#if MXH_TEST_MEMKIND
+        if (test_kind) {
+            mxh_buf_wrap(&b, mxh_mem_test_alloc(bytes + 2 * MXH_GUARD), bytes, fill);
+            return;
+        }
+#endif
+        mxh_buf_alloc(&b, bytes, fill);
+    }
+    ~Buf()
+    {
+#if MXH_TEST_MEMKIND
+        if (test_kind) {
+            mxh_mem_test_free(b.base);
+            return;
+        }
+#endif
+        mxh_buf_free(&b);
+    }
+    unsigned char *p() const { return (unsigned char *)b.p; }
+    Buf(const Buf &) = delete;
+    Buf &operator=(const Buf &) = delete;
+};
+
+#if MXH_TEST_MEMKIND
+// Says the configuration once (rank 0) before the first test.
+class MemKindEnv : public ::testing::Environment {
+  public:
+    void SetUp() override
+    {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) {
+            std::printf("mxh: memory kinds: %s%s\n", mem_cfg().desc.c_str(),
+                        MXH_TEST_PLAIN ? " (plain stand-in: plain host memory, staging not asserted)"
+                                       : "");
+            std::fflush(stdout);
+        }
+    }
+};
+inline ::testing::Environment *const g_memkind_env =
+    ::testing::AddGlobalTestEnvironment(new MemKindEnv);
+#endif
 
 // ------------------------------------------------------------------ checker
 
@@ -78,6 +192,13 @@ class Checker {
         if (!mxh_buf_guards_ok(&b))
             fail(what + ": wrote outside the buffer (guard zone damaged)");
     }
+    // Memory kind builds: @b was handed to the library and is significant there
+    // (data to read or results to write): the staged path must run.
+    void staged(const Buf &b, bool significant)
+    {
+        if (b.test_kind && significant && b.b.bytes > 0)
+            expect_copies_ = true;
+    }
     void hash(uint64_t h, const std::string &label)
     {
         hashes_.push_back(h);
@@ -98,6 +219,11 @@ class Checker {
         if (!mxh_hashes_agree(comm, hashes_.data(), n, &bad))
             fail("results not bitwise identical on all ranks of the communicator; first case: " +
                  labels_[(size_t)bad]);
+#if MXH_TEST_MEMKIND && !MXH_TEST_PLAIN
+        if (expect_copies_ && mxh_mem_test_copies() == copies0_)
+            fail("test-kind buffers (" + mem_cfg().desc + ") were given to the library but "
+                 "mxh_mem_test_copies() did not grow: the staged path did not run");
+#endif
         if (failures_ > kMaxReports)
             ADD_FAILURE() << failures_ << " failures in total (" << kMaxReports << " shown)";
     }
@@ -108,21 +234,16 @@ class Checker {
     int rank = 0, size = 1;
 
   private:
-    static const int kMaxReports = 12;
+    static constexpr int kMaxReports = 12;
     std::string kind_;
     int failures_ = 0;
     bool finished_ = false;
+    bool expect_copies_ = false;
+#if MXH_TEST_MEMKIND
+    uint64_t copies0_ = mxh_mem_test_copies();
+#endif
     std::vector<uint64_t> hashes_;
     std::vector<std::string> labels_;
-};
-
-struct Buf {
-    mxh_buf_t b;
-    Buf(size_t bytes, int fill) { mxh_buf_alloc(&b, bytes, fill); }
-    ~Buf() { mxh_buf_free(&b); }
-    unsigned char *p() const { return (unsigned char *)b.p; }
-    Buf(const Buf &) = delete;
-    Buf &operator=(const Buf &) = delete;
 };
 
 }  // namespace mxh_test

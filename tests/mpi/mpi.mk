@@ -17,6 +17,26 @@ mpi_test_hier_SOURCES = mpi/test_hier.cc $(MXH_MPI_COMMON)
 mpi_test_hier_LDADD = $(MXH_MPI_LIBS)
 mpi_test_hier_LDFLAGS = $(MXH_MPI_NOINST)
 
+# the nonblocking collectives (MPIX_Hier_I*) against MPICH
+check_PROGRAMS += mpi/test_nbc
+mpi_test_nbc_SOURCES = mpi/test_nbc.cc $(MXH_MPI_COMMON)
+mpi_test_nbc_LDADD = $(MXH_MPI_LIBS)
+mpi_test_nbc_LDFLAGS = $(MXH_MPI_NOINST)
+
+# test_colls' and test_nbc's matrices on buffers of the test memory kind
+# (-DMXH_TEST_MEMKIND=1, see checker.hh): mxh_mem_test_alloc is internal, so
+# these link the core library
+MXH_MPI_MEM_LIBS = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lpthread -ldl
+check_PROGRAMS += mpi/test_colls_mem mpi/test_nbc_mem
+mpi_test_colls_mem_SOURCES = mpi/test_colls.cc $(MXH_MPI_COMMON)
+mpi_test_colls_mem_CPPFLAGS = $(AM_CPPFLAGS) -DMXH_TEST_MEMKIND=1
+mpi_test_colls_mem_LDADD = $(MXH_MPI_MEM_LIBS)
+mpi_test_colls_mem_LDFLAGS = $(MXH_MPI_NOINST)
+mpi_test_nbc_mem_SOURCES = mpi/test_nbc.cc $(MXH_MPI_COMMON)
+mpi_test_nbc_mem_CPPFLAGS = $(AM_CPPFLAGS) -DMXH_TEST_MEMKIND=1
+mpi_test_nbc_mem_LDADD = $(MXH_MPI_MEM_LIBS)
+mpi_test_nbc_mem_LDFLAGS = $(MXH_MPI_NOINST)
+
 # the executor's point-to-point algorithms are internal: link the core library
 check_PROGRAMS += mpi/test_p2p
 mpi_test_p2p_SOURCES = mpi/test_p2p.cc $(MXH_MPI_COMMON)

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls, test_p2p) under
-# mpiexec on fake multi-node layouts; see README.md next to this script.
+# Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls, test_nbc,
+# test_colls_mem, test_nbc_mem, test_p2p) under mpiexec on fake multi-node layouts;
+# see README.md next to this script.
 #
 #   run_mpi_tests.sh                 all layouts (make check runs it from tests/)
 #   MXH_TEST_LAYOUTS="2x2 3level-4x2" run_mpi_tests.sh     only these layouts
@@ -12,6 +13,8 @@
 #   MXH_TEST_TIMEOUT=120             seconds per test (the in-process watchdog)
 #   MXH_TEST_LOGDIR=./mpi            where mxh-<layout>-<binary>.log go
 #   MXH_TEST_WRAPPER="valgrind ..."  run every rank under this command (make check-valgrind)
+#   MXH_TEST_NBC_FULL="2x2 1+2+3 3level-4x2"  layouts where test_nbc runs its full matrix
+#                                    (elsewhere MXH_TEST_QUICK=1)
 #
 # Internal: run_mpi_tests.sh --interleave a,b,c PROG ARGS... sets
 # MPIX_HIER_HOSTNAME to the (rank mod 3)-th name (rank from PMI_RANK) and
@@ -45,6 +48,7 @@ mkdir -p "$logdir"
 # The layout comes from this script only.
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES
 unset MXH_TEST_EXPECT_NODES MXH_TEST_EXPECT_LEVELS MXH_TEST_EXPECT_LEAF MXH_TEST_LAYOUT
+unset MXH_TEST_MEM
 
 npass=0
 nfail=0
@@ -57,7 +61,9 @@ want() { # want WORD LIST: LIST empty or containing WORD
 }
 
 # run LAYOUT BINARY FILTER ENV... -- MPIEXEC-ARGS (the word BIN stands for the
-# binary and its gtest arguments)
+# binary and its gtest arguments). $tag (if set) names a variant of the same
+# binary on the same layout (log mxh-LAYOUT-BINARY-TAG.log).
+tag=
 run() {
     local layout=$1 bin=$2 filter=$3
     shift 3
@@ -84,7 +90,7 @@ run() {
         failed+=("$layout/$bin")
         return 0
     fi
-    local log=$logdir/mxh-$layout-$bin.log t0 t1 rc
+    local log=$logdir/mxh-$layout-$bin${tag:+-$tag}.log t0 t1 rc name=$bin${tag:+[$tag]}
     t0=$(date +%s)
     {
         echo "# layout $layout: ${envs[*]} $MPIEXEC ${args[*]}"
@@ -96,13 +102,13 @@ run() {
     local summary
     summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
     if [ $rc -eq 0 ]; then
-        printf 'PASS  %-22s %-12s %4ds  %s\n' "$layout" "$bin" $((t1 - t0)) "$summary"
+        printf 'PASS  %-22s %-12s %4ds  %s\n' "$layout" "$name" $((t1 - t0)) "$summary"
         npass=$((npass + 1))
     else
         local why="exit $rc"
         [ $rc -eq 124 ] && why="timeout/hang (exit 124)"
         grep -q 'mxh watchdog' "$log" && why="hang: $(grep -m1 'mxh watchdog' "$log")"
-        printf 'FAIL  %-22s %-12s %4ds  %s  %s  (log: %s)\n' "$layout" "$bin" $((t1 - t0)) \
+        printf 'FAIL  %-22s %-12s %4ds  %s  %s  (log: %s)\n' "$layout" "$name" $((t1 - t0)) \
             "$why" "$summary" "$log"
         # the failed tests, then the first failure in full (the rest: in the log)
         grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/ ([0-9]* ms)$//' | sort -u |
@@ -110,7 +116,7 @@ run() {
         grep -m1 -E -A6 'Failure|BAD TERMINATION|EXIT STRING|mxh watchdog' "$log" |
             head -n 8 | sed 's/^/      | /'
         nfail=$((nfail + 1))
-        failed+=("$layout/$bin")
+        failed+=("$layout/$name")
     fi
 }
 
@@ -159,6 +165,58 @@ for bin in test_hier test_errors test_colls; do
         -n 2 -env $H a -env $L leaf0 BIN : -n 2 -env $H b -env $L leaf0 BIN : \
         -n 2 -env $H c -env $L leaf1 BIN : -n 2 -env $H d -env $L leaf1 BIN
 done
+
+# Nonblocking collectives (test_nbc): the trimmed matrix (MXH_TEST_QUICK=1) on
+# the small and irregular layouts, the full one on $MXH_TEST_NBC_FULL.
+nbc_full=${MXH_TEST_NBC_FULL:-2x2 1+2+3 3level-4x2}
+nbcq() { # the quick setting for layout $1 (the caller's MXH_TEST_QUICK wins)
+    if want "$1" "$nbc_full" && [ "${MXH_TEST_QUICK:-0}" = 0 ]; then echo MXH_TEST_QUICK=0
+    else echo MXH_TEST_QUICK=1; fi
+}
+run 1rank test_nbc '*' "$(nbcq 1rank)" -- -n 1 BIN
+run 1node-3 test_nbc '*' "$(nbcq 1node-3)" -- -n 3 BIN
+run 2x2 test_nbc '*' "$(nbcq 2x2)" -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 1+1 test_nbc '*' "$(nbcq 1+1)" -- -n 1 -env $H a BIN : -n 1 -env $H b BIN
+run 3+1 test_nbc '*' "$(nbcq 3+1)" -- -n 3 -env $H a BIN : -n 1 -env $H b BIN
+run 1+2+3 test_nbc '*' "$(nbcq 1+2+3)" -- \
+    -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+run interleaved-3x2 test_nbc '*' "$(nbcq interleaved-3x2)" -- \
+    -n 6 /bin/bash "$self" --interleave a,b,c BIN
+run 3level-4x2 test_nbc '*' "$(nbcq 3level-4x2)" MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+
+# The test memory kind (test_colls_mem, test_nbc_mem; $MXH_TEST_MEM picks the
+# kinds of send and receive buffers and the copy delay in polls): every
+# collective, counts 0/1/primes/large, in place, roots, on a few layouts, with
+# both buffers of the test kind, host send + test receive and the reverse, delay
+# 0, 3 and 5. test_colls_mem: the communicators and algorithm settings named in
+# the filters, its matrix trimmed (MXH_TEST_QUICK=1; every type/op pair only on
+# 2x2); 256 KiB fragments make its large counts pipelined.
+cm_tt='Comms/Colls.*/world:PipelineRamp.*'
+cm_ht='Comms/Colls.*/interleaved:Forced/Algos.*-*AllTypesOps*'
+cm_th='Comms/Colls.*/evenodd:Forced/Algos.*pipeline*:PipelineRamp.*-*AllTypesOps*'
+tag=mem-tt-d3
+run 2x2 test_colls_mem "$cm_tt" MXH_TEST_MEM=send=test,recv=test,delay=3 MXH_TEST_QUICK=1 \
+    MPIX_HIER_FRAG_SIZE=256k -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 1rank test_colls_mem 'Comms/Colls.*/world' MXH_TEST_MEM=send=test,recv=test,delay=3 \
+    MXH_TEST_QUICK=1 -- -n 1 BIN
+run 2x2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=3 "$(nbcq 2x2)" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 1node-2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=4 MXH_TEST_QUICK=1 -- \
+    -n 2 BIN
+tag=mem-ht-d0
+run 3level-4x2 test_colls_mem "$cm_ht" MXH_TEST_MEM=send=host,recv=test,delay=0 \
+    MXH_TEST_QUICK=1 MPIX_HIER_FRAG_SIZE=256k MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+run 3level-4x2 test_nbc_mem '*' MXH_TEST_MEM=send=host,recv=test,delay=0 MXH_TEST_QUICK=1 \
+    MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+tag=mem-th-d5
+run 1+2+3 test_colls_mem "$cm_th" MXH_TEST_MEM=send=test,recv=host,delay=5 MXH_TEST_QUICK=1 \
+    MPIX_HIER_FRAG_SIZE=256k -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+run 1+2+3 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=host,delay=5 MXH_TEST_QUICK=1 -- \
+    -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+tag=
 
 # the executor's point-to-point algorithms on communicators of 2..6 ranks
 run p2p-6 test_p2p '*' -- -n 6 BIN

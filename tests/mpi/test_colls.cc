@@ -7,6 +7,10 @@
 // top of that every rank hashes its results and the hashes must equal rank
 // 0's (bitwise identity across ranks), also on random float/double data.
 //
+// Built a second time as test_colls_mem (-DMXH_TEST_MEMKIND=1): the send and
+// receive buffers of the case runners come from the test memory kind
+// (tests/mpi/checker.hh, $MXH_TEST_MEM), the references stay on host memory.
+//
 // Filters: --gtest_filter='Comms/Colls.Allreduce*/world' etc.
 // MXH_TEST_QUICK=1 trims the matrix (counts 0,1,7 and fewer roots);
 // MXH_TEST_TRACE=1 prints every case to stderr before running it.
@@ -28,6 +32,7 @@ namespace {
 using mxh_test::Buf;
 using mxh_test::Checker;
 using mxh_test::fmt;
+using mxh_test::Role;
 
 // ------------------------------------------------------------ communicators
 
@@ -176,10 +181,11 @@ void allreduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool
     std::string label = fmt("MPIX_Hier_allreduce %s %s count=%d%s", t->name, mxh_op_name(op),
                             count, inplace ? " in-place" : "");
     trace(label);
-    Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
+    Buf in(bytes, 0, Role::send), ref(bytes, 0xCD), got(bytes, 0xCD, Role::recv);
     mxh_fill(t, op, in.p(), n, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
-    ck.rc(MPI_Allreduce(in.p(), ref.p(), count, t->type, op, ck.comm), "reference " + label);
+    ck.rc(MPI_Allreduce(pristine.data(), ref.p(), count, t->type, op, ck.comm),
+          "reference " + label);
     int rc;
     if (inplace) {
         memcpy(got.p(), in.p(), bytes);
@@ -188,6 +194,8 @@ void allreduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool
         rc = MPIX_Hier_allreduce(in.p(), got.p(), count, t->type, op, ck.comm);
         ck.same_bytes(in.p(), pristine.data(), bytes, label + ": modified sendbuf");
     }
+    ck.staged(in, !inplace);
+    ck.staged(got, true);
     ck.rc(rc, label);
     ck.same(t, false, got.p(), ref.p(), n, label);
     ck.guards(got.b, label);
@@ -201,10 +209,11 @@ void rsb_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool inpla
     std::string label = fmt("MPIX_Hier_reduce_scatter_block %s %s recvcount=%d%s", t->name,
                             mxh_op_name(op), count, inplace ? " in-place" : "");
     trace(label);
-    Buf in(total * ext, 0), ref(n * ext, 0xCD), got((inplace ? total : n) * ext, 0xCD);
+    Buf in(total * ext, 0, Role::send), ref(n * ext, 0xCD),
+        got((inplace ? total : n) * ext, 0xCD, Role::recv);
     mxh_fill(t, op, in.p(), total, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + total * ext);
-    ck.rc(MPI_Reduce_scatter_block(in.p(), ref.p(), count, t->type, op, ck.comm),
+    ck.rc(MPI_Reduce_scatter_block(pristine.data(), ref.p(), count, t->type, op, ck.comm),
           "reference " + label);
     int rc;
     if (inplace) {
@@ -214,6 +223,8 @@ void rsb_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool inpla
         rc = MPIX_Hier_reduce_scatter_block(in.p(), got.p(), count, t->type, op, ck.comm);
         ck.same_bytes(in.p(), pristine.data(), total * ext, label + ": modified sendbuf");
     }
+    ck.staged(in, !inplace);
+    ck.staged(got, true);
     ck.rc(rc, label);
     ck.same(t, false, got.p(), ref.p(), n, label);
     ck.guards(got.b, label);
@@ -227,12 +238,15 @@ void reduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool in
     std::string label = fmt("MPIX_Hier_reduce %s %s count=%d root=%d%s", t->name,
                             mxh_op_name(op), count, root, inplace ? " in-place at root" : "");
     trace(label);
-    Buf in(bytes, 0), ref(bytes, 0xCD), got(bytes, 0xCD);
+    Buf in(bytes, 0, Role::send), ref(bytes, 0xCD), got(bytes, 0xCD, Role::recv);
     mxh_fill(t, op, in.p(), n, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + bytes);
-    ck.rc(MPI_Reduce(in.p(), ref.p(), count, t->type, op, root, ck.comm), "reference " + label);
+    ck.rc(MPI_Reduce(pristine.data(), ref.p(), count, t->type, op, root, ck.comm),
+          "reference " + label);
     int rc;
     bool me_root = ck.rank == root;
+    ck.staged(in, !(inplace && me_root));
+    ck.staged(got, me_root);
     if (inplace && me_root) {
         memcpy(got.p(), in.p(), bytes);
         rc = MPIX_Hier_reduce(MPI_IN_PLACE, got.p(), count, t->type, op, root, ck.comm);
@@ -255,11 +269,13 @@ void allgather_case(Checker &ck, const mxh_type_t *t, int count, bool inplace, u
     size_t n = (size_t)count, ext = (size_t)t->extent, total = n * (size_t)ck.size;
     std::string label =
         fmt("MPIX_Hier_allgather %s count=%d%s", t->name, count, inplace ? " in-place" : "");
-    Buf in(n * ext, 0), ref(total * ext, 0xCD), got(total * ext, 0xCD);
+    Buf in(n * ext, 0, Role::send), ref(total * ext, 0xCD), got(total * ext, 0xCD, Role::recv);
     mxh_fill(t, MPI_OP_NULL, in.p(), n, ck.rank, salt);
     std::vector<unsigned char> pristine(in.p(), in.p() + n * ext);
-    ck.rc(MPI_Allgather(in.p(), count, t->type, ref.p(), count, t->type, ck.comm),
+    ck.rc(MPI_Allgather(pristine.data(), count, t->type, ref.p(), count, t->type, ck.comm),
           "reference " + label);
+    ck.staged(in, !inplace);
+    ck.staged(got, true);
     int rc;
     if (inplace) {
         memcpy(got.p() + (size_t)ck.rank * n * ext, in.p(), n * ext);
@@ -279,7 +295,8 @@ void bcast_case(Checker &ck, const mxh_type_t *t, int count, int root, uint64_t 
     size_t n = (size_t)count, bytes = n * (size_t)t->extent;
     std::string label = fmt("MPIX_Hier_bcast %s count=%d root=%d", t->name, count, root);
     trace(label);
-    Buf ref(bytes, 0xCD), got(bytes, 0xCD);
+    Buf ref(bytes, 0xCD), got(bytes, 0xCD, ck.rank == root ? Role::send : Role::recv);
+    ck.staged(got, true);
     if (ck.rank == root) {
         mxh_fill(t, MPI_OP_NULL, ref.p(), n, root, salt);
         memcpy(got.p(), ref.p(), bytes);

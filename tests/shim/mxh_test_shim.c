@@ -472,8 +472,13 @@ void mxh_fill_random_fp(MPI_Datatype type, void *buf, size_t count, int rank, ui
 
 void mxh_buf_alloc(mxh_buf_t *b, size_t bytes, int fill)
 {
+    mxh_buf_wrap(b, malloc(bytes + 2 * MXH_GUARD), bytes, fill);
+}
+
+void mxh_buf_wrap(mxh_buf_t *b, void *base, size_t bytes, int fill)
+{
     b->bytes = bytes;
-    b->base = (unsigned char *)malloc(bytes + 2 * MXH_GUARD);
+    b->base = (unsigned char *)base;
     if (!b->base) {
         fprintf(stderr, "mxh_buf_alloc: out of memory (%zu bytes)\n", bytes);
         abort();
@@ -888,6 +893,52 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         ((unsigned char *)recvbuf)[0] ^= 1;
     return rc;
 }
+
+/* Nonblocking forms: MPICH's own. */
+int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request)
+{
+    return MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+}
+
+int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request)
+{
+    return MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                          request);
+}
+
+int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                     MPI_Request *request)
+{
+    return MPI_Ibcast(buffer, count, datatype, root, comm, request);
+}
+
+int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+}
+
+/* The test memory kind (src/mem/mem.h) for the harness: plain host memory, no
+ * copies ever counted (the tests do not assert staging in this build). */
+void *mxh_mem_test_alloc(size_t n);
+void mxh_mem_test_free(void *p);
+void mxh_mem_test_set_delay(int polls);
+uint64_t mxh_mem_test_copies(void);
+
+void *mxh_mem_test_alloc(size_t n) { return calloc(1, n ? n : 1); }
+void mxh_mem_test_free(void *p) { free(p); }
+void mxh_mem_test_set_delay(int polls) { (void)polls; }
+uint64_t mxh_mem_test_copies(void) { return 0; }
 
 int MPIX_Hier_get_version(int *major, int *minor, int *patch)
 {

@@ -141,6 +141,9 @@ typedef struct mxh_buf {
  * area set to @fill, guard zones to a pattern. */
 void mxh_buf_alloc(mxh_buf_t *b, size_t bytes, int fill);
 void mxh_buf_free(mxh_buf_t *b);
+/* The same on memory the caller allocated (@base: at least bytes + 2 *
+ * MXH_GUARD bytes, e.g. from mxh_mem_test_alloc); the caller frees base. */
+void mxh_buf_wrap(mxh_buf_t *b, void *base, size_t bytes, int fill);
 /* 1 if both guard zones are intact. */
 int mxh_buf_guards_ok(const mxh_buf_t *b);
 

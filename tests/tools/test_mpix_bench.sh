@@ -1,5 +1,6 @@
 #!/bin/bash
 # mpix_bench smoke test: 4 ranks as 2 fake nodes, every collective, --check, CSV;
+# the nonblocking mode (-N) likewise, with its columns and overlap formula checked;
 # every datatype (fp16/bf16 included) with --check; --plot (a PNG with gnuplot,
 # else a clear message and exit 3 with the CSV written); bad options exit
 # non-zero with a message. Times are not checked.
@@ -53,6 +54,67 @@ if [ -f "$csv" ]; then
 else
     bad "no CSV written"
 fi
+
+# -N (nonblocking, OSU osu_iallreduce style): every collective, --check, CSV and JSON;
+# the table's columns, t_compute >= t_pure (the computation runs at least t_pure
+# outside MPI_Test), overlap = max(0, 100 (1 - (t_total - t_compute) / t_pure))
+nbcsv=$tmp/nb.csv nbjson=$tmp/nb.json
+args=(-N -c all -b 8 -e 4K -f 8 -n 3 -w 1 --check --csv "$nbcsv" --json "$nbjson")
+out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$bench" "${args[@]}" : \
+               -n 2 -env MPIX_HIER_HOSTNAME b "$bench" "${args[@]}" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || { bad "-N run exit status $rc"; echo "$out" | tail -n 15; }
+check "-N mode line" '^# mode: nonblocking \(-N\): t_pure = post \+ MPI_Wait; .*MPI_Test every 50 us' "$out"
+check "-N overlap formula" '^#   overlap = max\(0, 100 \(1 - \(t_total - t_compute\) / t_pure\)\) %' "$out"
+for c in allreduce:Iallreduce reduce_scatter:Ireduce_scatter_block allgather:Iallgather \
+         bcast:Ibcast reduce:Ireduce; do
+    check "-N section ${c%%:*}" "^# Collective: ${c%%:*} \\(nonblocking: MPIX_Hier_${c#*:} vs MPI_${c#*:}; MPI_Test every 50 us of computation\\)\$" "$out"
+done
+check "-N columns" '^# +size +count +type +redop +root +t_total t_compute +t_pure overlap +#wrong +t_total t_compute +t_pure overlap +#wrong +hier/mpi$' "$out"
+check "-N units" '^# +\(B\) +\(elements\) +\(us\) +\(us\) +\(us\) +\(%\) +\(us\) +\(us\) +\(us\) +\(%\) +\(t_pure\)$' "$out"
+check "-N check verdict" '^# check: all results correct$' "$out"
+# rows: 4 sizes (8, 64, 512, 4096 B) for allreduce, bcast, reduce; 3 for reduce_scatter
+# and allgather (8 B is 0 floats per rank on 4 ranks): 18 rows of 16 fields
+rows=$(grep -E '^ +[0-9]+ +[0-9]+ +float ' <<<"$out")
+nrows=$(grep -c . <<<"$rows")
+[ "$nrows" -eq 18 ] && ok || bad "-N: expected 18 table rows, got $nrows"
+nbad=$(awk 'NF != 16 || $10 != "0" || $15 != "0" || $9 < 0 || $9 > 100 || $14 < 0 || $14 > 100 ||
+            $8 <= 0 || $13 <= 0 { n++ } END { print n + 0 }' <<<"$rows")
+[ "$nbad" -eq 0 ] && ok || { bad "-N: $nbad malformed rows (16 fields, #wrong 0, 0 <= overlap <= 100, t_pure > 0)"; echo "$rows"; }
+if [ -f "$nbcsv" ]; then
+    check "-N csv header" '^collective,size_bytes,count,type,redop,root,hier_total_us,hier_compute_us,hier_pure_us,hier_overlap_pct,hier_wrong,mpi_total_us,mpi_compute_us,mpi_pure_us,mpi_overlap_pct,mpi_wrong,hier_over_mpi$' "$(head -n 1 "$nbcsv")"
+    n=$(($(wc -l <"$nbcsv") - 1))
+    [ "$n" -eq 18 ] && ok || bad "-N: expected 18 CSV rows, got $n"
+    # per implementation (columns 7-11 hier, 12-16 mpi): t_compute >= t_pure and the
+    # overlap column recomputed from the times (0.5 % for the rounding)
+    nbad=$(awk -F, 'NR > 1 { for (b = 7; b <= 12; b += 5) {
+                        tot = $b; comp = $(b + 1); pure = $(b + 2); ov = $(b + 3)
+                        want = 100 * (1 - (tot - comp) / pure); if (want < 0) want = 0
+                        d = ov - want; if (d < 0) d = -d
+                        if (comp < pure - 0.002 || d > 0.5 || $(b + 4) != "0") n++ } }
+                    END { print n + 0 }' "$nbcsv")
+    [ "$nbad" -eq 0 ] && ok || { bad "-N: $nbad CSV entries with t_compute < t_pure, a wrong overlap or wrong elements"; cat "$nbcsv"; }
+else
+    bad "-N: no CSV written"
+fi
+if [ -f "$nbjson" ]; then
+    check "-N json mode" '"mode": "nonblocking",' "$(cat "$nbjson")"
+    check "-N json fields" '"hier": \{"t_total_us": [0-9.]+, "t_compute_us": [0-9.]+, "t_pure_us": [0-9.]+, "overlap_pct": [0-9.]+, "wrong": 0\}' "$(cat "$nbjson")"
+else
+    bad "-N: no JSON written"
+fi
+# --test-interval 0: no MPI_Test, progress in MPI_Wait only; hier only
+out=$($MPIEXEC -n 2 "$bench" --nonblocking --test-interval 0 --impl hier -c bcast -b 64 -e 64 \
+      -n 2 -w 0 --check 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || bad "--test-interval 0 exit status $rc"
+check "--test-interval 0 header" 'MPI_Test every 0 us of computation: none, progress in MPI_Wait only\)$' "$out"
+check "--test-interval 0 row" '^ +64 +16 +float +none +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +N/A$' "$out"
+# -N usage errors
+out=$($MPIEXEC -n 1 "$bench" -N --batch 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "-N --batch: exit $rc, expected 2"
+check "-N --batch message" 'does not apply to -N' "$out"
+out=$($MPIEXEC -n 1 "$bench" -N --test-interval -5 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "--test-interval -5: exit $rc, expected 2"
+check "--test-interval message" "bad --test-interval value '-5'" "$out"
 
 # usage errors: non-zero exit and a message
 out=$($MPIEXEC -n 1 "$bench" -c nosuchcoll 2>&1); rc=$?
