@@ -59,7 +59,8 @@ typedef struct mxh_mem_ops {
     mxh_status_t (*copy_start)(void *dst, const void *src, size_t n, mxh_mem_event_t *ev);
     /* 1: complete (ev->pending cleared), 0: still running, never blocks.
      * Errors (a failed CUDA copy) are logged and returned as a negative
-     * mxh_status_t. */
+     * mxh_status_t, i.e. -(int)MXH_ERR_...; the event is then no longer
+     * pending. Testing a completed (or never started) event returns 1. */
     int (*event_test)(mxh_mem_event_t *ev);
     /* Host memory that copy_start can use asynchronously (pinned for CUDA);
      * NULL on failure. Called rarely (pools grow), never per call. */
@@ -67,7 +68,9 @@ typedef struct mxh_mem_ops {
     void (*stage_free)(void *p, size_t n);
     /* Test kind only (NULL elsewhere): forbid / allow direct access to the
      * allocation holding @p while a collective holds it. Counted: nested holds
-     * (several requests on one buffer) release at the last. */
+     * (several requests on one buffer) release at the last. @p may be any
+     * pointer inside the allocation; every hold needs exactly one release
+     * (an unbalanced release is logged and ignored). */
     void (*hold)(const void *p);
     void (*release)(const void *p);
 } mxh_mem_ops_t;
@@ -98,14 +101,16 @@ void mxh_mem_finalize(void);
 /* ---- the test kind -------------------------------------------------------------- */
 
 /* @n bytes of test-kind memory (page-aligned, zeroed), NULL on failure. The
- * caller may read and write it directly whenever no collective holds it. */
+ * caller may read and write it directly whenever no collective holds it.
+ * Pointers in [p, p + max(n, 1)) are test memory; copies must stay within
+ * [p, p + n). Not thread-safe (nor are the test kind's ops). */
 void *mxh_mem_test_alloc(size_t n);
 void mxh_mem_test_free(void *p);
 /* Polls of event_test before a copy of the test kind completes (default 3;
  * 0: at the first test). Process-wide, for tests. */
 void mxh_mem_test_set_delay(int polls);
-/* Copies started and completed since the process started (tests check that
- * the staged path ran). */
+/* Copies of the test kind (n > 0) started and completed since the process
+ * started (tests check that the staged path ran). */
 uint64_t mxh_mem_test_copies(void);
 /* Current hold count of the test allocation holding @p (0: not held or not
  * test memory). For tests and assertions. */
