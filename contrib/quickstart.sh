@@ -25,9 +25,16 @@ CHECK_JOBS=${CHECK_JOBS:-1}
 LOG_TAIL=${LOG_TAIL:-60}
 export DEBIAN_FRONTEND=noninteractive
 
-# Debian 12 packages: MPICH, optional discovery libraries, GoogleTest, autotools, valgrind.
+# Debian 12 packages: MPICH, optional discovery libraries, GoogleTest, autotools, valgrind,
+# and every program a test or tool calls that a minimal Debian (debootstrap minbase) lacks:
+#   python3    tests/tools/test_mpix_info.sh (checks mpix_info --json), benchmarks/*.py
+#   gnuplot    mpix_bench --plot (tests/tools/test_mpix_bench.sh)
+#   binutils   nm (make check's exported-symbol check; also pulled in by g++)
+#   xz-utils   contrib/gpu-run.sh pack (tar -J)
+# (awk, timeout, mktemp, od, sha256sum, find, sed, grep: coreutils & co., always present.)
 PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev googletest libgtest-dev
-          autoconf automake libtool pkg-config make g++ valgrind gnuplot-nox)
+          autoconf automake libtool pkg-config make g++ binutils valgrind gnuplot-nox
+          python3 xz-utils)
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -70,7 +77,8 @@ install_deps() {
     step "Checking dependencies"
     if ! command -v dpkg-query >/dev/null 2>&1; then
         note "not a Debian-based system: install MPICH (with mpicc/mpiexec), GoogleTest, autoconf,"
-        note "automake, libtool, pkg-config, make and a C++ compiler yourself; continuing."
+        note "automake, libtool, pkg-config, make, a C++ compiler, python3 and gnuplot yourself;"
+        note "continuing."
         return 0
     fi
     local missing

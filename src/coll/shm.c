@@ -23,6 +23,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #ifdef __linux__
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #define SHM_HAVE_CMA 1
 #else
@@ -43,12 +46,16 @@
 #define SHM_CMA_MAX       ((size_t)1 << 20)
 #define SHM_CMA_IO        ((size_t)4 << 20) /* bytes per process_vm_readv (progress in between) */
 
-/* waiting: polls with a pause, then sched_yield per poll; sleep once waiting is long */
-#define SHM_SPIN_POLLS        2048u
+/* waiting (wait_slow; this replaces shm.h's "Waiting" paragraph, which still
+ * describes the former sched_yield policy): poll with a pause for SHM_SPIN_NS (oversubscribed:
+ * SHM_SPIN_POLLS_OVERSUB polls), then sleep on the flag (futex) until its owner
+ * raises it; never sched_yield, which hands the core to whatever else runs here */
+#define SHM_SPIN_NS            50000L  /* 50 us */
 #define SHM_SPIN_POLLS_OVERSUB 16u
-#define SHM_PROGRESS_EVERY    32u
-#define SHM_SLEEP_AFTER_NS    1000000L /* 1 ms */
-#define SHM_SLEEP_NS          10000L
+#define SHM_PROGRESS_EVERY     32u
+#define SHM_SLEEP_MAX_NS       500000L /* a sleep re-checks after 0.5 ms at the latest */
+#define SHM_SLEEP_PROGRESS_NS  50000L  /* ... after 50 us with a progress hook to call */
+#define SHM_SLEEP_NS           10000L  /* without futexes: nanosleep */
 
 /* F_CMA: step whose buffer descriptor (cma line) is published */
 enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_CMA = 3, F_COUNT };
@@ -64,6 +71,11 @@ typedef struct shm_ctrl {
         _Atomic uint64_t pid, addr, len;
         char             pad[SHM_LINE - 3 * sizeof(uint64_t)];
     } cma;
+    /* peers asleep on one of my flags (futex): my flag_set wakes them */
+    struct {
+        _Atomic uint32_t n;
+        char             pad[SHM_LINE - sizeof(uint32_t)];
+    } sleepers;
 } shm_ctrl_t;
 
 typedef struct shm_peer {
@@ -82,7 +94,11 @@ struct mxh_shm {
     int         cma;       /* process_vm_readv works between every pair (agreed) */
     size_t      cma_min;   /* single copy from this many bytes per transfer */
     size_t      cma_max;   /* ... up to (excluding) this many */
-    unsigned    spin_polls;
+    int         oversub;   /* more ranks than cores here (agreed) */
+    long        spin_ns;   /* poll this long before sleeping (not oversubscribed) */
+    int         stats;     /* MXH_SHM_WAIT_STATS=1: count the waits, print at destroy */
+    unsigned long long nwait, nlong, nsleep;
+    long long          wait_ns;
     uint64_t    step;      /* last step used; the same on every rank between calls */
     shm_peer_t *peers;     /* [size] */
     void (*progress)(void *);
@@ -121,16 +137,64 @@ static inline uint64_t flag_get(const mxh_shm_t *shm, int p, int f)
     return atomic_load_explicit(&shm->peers[p].ctrl->f[f].v, memory_order_acquire);
 }
 
-static inline void flag_set(mxh_shm_t *shm, int f, uint64_t v)
+static inline void futex_wake_flag(_Atomic uint64_t *w)
 {
-    atomic_store_explicit(&shm->peers[shm->rank].ctrl->f[f].v, v, memory_order_release);
+#ifdef __linux__
+    syscall(SYS_futex, (uint32_t *)(void *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)w;
+#endif
 }
 
+static inline void flag_set(mxh_shm_t *shm, int f, uint64_t v)
+{
+    shm_ctrl_t *c = shm->peers[shm->rank].ctrl;
+    atomic_store_explicit(&c->f[f].v, v, memory_order_release);
+    if (atomic_load_explicit(&c->sleepers.n, memory_order_relaxed))
+        futex_wake_flag(&c->f[f].v);
+}
+
+/* Sleep until peer @p raises flag @f past @cur (or @ns pass): futex on the
+ * flag's low 32 bits (shared mapping: process-shared futex). The owner's
+ * flag_set wakes the flag while its sleepers count is nonzero; the count is
+ * raised before the flag is read again, and the kernel compares the word
+ * before sleeping, so a raise that lands in between only costs the timeout. */
+static void sleep_on_flag(mxh_shm_t *shm, int p, int f, uint64_t v, long ns)
+{
+    shm_ctrl_t *c = shm->peers[p].ctrl;
+    _Atomic uint64_t *w = &c->f[f].v;
+
+    atomic_fetch_add_explicit(&c->sleepers.n, 1, memory_order_seq_cst);
+    uint64_t cur = atomic_load_explicit(w, memory_order_seq_cst);
+    if (cur < v) {
+        shm->nsleep++;
+#ifdef __linux__
+        struct timespec to = {0, ns};
+        syscall(SYS_futex, (uint32_t *)(void *)w, FUTEX_WAIT, (uint32_t)cur, &to, NULL, 0);
+#else
+        struct timespec to = {0, SHM_SLEEP_NS};
+        (void)ns;
+        nanosleep(&to, NULL);
+#endif
+    }
+    atomic_fetch_sub_explicit(&c->sleepers.n, 1, memory_order_relaxed);
+}
+
+/* Why not spin and sched_yield: with other programs running here (2 ranks and
+ * 2 CPU-bound processes on 2 cores), a yield hands the core to such a process
+ * for its whole time slice while the peer raises the flag at once: the ranks
+ * then pass each other by a slice per step (allreduce 8 MiB 1.5-3x, bcast 2 MiB
+ * 3-4x MPI_Allreduce's time, which spins without yielding). Sleeping on the
+ * flag gives the core away only while the peer is not running and is woken by
+ * the flag itself; spinning without end (as MPICH does) loses as much when a
+ * loaded machine deschedules the peer (benchmarks/RESULTS.md section 6). */
 static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
 {
     struct timespec t0 = {0, 0};
-    unsigned polls = 0, yields = 0;
+    unsigned polls = 0;
 
+    if (shm->stats)
+        clock_gettime(CLOCK_MONOTONIC, &t0);
     while (flag_get(shm, p, f) < v) {
         if (mxh_task_in_fiber()) {
             /* a nonblocking collective: hand control back, never spin or sleep */
@@ -139,23 +203,27 @@ static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
             mxh_task_yield();
             continue;
         }
-        if (polls < shm->spin_polls) {
-            polls++;
-            cpu_relax();
-            if (shm->progress && polls % SHM_PROGRESS_EVERY == 0)
-                shm->progress(shm->progress_arg);
+        polls++;
+        cpu_relax();
+        if (polls % SHM_PROGRESS_EVERY != 0 &&
+            !(shm->oversub && polls >= SHM_SPIN_POLLS_OVERSUB))
             continue;
-        }
         if (shm->progress)
             shm->progress(shm->progress_arg);
-        if (yields == 0)
+        if (t0.tv_sec == 0 && t0.tv_nsec == 0) {
             clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (++yields % 64 == 0 && elapsed_ns(&t0) > SHM_SLEEP_AFTER_NS) {
-            struct timespec ts = {0, SHM_SLEEP_NS};
-            nanosleep(&ts, NULL);
-        } else {
-            sched_yield();
+            if (!shm->oversub)
+                continue;
         }
+        if (shm->oversub || elapsed_ns(&t0) > shm->spin_ns)
+            sleep_on_flag(shm, p, f, v,
+                          shm->progress ? SHM_SLEEP_PROGRESS_NS : SHM_SLEEP_MAX_NS);
+    }
+    if (shm->stats) {
+        long ns = elapsed_ns(&t0);
+        shm->nwait++;
+        shm->wait_ns += ns;
+        shm->nlong += ns > 1000000L;
     }
 }
 
@@ -432,7 +500,14 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     shm->rank = rank;
     shm->size = size;
     shm->step = 0;
-    shm->spin_polls = all[3] ? SHM_SPIN_POLLS_OVERSUB : SHM_SPIN_POLLS;
+    shm->oversub = all[3] != 0;
+    {
+        /* diagnosis: MXH_SHM_SPIN_NS=ns before sleeping, MXH_SHM_WAIT_STATS=1 */
+        const char *e = getenv("MXH_SHM_SPIN_NS");
+        shm->spin_ns = e && *e ? atol(e) : SHM_SPIN_NS;
+        e = getenv("MXH_SHM_WAIT_STATS");
+        shm->stats = e && e[0] == '1';
+    }
     shm->slot = all[2] < SHM_MAX_CHUNK ? (size_t)all[2] : SHM_MAX_CHUNK;
     shm->slot = round_up(shm->slot, SHM_UNIT);
     if (shm->slot < (size_t)SHM_UNIT * (size_t)size)
@@ -475,6 +550,7 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     atomic_init(&ctrl->cma.pid, (uint64_t)getpid());
     atomic_init(&ctrl->cma.addr, (uint64_t)(uintptr_t)&cookie);
     atomic_init(&ctrl->cma.len, cookie);
+    atomic_init(&ctrl->sleepers.n, 0);
     shm->peers[rank].pid = (long)getpid();
     atomic_thread_fence(memory_order_seq_cst);
     MPI_Barrier(comm);
@@ -501,7 +577,7 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     }
 
     mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s, single copy %s [%zu B, "
-              "%zu B)", size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "spinning",
+              "%zu B)", size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "not oversubscribed",
               shm->cma ? "on" : "off", shm->cma_min, shm->cma_max);
     *shm_p = shm;
     return MXH_OK;
@@ -518,6 +594,9 @@ void mxh_shm_destroy(mxh_shm_t *shm)
 {
     if (shm == NULL)
         return;
+    if (shm->stats)
+        fprintf(stderr, "mxh shm rank %d/%d: %llu slow waits, %.3f ms, %llu over 1 ms, %llu sleeps\n",
+                shm->rank, shm->size, shm->nwait, shm->wait_ns / 1e6, shm->nlong, shm->nsleep);
     /* a barrier on the flags: nobody still reads a peer's slot of an earlier call */
     if (shm->size > 1) {
         uint64_t s = ++shm->step;
