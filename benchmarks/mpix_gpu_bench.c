@@ -27,14 +27,6 @@
 #include <cuda_runtime_api.h>
 #include <string.h>
 
-/* The nonblocking forms arrive with the task engine: weak until then, so
- * that the benchmark links and says so when -i is asked without them. */
-#pragma weak MPIX_Hier_Iallreduce
-#pragma weak MPIX_Hier_Ireduce_scatter_block
-#pragma weak MPIX_Hier_Iallgather
-#pragma weak MPIX_Hier_Ibcast
-#pragma weak MPIX_Hier_Ireduce
-
 #define CK(_call)                                                              \
     do {                                                                       \
         cudaError_t _rc = (_call);                                             \
@@ -224,13 +216,6 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 1;
         }
-    }
-    if (nb && (!MPIX_Hier_Iallreduce || !MPIX_Hier_Ireduce_scatter_block ||
-               !MPIX_Hier_Iallgather || !MPIX_Hier_Ibcast || !MPIX_Hier_Ireduce)) {
-        if (world_rank == 0)
-            printf(BENCH_PROG ": -i: this libmpixhier has no nonblocking MPIX_Hier_I* forms\n");
-        MPI_Finalize();
-        return 2;
     }
     crc  = cudaGetDeviceCount(&ndev);
     have = crc == cudaSuccess && ndev > 0;

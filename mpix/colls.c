@@ -74,7 +74,7 @@ static int entry_start(mxh_coll_args_t *a, int hier_op, MPI_Request *req)
 static int check_request(MPI_Comm comm, MPI_Request *req, const char *func)
 {
     if (req == NULL)
-        return mxh_raise(comm, MPI_ERR_REQUEST, func, "request is NULL");
+        return mxh_raise(comm, MPI_ERR_ARG, func, "request is NULL");
     return MPI_SUCCESS;
 }
 

@@ -741,15 +741,14 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
 
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
-    /* the communicator's objects serve one collective at a time, in order */
-    if (a->hier != NULL && (a->path == MXH_PATH_SHM || a->path == MXH_PATH_SCHED))
-        mxh_task_queue_drain(&a->hier->queue);
+    /* collectives on one communicator complete in order, and its objects serve
+     * one at a time: what is in flight on it goes first */
+    if (mxh_task_in_flight() > 0) {
+        mxh_task_queue_t *q = a->hier != NULL ? a->hier->queue : mxh_comm_queue_find(a->comm);
+        if (q != NULL)
+            mxh_task_queue_drain(q);
+    }
     return body(a);
-}
-
-static mxh_status_t task_body(void *arg)
-{
-    return body((mxh_coll_args_t *)arg);
 }
 
 /* A request that is complete at once (nothing to move). */
@@ -777,37 +776,135 @@ static int done_cancel(void *state, int complete)
     return MPI_SUCCESS;
 }
 
-/* Plain MPI on host buffers, posted as MPI's own nonblocking collective, or -1
- * when the call needs a task (in-place quirks of MPICH 4.0.2 handled through
- * copies, see plain_rsb and plain_reduce). */
-static int plain_nonblocking(const mxh_coll_args_t *a, MPI_Request *req)
+/* Post MPI's nonblocking collective on @s/@r. */
+static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
-    const void *s = a->sendbuf;
-    void *r       = a->recvbuf;
-
     switch (a->coll) {
     case MXH_COLL_ALLREDUCE:
         return MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
     case MXH_COLL_REDUCE_SCATTER_BLOCK:
-        if (s == MPI_IN_PLACE && a->count > 0)
-            return -1;
         return MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
     case MXH_COLL_ALLGATHER:
         return MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
     case MXH_COLL_BCAST:
         return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
     case MXH_COLL_REDUCE:
-        if (s == MPI_IN_PLACE && a->rank == a->root && a->root != 0 && a->count > 0)
-            return -1;
         return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
     default:
-        return -1;
+        return MPI_ERR_INTERN;
     }
+}
+
+static void plain_undo(mxh_coll_args_t *a)
+{
+    free(a->nb.copy);
+    if (a->nb.smirror)
+        a->send_mem->stage_free(a->nb.smirror, a->nb.sbytes ? a->nb.sbytes : 1);
+    if (a->nb.rmirror)
+        a->recv_mem->stage_free(a->nb.rmirror, a->nb.rbytes ? a->nb.rbytes : 1);
+    if (a->staged && a->recv_mem->release)
+        a->recv_mem->release(a->recvbuf);
+    if (a->staged && a->send_mem->release)
+        a->send_mem->release(a->sendbuf);
+    a->nb.copy = a->nb.smirror = a->nb.rmirror = NULL;
+}
+
+/* A nonblocking plain-MPI call, at post: non-host buffers staged in (a copy
+ * of their own, synchronously: MPI's collective must be started now), the
+ * in-place copies MPICH 4.0.2 needs (plain_rsb, plain_reduce), then MPI's
+ * collective. Its task (plain_complete) waits for it and stages results out. */
+static mxh_status_t plain_post(mxh_coll_args_t *a)
+{
+    const void *s = a->sendbuf;
+    void *r       = a->recvbuf;
+    mxh_status_t st = MXH_OK;
+    int rc;
+
+    memset(&a->nb, 0, sizeof(a->nb));
+    a->nb.req = MPI_REQUEST_NULL;
+    if (a->staged && !(mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))) {
+        buf_use_t u = buf_use(a);
+        MPI_Aint lb;
+        if (a->send_mem->hold)
+            a->send_mem->hold(a->sendbuf);
+        if (a->recv_mem->hold)
+            a->recv_mem->hold(a->recvbuf);
+        if (u.send_count > 0 && a->send_mem->kind != MXH_MEM_HOST) {
+            a->nb.sbytes  = type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt,
+                                      u.send_count, &lb);
+            a->nb.smirror = a->send_mem->stage_alloc(a->nb.sbytes ? a->nb.sbytes : 1);
+            st = a->nb.smirror ? mxh_mem_copy_sync(a->send_mem, a->nb.smirror,
+                                                   (const char *)a->sendbuf + lb, a->nb.sbytes)
+                               : MXH_ERR_NO_MEMORY;
+            s = a->nb.smirror - lb;
+        }
+        if (st == MXH_OK && u.recv_count > 0 && a->recv_mem->kind != MXH_MEM_HOST) {
+            a->nb.rbytes  = type_span(a->dt, u.recv_count, &a->nb.rlb);
+            a->nb.rmirror = a->recv_mem->stage_alloc(a->nb.rbytes ? a->nb.rbytes : 1);
+            if (a->nb.rmirror == NULL)
+                st = MXH_ERR_NO_MEMORY;
+            else if (u.recv_in)
+                st = mxh_mem_copy_sync(a->recv_mem, a->nb.rmirror,
+                                       (char *)a->recvbuf + a->nb.rlb, a->nb.rbytes);
+            r               = a->nb.rmirror - a->nb.rlb;
+            a->nb.recv_out  = u.recv_out;
+        }
+        if (st != MXH_OK) {
+            mxh_error("%s: staging the buffers failed", a->func);
+            plain_undo(a);
+            return st;
+        }
+    }
+    if (s == MPI_IN_PLACE && a->count > 0 &&
+        ((a->coll == MXH_COLL_REDUCE_SCATTER_BLOCK &&
+          (size_t)a->count * (size_t)a->size <= INT_MAX) ||
+         (a->coll == MXH_COLL_REDUCE && a->rank == a->root && a->root != 0))) {
+        int n = a->coll == MXH_COLL_REDUCE ? a->count : a->count * a->size;
+        void *copy;
+        if (typed_copy(r, n, a->dt, &copy, &a->nb.copy) != MPI_SUCCESS) {
+            mxh_error("%s: cannot copy the in-place buffer", a->func);
+            plain_undo(a);
+            return MXH_ERR_NO_MEMORY;
+        }
+        s = copy;
+    }
+    rc = plain_ipost(a, s, r, &a->nb.req);
+    if (rc != MPI_SUCCESS) {
+        a->mpi_rc = rc;
+        plain_undo(a);
+        return MXH_ERR_MPI;
+    }
+    a->nb.posted = 1;
+    return MXH_OK;
+}
+
+static mxh_status_t plain_complete(mxh_coll_args_t *a)
+{
+    mxh_status_t st = MXH_OK;
+    int rc = mxh_task_wait(&a->nb.req, MPI_STATUS_IGNORE);
+
+    if (rc != MPI_SUCCESS) {
+        a->mpi_rc = rc;
+        st        = MXH_ERR_MPI;
+    } else if (a->nb.rmirror != NULL && a->nb.recv_out) {
+        st = copy_wait(a->recv_mem, (char *)a->recvbuf + a->nb.rlb, a->nb.rmirror,
+                       a->nb.rbytes);
+    }
+    plain_undo(a);
+    return st;
+}
+
+static mxh_status_t task_body(void *arg)
+{
+    mxh_coll_args_t *a = arg;
+    return a->nb.posted ? plain_complete(a) : body(a);
 }
 
 mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
 {
     mxh_task_queue_t *q;
+    mxh_coll_args_t *ta;
+    mxh_status_t st;
     mxh_task_t *t;
 
     if (a->path == MXH_PATH_NONE) {
@@ -818,32 +915,21 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
         }
         return MXH_OK;
     }
-    if (a->path == MXH_PATH_PLAIN && !a->staged) {
-        int rc = plain_nonblocking(a, req);
-        if (rc >= 0) {
-            if (rc == MPI_SUCCESS)
-                return MXH_OK;
-            ((mxh_coll_args_t *)a)->mpi_rc = rc;
-            return MXH_ERR_MPI;
-        }
-    }
-    t = mxh_task_new();
+    /* one FIFO per communicator for every path: requests complete in order */
+    q = a->hier != NULL ? a->hier->queue : mxh_comm_queue(a->comm);
+    t = q != NULL ? mxh_task_new() : NULL;
     if (t == NULL) {
         mxh_error("%s: cannot allocate a task", a->func);
         return MXH_ERR_NO_MEMORY;
     }
-    /* a call without a hierarchy (plain MPI on staged buffers) shares nothing
-     * with other calls: a queue of its own, in the task's argument space
-     * (one process-wide queue could deadlock calls on communicators that
-     * ranks order differently, as MPI allows) */
-    typedef struct {
-        mxh_coll_args_t  args;
-        mxh_task_queue_t own;
-    } task_space_t;
-    _Static_assert(sizeof(task_space_t) <= MXH_TASK_ARGS_MAX, "task argument space");
-    task_space_t *ts = mxh_task_args(t);
-    memcpy(&ts->args, a, sizeof(*a));
-    mxh_task_queue_init(&ts->own);
-    q = a->hier != NULL ? &a->hier->queue : &ts->own;
+    _Static_assert(sizeof(mxh_coll_args_t) <= MXH_TASK_ARGS_MAX, "task argument space");
+    ta = mxh_task_args(t);
+    memcpy(ta, a, sizeof(*a));
+    ta->nb.posted = 0;
+    if (a->path == MXH_PATH_PLAIN && (st = plain_post(ta)) != MXH_OK) {
+        ((mxh_coll_args_t *)a)->mpi_rc = ta->mpi_rc;
+        mxh_task_discard(t);
+        return st;
+    }
     return mxh_task_post(q, t, task_body, a->func, req);
 }

@@ -63,6 +63,18 @@ typedef struct mxh_coll_args {
     const mxh_mem_ops_t *send_mem, *recv_mem; /* kinds of this rank's buffers */
     int          staged;   /* a buffer of this rank is not host memory */
     int          mpi_rc;   /* an MPI error code returned by a plain MPI call */
+    /* a nonblocking plain-MPI call: MPI's own collective posted at once (so that
+     * every rank starts MPI's collectives on the user's communicator in call
+     * order), completed by its task; what its completion must undo */
+    struct {
+        MPI_Request req;
+        int         posted;
+        void       *copy;            /* in-place copy to free (MPICH quirks) */
+        char       *smirror, *rmirror; /* staging of non-host buffers, own */
+        size_t      sbytes, rbytes;
+        MPI_Aint    rlb;
+        int         recv_out;
+    } nb;
 } mxh_coll_args_t;
 
 /* The one table of collectives. */

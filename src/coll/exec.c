@@ -697,8 +697,10 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 rc = stream_try(&S, x, f, &moved);
             if (rc != MPI_SUCCESS)
                 failed = x->op.s;
-            else if (x->stage >= sched->nstages)
-                x->io = ctx->frag_out ? FRAG_OUT : FRAG_DONE;
+            else if (x->stage >= sched->nstages) {
+                x->io     = ctx->frag_out ? FRAG_OUT : FRAG_DONE;
+                x->io_off = 0; /* the copy out starts at the fragment's first byte */
+            }
         }
         while (lo < next && fs[lo % S.FS].io == FRAG_DONE)
             lo++;

@@ -18,6 +18,65 @@
 
 static int hier_keyval = MPI_KEYVAL_INVALID;
 static int self_keyval = MPI_KEYVAL_INVALID;
+static int queue_keyval = MPI_KEYVAL_INVALID;
+
+/* A communicator's queue: referenced by its attribute and by the hierarchy
+ * object (which may be rebuilt, or deleted before or after the attribute). */
+struct mxh_comm_queue {
+    mxh_task_queue_t q;
+    int              refs;
+};
+
+static void comm_queue_unref(struct mxh_comm_queue *cq)
+{
+    if (cq != NULL && --cq->refs == 0)
+        free(cq);
+}
+
+static int queue_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    struct mxh_comm_queue *cq = attr;
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    mxh_task_queue_drain(&cq->q); /* MPI_Comm_free is collective: every rank drains */
+    comm_queue_unref(cq);
+    return MPI_SUCCESS;
+}
+
+static struct mxh_comm_queue *comm_queue_get(MPI_Comm comm, int create)
+{
+    struct mxh_comm_queue *cq = NULL;
+    int flag = 0;
+
+    if (queue_keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    if (MPI_Comm_get_attr(comm, queue_keyval, &cq, &flag) == MPI_SUCCESS && flag && cq)
+        return cq;
+    if (!create || (cq = calloc(1, sizeof(*cq))) == NULL)
+        return NULL;
+    mxh_task_queue_init(&cq->q);
+    cq->refs = 1;
+    if (MPI_Comm_set_attr(comm, queue_keyval, cq) != MPI_SUCCESS) {
+        free(cq);
+        return NULL;
+    }
+    return cq;
+}
+
+mxh_task_queue_t *mxh_comm_queue(MPI_Comm comm)
+{
+    struct mxh_comm_queue *cq;
+    if (mxh_lib_init() != MXH_OK || (cq = comm_queue_get(comm, 1)) == NULL)
+        return NULL;
+    return &cq->q;
+}
+
+mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm)
+{
+    struct mxh_comm_queue *cq = comm_queue_get(comm, 0);
+    return cq ? &cq->q : NULL;
+}
 static int lib_initialized;
 static void (*finalize_hook)(void);
 
@@ -59,7 +118,8 @@ static void hier_destroy(mxh_hier_t *h)
         return;
     /* nonblocking collectives still queued on it complete first (MPI_Comm_free
      * is collective: every rank drains) */
-    mxh_task_queue_drain(&h->queue);
+    if (h->queue != NULL)
+        mxh_task_queue_drain(h->queue);
     if (h == last_hier) {
         last_comm = MPI_COMM_NULL;
         last_hier = NULL;
@@ -99,6 +159,7 @@ static void hier_destroy(mxh_hier_t *h)
                 mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
     free(h->blk_counts);
     free(h->blk_displs);
+    comm_queue_unref(h->cq);
     free(h);
 }
 
@@ -145,6 +206,8 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     }
     if (hier_keyval != MPI_KEYVAL_INVALID)
         MPI_Comm_free_keyval(&hier_keyval);
+    if (queue_keyval != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&queue_keyval);
     MPI_Comm_free_keyval(&keyval);
     mxh_discover_cleanup();
     if (finalize_hook)
@@ -170,7 +233,9 @@ mxh_status_t mxh_lib_init(void)
     else
         mxh_strlcpy(global_config_error, mxh_log_last_error(), sizeof(global_config_error));
     unknown_warned = 1;
-    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete_fn, &hier_keyval, NULL) !=
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, queue_delete_fn, &queue_keyval, NULL) !=
+            MPI_SUCCESS ||
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, hier_delete_fn, &hier_keyval, NULL) !=
             MPI_SUCCESS ||
         MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_fn, &self_keyval, NULL) !=
             MPI_SUCCESS ||
@@ -289,7 +354,14 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     h->user_comm = comm;
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         h->level_comm[l] = MPI_COMM_NULL;
-    mxh_task_queue_init(&h->queue);
+    h->cq = comm_queue_get(comm, 1);
+    if (h->cq == NULL) {
+        free(h);
+        mxh_error("cannot allocate the communicator's queue");
+        return MXH_ERR_NO_MEMORY;
+    }
+    h->cq->refs++;
+    h->queue = &h->cq->q;
 
     /* configuration: default < environment < info (errors are reported after the
      * records are exchanged, so that every rank fails together) */
@@ -302,6 +374,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_log_set_level((mxh_log_level_t)h->config.log_level);
 
     if (MPI_Comm_dup(comm, &h->comm) != MPI_SUCCESS) {
+        comm_queue_unref(h->cq);
         free(h);
         mxh_error("MPI_Comm_dup failed");
         return MXH_ERR_MPI;

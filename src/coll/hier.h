@@ -62,7 +62,9 @@ typedef struct mxh_hier {
     mxh_grow_buf_t    tmp;                        /* executor's temporary space */
     mxh_grow_buf_t    stage[MXH_MEM_NKINDS][2];   /* staging mirrors per memory kind
                                                      (input, output), from its allocator */
-    mxh_task_queue_t  queue;                      /* collectives in flight, FIFO */
+    mxh_task_queue_t *queue;                      /* collectives in flight on the user's
+                                                     communicator, FIFO (mxh_comm_queue) */
+    struct mxh_comm_queue *cq;
 } mxh_hier_t;
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */
@@ -72,6 +74,13 @@ mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p);
 int mxh_hier_cached(MPI_Comm comm);
 /* Build (again) with @info's mpix_hier_* keys (collective). */
 mxh_status_t mxh_hier_init(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p);
+
+/* The queue of the collectives in flight on @comm (plain-MPI and hierarchical
+ * alike: one FIFO per communicator), cached as an attribute of @comm and
+ * created on first use (local, no communication); NULL if out of memory.
+ * mxh_comm_queue_find does not create it. */
+mxh_task_queue_t *mxh_comm_queue(MPI_Comm comm);
+mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm);
 
 /* Process-wide set-up (keyvals, configuration from the environment); every
  * entry point calls it. */

@@ -68,7 +68,7 @@ struct mxh_task_queue {
 };
 
 /* Bytes of arguments a task carries inline (its per-request state). */
-#define MXH_TASK_ARGS_MAX 320
+#define MXH_TASK_ARGS_MAX 384
 
 void mxh_task_queue_init(mxh_task_queue_t *q);
 /* Tasks in @q (posted, not finished). */
