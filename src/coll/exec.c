@@ -264,6 +264,19 @@ static int src_step(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx)
     return -1;
 }
 
+/* A step the point-to-point algorithms can run whatever its size: the size
+ * threshold of mxh_p2p_usable (small bcast/reduce steps go to MPI's trees)
+ * depends on the region a rank holds, which differs between ranks (a rank
+ * whose part of a small fragment is empty skips the step), and the choice of
+ * the stream executor must be the same on every rank: the rounds and the
+ * stream executors do not speak the same protocol. */
+static int p2p_structural(const mxh_step_t *s)
+{
+    if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE)
+        return s->gsize > 1;
+    return mxh_p2p_usable(s);
+}
+
 /* Stream execution: every step of the schedule runs point to point (no shared
  * memory, no MPI collective), so fragments need no common order. */
 static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
@@ -275,7 +288,7 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
             const mxh_step_t *s = &sched->plans[k]->steps[i];
             if (s->count == 0)
                 continue;
-            if (!mxh_p2p_usable(s) || shm_step_form(s, ctx) != NULL)
+            if (!p2p_structural(s) || shm_step_form(s, ctx) != NULL)
                 return 0;
         }
     return 1;
