@@ -277,8 +277,36 @@ static int p2p_structural(const mxh_step_t *s)
     return mxh_p2p_usable(s);
 }
 
+/* Whether step @s would run through shared memory on a rank that has a
+ * segment at its level: shm_step_form's rule with the agreed view of the
+ * levels (ctx->shm_levels) in place of this rank's own segments, which a rank
+ * alone in its group does not have. */
+static int shm_form_agreed(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+{
+    size_t bytes = s->count * ctx->extent;
+    if (!(ctx->shm_levels & (1u << s->level)))
+        return 0;
+    switch (s->type) {
+    case MXH_STEP_REDUCE_SCATTER:
+        return bytes < mxh_select_shm_max(MXH_COLL_REDUCE_SCATTER_BLOCK);
+    case MXH_STEP_ALLGATHER:
+        return bytes < mxh_select_shm_max(MXH_COLL_ALLGATHER);
+    case MXH_STEP_BCAST:
+        return bytes < mxh_select_shm_max(MXH_COLL_BCAST);
+    case MXH_STEP_ALLREDUCE:
+    case MXH_STEP_REDUCE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Stream execution: every step of the schedule runs point to point (no shared
- * memory, no MPI collective), so fragments need no common order. */
+ * memory, no MPI collective), so fragments need no common order. The answer
+ * must be the same on every rank (the two executors do not speak the same
+ * protocol): it rests on the steps' types, groups and regions and on the agreed
+ * view of the shared-memory levels; steps of a group of one rank move nothing
+ * and the stream skips them. */
 static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     if (sched->nfrag < 2)
@@ -288,7 +316,9 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
             const mxh_step_t *s = &sched->plans[k]->steps[i];
             if (s->count == 0)
                 continue;
-            if (!p2p_structural(s) || shm_step_form(s, ctx) != NULL)
+            if (shm_form_agreed(s, ctx) || shm_step_form(s, ctx) != NULL)
+                return 0;
+            if (s->gsize > 1 && !p2p_structural(s))
                 return 0;
         }
     return 1;
@@ -507,7 +537,7 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         int st = x->stage, i = p->stage_step[st];
         if (S->enter[st] != f)
             return MPI_SUCCESS; /* an earlier fragment has not entered this stage yet */
-        if (i < 0 || p->steps[i].count == 0) {
+        if (i < 0 || p->steps[i].count == 0 || p->steps[i].gsize <= 1) {
             S->enter[st] = f + 1;
             x->stage++;
             *moved = 1;

@@ -32,6 +32,9 @@ typedef struct mxh_exec_ctx {
                                    over the whole fragment) skips frag_in */
     mxh_frag_fn       frag_out; /* after its last step */
     void             *frag_arg;
+    unsigned          shm_levels; /* bit l: level l is node-local and shared memory is
+                                     configured: every rank's view, also of a rank
+                                     alone in its group there (agreed decisions) */
 } mxh_exec_ctx_t;
 
 /* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it

@@ -46,8 +46,7 @@
 #define SHM_CMA_MAX       ((size_t)1 << 20)
 #define SHM_CMA_IO        ((size_t)4 << 20) /* bytes per process_vm_readv (progress in between) */
 
-/* waiting (wait_slow; this replaces shm.h's "Waiting" paragraph, which still
- * describes the former sched_yield policy): poll with a pause for SHM_SPIN_NS (oversubscribed:
+/* waiting (wait_slow; shm.h's "Waiting" paragraph): poll with a pause for SHM_SPIN_NS (oversubscribed:
  * SHM_SPIN_POLLS_OVERSUB polls), then sleep on the flag (futex) until its owner
  * raises it; never sched_yield, which hands the core to whatever else runs here */
 #define SHM_SPIN_NS            50000L  /* 50 us */

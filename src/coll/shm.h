@@ -78,10 +78,14 @@
  * whichever rank computes, so the results are bitwise identical on every rank
  * and equal between the small and the chunked protocol.
  *
- * Waiting: spin with a pause instruction, call the progress hook every few
- * polls, sched_yield() after a bounded number of polls and sleep briefly after
- * about a millisecond, so oversubscribed ranks (8 ranks on 2 cores) hand their
- * core to the peer they wait for.
+ * Waiting: spin with a pause instruction for about 50 us (16 polls when the
+ * node is oversubscribed), calling the progress hook every few polls, then
+ * sleep on the flag itself (a process-shared futex) until its owner raises it
+ * (a raise wakes sleepers only when some are counted), re-checking after at
+ * most 0.5 ms (50 us with a progress hook to call). Never sched_yield: on a
+ * busy node it hands the core to an unrelated process for its whole slice
+ * (benchmarks/RESULTS.md section 6). Inside a task (a nonblocking collective)
+ * a wait yields to the progress engine instead (coll/task.h).
  *
  * All calls are blocking and collective over the communicator, in the same
  * order on every rank, with equal counts/roots/types on every rank; host
