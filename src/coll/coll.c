@@ -691,8 +691,14 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
     size_t elements           = (size_t)a->count;
 
-    MPI_Comm_rank(a->comm, &a->rank);
-    MPI_Comm_size(a->comm, &a->size);
+    /* rank and size only where this call needs them before the hierarchy is
+     * looked up (every MPI query costs on small messages); mxh_coll_prepare
+     * takes them from the hierarchy */
+    a->rank = a->size = -1;
+    if (ci->rooted)
+        MPI_Comm_rank(a->comm, &a->rank);
+    if (ci->blocks)
+        MPI_Comm_size(a->comm, &a->size);
     a->hier_op = hier_op;
     a->mpi_op  = a->op;
     a->mpi_rc  = MPI_SUCCESS;
@@ -731,6 +737,8 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
 
     if (a->hier == NULL || (a->path != MXH_PATH_PLAIN && a->path != MXH_PATH_SCHED))
         return;
+    a->rank = a->hier->rank; /* the private dup of a->comm: the same rank and size */
+    a->size = a->hier->size;
     bytes    = (size_t)a->count * a->tsize;
     work     = ci->blocks ? bytes * (size_t)a->size : bytes;
     a->choice = mxh_hier_select(a->hier, a->coll, bytes, work);
