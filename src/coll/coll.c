@@ -763,31 +763,6 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
     return body(a);
 }
 
-/* A request that is complete at once (nothing to move). */
-static int done_query(void *state, MPI_Status *status)
-{
-    (void)state;
-    MPI_Status_set_elements(status, MPI_BYTE, 0);
-    MPI_Status_set_cancelled(status, 0);
-    status->MPI_SOURCE = MPI_UNDEFINED;
-    status->MPI_TAG    = MPI_UNDEFINED;
-    status->MPI_ERROR  = MPI_SUCCESS;
-    return MPI_SUCCESS;
-}
-
-static int done_free(void *state)
-{
-    (void)state;
-    return MPI_SUCCESS;
-}
-
-static int done_cancel(void *state, int complete)
-{
-    (void)state;
-    (void)complete;
-    return MPI_SUCCESS;
-}
-
 /* Post MPI's nonblocking collective on @s/@r. */
 static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
@@ -919,14 +894,8 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     mxh_status_t st;
     mxh_task_t *t;
 
-    if (a->path == MXH_PATH_NONE) {
-        if (MPI_Grequest_start(done_query, done_free, done_cancel, NULL, req) != MPI_SUCCESS ||
-            MPI_Grequest_complete(*req) != MPI_SUCCESS) {
-            mxh_error("%s: MPI_Grequest_start failed", a->func);
-            return MXH_ERR_MPI;
-        }
-        return MXH_OK;
-    }
+    if (a->path == MXH_PATH_NONE)
+        return mxh_task_done_request(req);
     /* one FIFO per communicator for every path: requests complete in order */
     q = a->hier != NULL ? a->hier->queue : mxh_comm_queue(a->comm);
     t = q != NULL ? mxh_task_new() : NULL;

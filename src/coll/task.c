@@ -337,9 +337,9 @@ void mxh_task_queue_drain(mxh_task_queue_t *q)
 
 static int greq_query(void *state, MPI_Status *status)
 {
-    mxh_task_t *t = state;
+    mxh_task_t *t = state; /* NULL: a request complete from the start */
     int code      = MPI_SUCCESS;
-    if (t->status != MXH_OK)
+    if (t != NULL && t->status != MXH_OK)
         code = error_fn ? error_fn(t->status, t->func) : MPI_ERR_OTHER;
     MPI_Status_set_elements(status, MPI_BYTE, 0);
     MPI_Status_set_cancelled(status, 0);
@@ -352,7 +352,9 @@ static int greq_query(void *state, MPI_Status *status)
 static int greq_free(void *state)
 {
     mxh_task_t *t = state;
-    t->freed      = 1;
+    if (t == NULL)
+        return MPI_SUCCESS;
+    t->freed = 1;
     if (t->finished && !t->completing)
         task_release(t);
     return MPI_SUCCESS;
@@ -396,6 +398,16 @@ static int greq_wait(int n, void **states, double timeout, MPI_Status *status)
 }
 
 #endif
+
+mxh_status_t mxh_task_done_request(MPI_Request *req)
+{
+    if (MPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, req) != MPI_SUCCESS ||
+        MPI_Grequest_complete(*req) != MPI_SUCCESS) {
+        mxh_error("MPI_Grequest_start failed");
+        return MXH_ERR_MPI;
+    }
+    return MXH_OK;
+}
 
 /* ---- post ----------------------------------------------------------------------------------- */
 

@@ -88,6 +88,9 @@ void *mxh_task_args(mxh_task_t *t);
  * status returned. */
 mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
                            MPI_Request *req);
+/* A request that is complete from the start (a call with nothing to move),
+ * with the same status as a task's. */
+mxh_status_t mxh_task_done_request(MPI_Request *req);
 /* Release a task that was never posted. */
 void mxh_task_discard(mxh_task_t *t);
 
