@@ -91,6 +91,41 @@ MPIX_HIER_API int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype
 MPIX_HIER_API int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
 
+/* ---- v-collectives and all-to-all: MPI-identical signatures ------------ */
+
+/**
+ * Uneven and personalized collectives, as frameworks use them (Horovod's
+ * allgatherv and reduce-scatter of uneven shards, FSDP/ZeRO sharding, MoE
+ * dispatch with alltoall(v)). Semantics are MPI's: counts and displacements
+ * in elements of the receive (or send) datatype, zero counts allowed,
+ * MPI_IN_PLACE where MPI allows it (allgatherv: sendbuf; reduce_scatter:
+ * sendbuf, the input then being recvbuf with the blocks of all ranks;
+ * alltoall(v): sendbuf, the data being taken from and replaced in recvbuf).
+ * Each rank may pass different datatypes as long as the type signatures
+ * match, as MPI allows: the path of a call depends only on what every rank
+ * agrees on (the type signature, counts the collective makes global).
+ * Hierarchical paths: allgatherv and reduce_scatter run the allgather and
+ * reduce-scatter plans of the hierarchy with per-rank block sizes;
+ * alltoall(v) on a regular multi-node layout aggregates inside the node by
+ * destination (one exchange per pair of nodes along each rail, so every
+ * byte crosses the network once, on its rail). Elsewhere (one node, an
+ * intercommunicator, a non-commutative or user op on a reduction, ...) the
+ * plain MPI collective runs.
+ */
+MPIX_HIER_API int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void *recvbuf, const int recvcounts[], const int displs[],
+                                       MPI_Datatype recvtype, MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                           const int recvcounts[], MPI_Datatype datatype,
+                                           MPI_Op op, MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                     MPI_Comm comm);
+MPIX_HIER_API int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[],
+                                      const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                      const int recvcounts[], const int rdispls[],
+                                      MPI_Datatype recvtype, MPI_Comm comm);
+
 /* ---- nonblocking collectives ------------------------------------------- */
 
 /**
@@ -140,6 +175,23 @@ MPIX_HIER_API int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatyp
 MPIX_HIER_API int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count,
                                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                                     MPI_Request *request);
+
+MPIX_HIER_API int MPIX_Hier_Iallgatherv(const void *sendbuf, int sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        const int recvcounts[], const int displs[],
+                                        MPI_Datatype recvtype, MPI_Comm comm,
+                                        MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ireduce_scatter(const void *sendbuf, void *recvbuf,
+                                            const int recvcounts[], MPI_Datatype datatype,
+                                            MPI_Op op, MPI_Comm comm, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[],
+                                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                       const int recvcounts[], const int rdispls[],
+                                       MPI_Datatype recvtype, MPI_Comm comm,
+                                       MPI_Request *request);
 
 /* ---- half precision datatypes ------------------------------------------ */
 

@@ -90,7 +90,6 @@ static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dat
                           MPI_Op op, MPI_Comm comm, const char *F, mxh_coll_args_t *a,
                           int *hier_op)
 {
-    CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
@@ -109,6 +108,9 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
 {
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, "MPIX_Hier_allreduce"));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, "MPIX_Hier_allreduce", &a,
                          &hier_op));
     return entry_run(&a, hier_op);
@@ -120,6 +122,9 @@ int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     static const char F[] = "MPIX_Hier_Iallreduce";
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     CHECK(check_request(comm, request, F));
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
@@ -130,7 +135,6 @@ int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 static int rsb_args(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm, const char *F, mxh_coll_args_t *a, int *hier_op)
 {
-    CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, recvcount, "recvcount", F));
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
@@ -149,6 +153,9 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
 {
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce_scatter_block"));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm,
                    "MPIX_Hier_reduce_scatter_block", &a, &hier_op));
     return entry_run(&a, hier_op);
@@ -161,6 +168,10 @@ int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
     static const char F[] = "MPIX_Hier_Ireduce_scatter_block";
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                         request);
     CHECK(check_request(comm, request, F));
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
@@ -172,7 +183,6 @@ static int allgather_args(const void *sendbuf, int sendcount, MPI_Datatype sendt
                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                           const char *F, mxh_coll_args_t *a)
 {
-    CHECK(mxh_check_comm(comm, F));
     if (sendbuf != MPI_IN_PLACE) {
         CHECK(mxh_check_count(comm, sendcount, "sendcount", F));
         CHECK(mxh_check_dtype(comm, sendtype, "sendtype", F));
@@ -194,6 +204,9 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, "MPIX_Hier_allgather"));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                          "MPIX_Hier_allgather", &a));
     return entry_run(&a, 0);
@@ -205,6 +218,10 @@ int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
 {
     static const char F[] = "MPIX_Hier_Iallgather";
     mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request);
     CHECK(check_request(comm, request, F));
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                          &a));
@@ -216,7 +233,6 @@ int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
 static int bcast_args(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                       const char *F, mxh_coll_args_t *a)
 {
-    CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(check_root(comm, root, F));
@@ -230,6 +246,9 @@ static int bcast_args(void *buffer, int count, MPI_Datatype datatype, int root, 
 int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, "MPIX_Hier_bcast"));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Bcast(buffer, count, datatype, root, comm);
     CHECK(bcast_args(buffer, count, datatype, root, comm, "MPIX_Hier_bcast", &a));
     return entry_run(&a, 0);
 }
@@ -239,6 +258,9 @@ int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, M
 {
     static const char F[] = "MPIX_Hier_Ibcast";
     mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ibcast(buffer, count, datatype, root, comm, request);
     CHECK(check_request(comm, request, F));
     CHECK(bcast_args(buffer, count, datatype, root, comm, F, &a));
     return entry_start(&a, 0, request);
@@ -251,7 +273,6 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                        int *hier_op)
 {
     int rank;
-    CHECK(mxh_check_comm(comm, F));
     CHECK(mxh_check_count(comm, count, "count", F));
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
@@ -280,6 +301,9 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 {
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce"));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, "MPIX_Hier_reduce", &a,
                       &hier_op));
     return entry_run(&a, hier_op);
@@ -291,7 +315,269 @@ int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     static const char F[] = "MPIX_Hier_Ireduce";
     mxh_coll_args_t a;
     int hier_op = 0;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     CHECK(check_request(comm, request, F));
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
+}
+
+/* ---- v-collectives and all-to-all ---- */
+
+/* The @n counts of a v-collective: present, non-negative. */
+static int check_counts(MPI_Comm comm, const int *counts, int n, const char *what,
+                        const char *func)
+{
+    if (n > 0 && counts == NULL)
+        return mxh_raise(comm, MPI_ERR_ARG, func, "%s is NULL", what);
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0)
+            return mxh_raise(comm, MPI_ERR_COUNT, func, "%s[%d] = %d is negative", what, i,
+                             counts[i]);
+    return MPI_SUCCESS;
+}
+
+static int check_displs(MPI_Comm comm, const int *displs, int n, const char *what,
+                        const char *func)
+{
+    if (n > 0 && displs == NULL)
+        return mxh_raise(comm, MPI_ERR_ARG, func, "%s is NULL", what);
+    return MPI_SUCCESS;
+}
+
+static int comm_size(MPI_Comm comm)
+{
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    return size;
+}
+
+/* allgatherv */
+
+static int allgatherv_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, const int recvcounts[], const int displs[],
+                           MPI_Datatype recvtype, MPI_Comm comm, const char *F,
+                           mxh_coll_args_t *a)
+{
+    int n = comm_size(comm);
+    if (sendbuf != MPI_IN_PLACE) {
+        CHECK(mxh_check_count(comm, sendcount, "sendcount", F));
+        CHECK(mxh_check_dtype(comm, sendtype, "sendtype", F));
+        if (sendcount > 0 && sendbuf == NULL)
+            return mxh_raise(comm, MPI_ERR_BUFFER, F, "sendbuf is NULL with sendcount %d",
+                             sendcount);
+    }
+    CHECK(check_counts(comm, recvcounts, n, "recvcounts", F));
+    CHECK(check_displs(comm, displs, n, "displs", F));
+    CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
+    if (recvbuf == MPI_IN_PLACE)
+        return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
+    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLGATHERV, .func = F, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .sendcount = sendcount, .dt = recvtype,
+                           .sendtype = sendtype, .op = MPI_OP_NULL, .root = -1, .comm = comm,
+                           .tsize = plain_size(recvtype), .rcounts = recvcounts,
+                           .rdispls = displs};
+    return MPI_SUCCESS;
+}
+
+int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int displs[],
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char F[] = "MPIX_Hier_allgatherv";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, comm);
+    CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                          comm, F, &a));
+    return entry_run(&a, 0);
+}
+
+int MPIX_Hier_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, const int recvcounts[], const int displs[],
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Iallgatherv";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    CHECK(check_request(comm, request, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                               recvtype, comm, request);
+    CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                          comm, F, &a));
+    return entry_start(&a, 0, request);
+}
+
+/* reduce_scatter */
+
+static int reduce_scatter_args(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const char *F,
+                               mxh_coll_args_t *a, int *hier_op)
+{
+    int n = comm_size(comm), rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    CHECK(check_counts(comm, recvcounts, n, "recvcounts", F));
+    CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
+    CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
+    CHECK(mxh_check_buf(comm, recvbuf, recvcounts[rank], "recvbuf", F));
+    if (sendbuf != MPI_IN_PLACE) {
+        long total = 0;
+        for (int i = 0; i < n; i++)
+            total += recvcounts[i];
+        if (total > 0 && sendbuf == NULL)
+            return mxh_raise(comm, MPI_ERR_BUFFER, F, "sendbuf is NULL with %ld elements",
+                             total);
+        CHECK(check_alias(comm, sendbuf, recvbuf, (int)(total > 0), F));
+    }
+    *a = (mxh_coll_args_t){.coll = MXH_COLL_REDUCE_SCATTER, .func = F, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .count = recvcounts[rank], .dt = datatype,
+                           .op = op, .root = -1, .comm = comm, .tsize = plain_size(datatype),
+                           .rcounts = recvcounts};
+    return MPI_SUCCESS;
+}
+
+int MPIX_Hier_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    static const char F[] = "MPIX_Hier_reduce_scatter";
+    mxh_coll_args_t a;
+    int hier_op = 0;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
+                              &hier_op));
+    return entry_run(&a, hier_op);
+}
+
+int MPIX_Hier_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Ireduce_scatter";
+    mxh_coll_args_t a;
+    int hier_op = 0;
+    CHECK(mxh_check_comm(comm, F));
+    CHECK(check_request(comm, request, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
+                              &hier_op));
+    return entry_start(&a, hier_op, request);
+}
+
+/* alltoall */
+
+static int alltoall_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         const char *F, mxh_coll_args_t *a)
+{
+    if (sendbuf != MPI_IN_PLACE) {
+        CHECK(mxh_check_count(comm, sendcount, "sendcount", F));
+        CHECK(mxh_check_dtype(comm, sendtype, "sendtype", F));
+        CHECK(mxh_check_buf(comm, sendbuf, sendcount, "sendbuf", F));
+    }
+    CHECK(mxh_check_count(comm, recvcount, "recvcount", F));
+    CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
+    CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
+    if (sendbuf != MPI_IN_PLACE)
+        CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
+    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLTOALL, .func = F, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .count = recvcount, .sendcount = sendcount,
+                           .dt = recvtype, .sendtype = sendtype, .op = MPI_OP_NULL,
+                           .root = -1, .comm = comm, .tsize = plain_size(recvtype)};
+    return MPI_SUCCESS;
+}
+
+int MPIX_Hier_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char F[] = "MPIX_Hier_alltoall";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+                        &a));
+    return entry_run(&a, 0);
+}
+
+int MPIX_Hier_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Ialltoall";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    CHECK(check_request(comm, request, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                             request);
+    CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+                        &a));
+    return entry_start(&a, 0, request);
+}
+
+/* alltoallv */
+
+static int alltoallv_args(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                          MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                          const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                          const char *F, mxh_coll_args_t *a)
+{
+    int n = comm_size(comm);
+    if (sendbuf != MPI_IN_PLACE) {
+        CHECK(check_counts(comm, sendcounts, n, "sendcounts", F));
+        CHECK(check_displs(comm, sdispls, n, "sdispls", F));
+        CHECK(mxh_check_dtype(comm, sendtype, "sendtype", F));
+    }
+    CHECK(check_counts(comm, recvcounts, n, "recvcounts", F));
+    CHECK(check_displs(comm, rdispls, n, "rdispls", F));
+    CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
+    if (recvbuf == MPI_IN_PLACE)
+        return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
+    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLTOALLV, .func = F, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .dt = recvtype, .sendtype = sendtype,
+                           .op = MPI_OP_NULL, .root = -1, .comm = comm,
+                           .tsize = plain_size(recvtype), .rcounts = recvcounts,
+                           .rdispls = rdispls,
+                           .scounts = sendbuf == MPI_IN_PLACE ? NULL : sendcounts,
+                           .sdispls = sendbuf == MPI_IN_PLACE ? NULL : sdispls};
+    return MPI_SUCCESS;
+}
+
+int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char F[] = "MPIX_Hier_alltoallv";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm);
+    CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                         recvtype, comm, F, &a));
+    return entry_run(&a, 0);
+}
+
+int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                         MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Ialltoallv";
+    mxh_coll_args_t a;
+    CHECK(mxh_check_comm(comm, F));
+    CHECK(check_request(comm, request, F));
+    if (mxh_comm_is_inter(comm))
+        return MPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                              rdispls, recvtype, comm, request);
+    CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                         recvtype, comm, F, &a));
+    return entry_start(&a, 0, request);
 }

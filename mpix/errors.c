@@ -280,10 +280,15 @@ int mxh_check_comm(MPI_Comm comm, const char *func)
         return MPI_SUCCESS; /* validated when its hierarchy was looked up */
     if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator");
-    if (inter)
-        return mxh_raise(comm, MPI_ERR_COMM, func,
-                         "intercommunicators are not supported (use an intracommunicator)");
     return MPI_SUCCESS;
+}
+
+int mxh_comm_is_inter(MPI_Comm comm)
+{
+    int inter = 0;
+    if (mxh_hier_cached(comm))
+        return 0;
+    return MPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter;
 }
 
 int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func)
@@ -377,12 +382,6 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
         /* MPI checks the basic types of derived datatypes in the fallback */
         return MPI_SUCCESS;
     }
-#ifdef MPIX_C_FLOAT16
-    if (dt == MPIX_C_FLOAT16)
-        return mxh_raise(comm, MPI_ERR_OP, func,
-                         "%s is not defined for MPIX_C_FLOAT16 (MPICH cannot reduce it; "
-                         "use MPIX_HIER_FLOAT16)", name);
-#endif
     if (op == MPI_MAX || op == MPI_MIN)
         allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
                   cls == MXH_DT_HALF;
@@ -395,9 +394,18 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
         allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_BYTE;
     else if (op == MPI_MINLOC || op == MPI_MAXLOC)
         allowed = cls == MXH_DT_PAIR;
-    if (!allowed)
-        return mxh_raise(comm, MPI_ERR_OP, func, "%s is not defined for datatype %s", name,
-                         dtype_name(dt, tn, (int)sizeof(tn)));
+    if (!allowed && cls == MXH_DT_HALF)
+        return mxh_raise(comm, MPI_ERR_OP, func,
+                         "%s is not defined for the half precision datatype %s (SUM, PROD, "
+                         "MAX, MIN are)", name, dtype_name(dt, tn, (int)sizeof(tn)));
+    if (!allowed) {
+        /* never stricter than MPI: pairs we have no kernel for (MPI_SUM on MPI_CHAR,
+         * MPI_LAND on MPI_AINT, ...) go to the plain collective, which accepts or
+         * rejects them as MPI does */
+        mxh_debug("%s: %s on %s: plain MPI collective", func, name,
+                  dtype_name(dt, tn, (int)sizeof(tn)));
+        return MPI_SUCCESS;
+    }
     *hier_ok = !(op == MPI_MINLOC || op == MPI_MAXLOC);
     return MPI_SUCCESS;
 }

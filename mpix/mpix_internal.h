@@ -44,7 +44,10 @@ mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt);
  * the half types (size 2). */
 int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size);
 
+/* A valid communicator (intra or inter). */
 int mxh_check_comm(MPI_Comm comm, const char *func);
+/* An intercommunicator: every collective on it is MPI's own. */
+int mxh_comm_is_inter(MPI_Comm comm);
 int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func);
 int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
 /* op valid and allowed with dt; *hier_ok = op can run hierarchically. */

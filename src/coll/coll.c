@@ -16,13 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* coll, name, rooted, reducing, blocks, sendtype, vector */
 static const mxh_coll_info_t coll_table[MXH_COLL_COUNT] = {
-    [MXH_COLL_ALLREDUCE]             = {MXH_COLL_ALLREDUCE, "allreduce", 0, 1, 0},
-    [MXH_COLL_REDUCE_SCATTER_BLOCK]  = {MXH_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block", 0,
-                                        1, 1},
-    [MXH_COLL_ALLGATHER]             = {MXH_COLL_ALLGATHER, "allgather", 0, 0, 1},
-    [MXH_COLL_BCAST]                 = {MXH_COLL_BCAST, "bcast", 1, 0, 0},
-    [MXH_COLL_REDUCE]                = {MXH_COLL_REDUCE, "reduce", 1, 1, 0},
+    [MXH_COLL_ALLREDUCE]            = {MXH_COLL_ALLREDUCE, "allreduce", 0, 1, 0, 0, 0},
+    [MXH_COLL_REDUCE_SCATTER_BLOCK] = {MXH_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block",
+                                       0, 1, 1, 0, 0},
+    [MXH_COLL_ALLGATHER]            = {MXH_COLL_ALLGATHER, "allgather", 0, 0, 1, 1, 0},
+    [MXH_COLL_BCAST]                = {MXH_COLL_BCAST, "bcast", 1, 0, 0, 0, 0},
+    [MXH_COLL_REDUCE]               = {MXH_COLL_REDUCE, "reduce", 1, 1, 0, 0, 0},
+    [MXH_COLL_ALLGATHERV]           = {MXH_COLL_ALLGATHERV, "allgatherv", 0, 0, 0, 1, 1},
+    [MXH_COLL_REDUCE_SCATTER]       = {MXH_COLL_REDUCE_SCATTER, "reduce_scatter", 0, 1, 0, 0, 1},
+    [MXH_COLL_ALLTOALL]             = {MXH_COLL_ALLTOALL, "alltoall", 0, 0, 1, 1, 0},
+    [MXH_COLL_ALLTOALLV]            = {MXH_COLL_ALLTOALLV, "alltoallv", 0, 0, 0, 1, 1},
 };
 
 const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll)
@@ -54,15 +59,15 @@ const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll)
 
 /* Bytes a buffer of @count elements of @dt spans, and where they start
  * relative to the buffer pointer. */
-static size_t type_span(MPI_Datatype dt, int count, MPI_Aint *lb)
+static size_t type_span(MPI_Datatype dt, size_t count, MPI_Aint *lb)
 {
     MPI_Aint l, extent, tlb, textent;
     MPI_Type_get_extent(dt, &l, &extent);
     MPI_Type_get_true_extent(dt, &tlb, &textent);
     *lb = tlb;
-    if (count <= 0)
+    if (count == 0)
         return 0;
-    return (size_t)textent + (size_t)(count - 1) * (size_t)extent;
+    return (size_t)textent + (count - 1) * (size_t)extent;
 }
 
 /* A private copy of @count elements of @dt at @buf (MPI_Sendrecv on
@@ -157,9 +162,72 @@ static mxh_status_t plain_reduce(mxh_coll_args_t *a, const void *s, void *r)
     return st;
 }
 
+static mxh_status_t plain_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a,
+          MPI_Allgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
+                         a->comm),
+          MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
+                          a->comm, &_r));
+}
+
+static mxh_status_t plain_reduce_scatter_call(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Reduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm),
+          MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, &_r));
+}
+
+/* Elements of the reduce_scatter input: the sum of recvcounts. */
+static size_t v_total(const int *counts, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += (size_t)counts[i];
+    return t;
+}
+
+/* In place through a copy: MPICH 4.0.2 aborts in some in-place
+ * MPI_Reduce_scatter calls (4 ranks, counts {0, 65538, 65539, 65540}). */
+static mxh_status_t plain_reduce_scatter(mxh_coll_args_t *a, const void *s, void *r)
+{
+    void *copy = NULL, *base = NULL;
+    size_t total = v_total(a->rcounts, a->size);
+    mxh_status_t st;
+
+    if (s != MPI_IN_PLACE || total == 0 || total > INT_MAX)
+        return plain_reduce_scatter_call(a, s, r);
+    if (typed_copy(r, (int)total, a->dt, &copy, &base) != MPI_SUCCESS) {
+        plain_reduce_scatter_call(a, MPI_IN_PLACE, r);
+        mxh_error("cannot copy the in-place buffer");
+        return MXH_ERR_NO_MEMORY;
+    }
+    st = plain_reduce_scatter_call(a, copy, r);
+    free(base);
+    return st;
+}
+
+static mxh_status_t plain_alltoall(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a, MPI_Alltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm),
+          MPI_Ialltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, &_r));
+}
+
+static mxh_status_t plain_alltoallv(mxh_coll_args_t *a, const void *s, void *r)
+{
+    PLAIN(a,
+          MPI_Alltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
+                        a->dt, a->comm),
+          MPI_Ialltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
+                         a->dt, a->comm, &_r));
+}
+
 static mxh_status_t run_plain(mxh_coll_args_t *a, const void *s, void *r)
 {
     switch (a->coll) {
+    case MXH_COLL_ALLGATHERV:           return plain_allgatherv(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER:       return plain_reduce_scatter(a, s, r);
+    case MXH_COLL_ALLTOALL:             return plain_alltoall(a, s, r);
+    case MXH_COLL_ALLTOALLV:            return plain_alltoallv(a, s, r);
     case MXH_COLL_ALLREDUCE:            return plain_allreduce(a, s, r);
     case MXH_COLL_REDUCE_SCATTER_BLOCK: return plain_rsb(a, s, r);
     case MXH_COLL_ALLGATHER:            return plain_allgather(a, s, r);
@@ -509,9 +577,19 @@ static mxh_status_t copy_wait(const mxh_mem_ops_t *ops, void *dst, const void *s
  * and of the receive buffer (dt) that are significant here, and whether the
  * receive buffer is read (in place, bcast root) and written. */
 typedef struct buf_use {
-    int send_count, recv_count;
+    size_t send_count, recv_count;
     int recv_in, recv_out;
 } buf_use_t;
+
+/* Elements a v-collective's buffer spans: the end of its furthest part. */
+static size_t v_span(const int *counts, const int *displs, int n)
+{
+    size_t end = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0 && displs[i] >= 0 && (size_t)displs[i] + (size_t)counts[i] > end)
+            end = (size_t)displs[i] + (size_t)counts[i];
+    return end;
+}
 
 static buf_use_t buf_use(const mxh_coll_args_t *a)
 {
@@ -542,6 +620,26 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
     case MXH_COLL_REDUCE:
         u.send_count = in_place ? 0 : a->count;
         u.recv_count = a->rank == a->root ? a->count : 0;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_ALLGATHERV:
+        u.send_count = in_place ? 0 : a->sendcount;
+        u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_REDUCE_SCATTER:
+        u.send_count = in_place ? 0 : v_total(a->rcounts, a->size);
+        u.recv_count = in_place ? v_total(a->rcounts, a->size) : (size_t)a->count;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_ALLTOALL:
+        u.send_count = in_place ? 0 : (size_t)a->sendcount * (size_t)a->size;
+        u.recv_count = (size_t)a->count * (size_t)a->size;
+        u.recv_in    = in_place;
+        break;
+    case MXH_COLL_ALLTOALLV:
+        u.send_count = in_place ? 0 : v_span(a->scounts, a->sdispls, a->size);
+        u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
         u.recv_in    = in_place;
         break;
     default:
@@ -629,7 +727,7 @@ static mxh_status_t run_staged(mxh_coll_args_t *a)
         goto out;
     }
     if (u.send_count > 0 && sm->kind != MXH_MEM_HOST) {
-        sbytes  = type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt, u.send_count,
+        sbytes  = type_span(mxh_coll_info(a->coll)->sendtype ? a->sendtype : a->dt, u.send_count,
                             &lb);
         smirror = stage_get(a, sm, 0, sbytes);
         st      = smirror ? copy_wait(sm, smirror, (const char *)a->sendbuf + lb, sbytes)
@@ -697,7 +795,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     a->rank = a->size = -1;
     if (ci->rooted)
         MPI_Comm_rank(a->comm, &a->rank);
-    if (ci->blocks)
+    if (ci->blocks || ci->vector)
         MPI_Comm_size(a->comm, &a->size);
     a->hier_op = hier_op;
     a->mpi_op  = a->op;
@@ -715,6 +813,8 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
     a->path = MXH_PATH_PLAIN;
+    if (a->coll >= MXH_COLL_NSCHED)
+        return 0; /* no hierarchical path yet */
     if (a->tsize == 0 || (ci->reducing && !hier_op) ||
         (a->coll == MXH_COLL_ALLGATHER && a->sendbuf != MPI_IN_PLACE &&
          (a->sendtype != a->dt || a->sendcount != a->count)))
@@ -777,6 +877,16 @@ static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *
         return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
     case MXH_COLL_REDUCE:
         return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
+    case MXH_COLL_ALLGATHERV:
+        return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
+                               a->comm, req);
+    case MXH_COLL_REDUCE_SCATTER:
+        return MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, req);
+    case MXH_COLL_ALLTOALL:
+        return MPI_Ialltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
+    case MXH_COLL_ALLTOALLV:
+        return MPI_Ialltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts,
+                              a->rdispls, a->dt, a->comm, req);
     default:
         return MPI_ERR_INTERN;
     }
@@ -817,7 +927,7 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
         if (a->recv_mem->hold)
             a->recv_mem->hold(a->recvbuf);
         if (u.send_count > 0 && a->send_mem->kind != MXH_MEM_HOST) {
-            a->nb.sbytes  = type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt,
+            a->nb.sbytes  = type_span(mxh_coll_info(a->coll)->sendtype ? a->sendtype : a->dt,
                                       u.send_count, &lb);
             a->nb.smirror = a->send_mem->stage_alloc(a->nb.sbytes ? a->nb.sbytes : 1);
             st = a->nb.smirror ? mxh_mem_copy_sync(a->send_mem, a->nb.smirror,
@@ -842,7 +952,17 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
             return st;
         }
     }
-    if (s == MPI_IN_PLACE && a->count > 0 &&
+    if (s == MPI_IN_PLACE && a->coll == MXH_COLL_REDUCE_SCATTER &&
+        v_total(a->rcounts, a->size) > 0 && v_total(a->rcounts, a->size) <= INT_MAX) {
+        void *copy;
+        if (typed_copy(r, (int)v_total(a->rcounts, a->size), a->dt, &copy, &a->nb.copy) !=
+            MPI_SUCCESS) {
+            mxh_error("%s: cannot copy the in-place buffer", a->func);
+            plain_undo(a);
+            return MXH_ERR_NO_MEMORY;
+        }
+        s = copy;
+    } else if (s == MPI_IN_PLACE && a->count > 0 &&
         ((a->coll == MXH_COLL_REDUCE_SCATTER_BLOCK &&
           (size_t)a->count * (size_t)a->size <= INT_MAX) ||
          (a->coll == MXH_COLL_REDUCE && a->rank == a->root && a->root != 0))) {
@@ -884,7 +1004,33 @@ static mxh_status_t plain_complete(mxh_coll_args_t *a)
 static mxh_status_t task_body(void *arg)
 {
     mxh_coll_args_t *a = arg;
-    return a->nb.posted ? plain_complete(a) : body(a);
+    mxh_status_t st    = a->nb.posted ? plain_complete(a) : body(a);
+    free(a->varr);
+    a->varr = NULL;
+    return st;
+}
+
+/* A nonblocking v-collective keeps its own copies of the count and
+ * displacement arrays: the caller may reuse its arrays once the call returns. */
+static mxh_status_t copy_varrays(mxh_coll_args_t *a)
+{
+    const int **arr[4] = {&a->rcounts, &a->rdispls, &a->scounts, &a->sdispls};
+    size_t n = (size_t)a->size;
+    int *p;
+
+    a->varr = NULL;
+    if (!mxh_coll_info(a->coll)->vector || n == 0)
+        return MXH_OK;
+    p = malloc(4 * n * sizeof(int));
+    if (p == NULL)
+        return MXH_ERR_NO_MEMORY;
+    a->varr = p;
+    for (int k = 0; k < 4; k++, p += n)
+        if (*arr[k] != NULL) {
+            memcpy(p, *arr[k], n * sizeof(int));
+            *arr[k] = p;
+        }
+    return MXH_OK;
 }
 
 mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
@@ -907,8 +1053,14 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     ta = mxh_task_args(t);
     memcpy(ta, a, sizeof(*a));
     ta->nb.posted = 0;
+    if (copy_varrays(ta) != MXH_OK) {
+        mxh_task_discard(t);
+        mxh_error("%s: cannot copy the count arrays", a->func);
+        return MXH_ERR_NO_MEMORY;
+    }
     if (a->path == MXH_PATH_PLAIN && (st = plain_post(ta)) != MXH_OK) {
         ((mxh_coll_args_t *)a)->mpi_rc = ta->mpi_rc;
+        free(ta->varr);
         mxh_task_discard(t);
         return st;
     }

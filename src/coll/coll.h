@@ -52,6 +52,11 @@ typedef struct mxh_coll_args {
     MPI_Op       op;       /* as passed (half types: translated by prepare) */
     int          root;
     MPI_Comm     comm;     /* the user's communicator */
+    /* v-collectives: allgatherv recvcounts/displs, reduce_scatter recvcounts,
+     * alltoallv recvcounts/rdispls and sendcounts/sdispls (copies owned by the
+     * task for the nonblocking forms: varr) */
+    const int   *rcounts, *rdispls, *scounts, *sdispls;
+    int         *varr;
     /* filled by mxh_coll_prepare */
     mxh_hier_t  *hier;     /* set by the caller when mxh_coll_needs_hier */
     int          rank, size;
@@ -83,7 +88,9 @@ typedef struct mxh_coll_info {
     const char *name;
     int         rooted;    /* bcast, reduce */
     int         reducing;  /* takes an op */
-    int         blocks;    /* the vector is size blocks of count (rsb, allgather) */
+    int         blocks;    /* the vector is size blocks of count (rsb, allgather, alltoall) */
+    int         sendtype;  /* the send buffer has a type of its own (sendtype) */
+    int         vector;    /* per-rank counts (rcounts, ...) */
 } mxh_coll_info_t;
 const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll);
 

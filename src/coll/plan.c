@@ -9,8 +9,9 @@
 
 const char *mxh_coll_name(mxh_coll_t coll)
 {
-    static const char *const names[] = {"allreduce", "reduce_scatter_block", "allgather",
-                                        "bcast", "reduce"};
+    static const char *const names[MXH_COLL_COUNT] = {
+        "allreduce", "reduce_scatter_block", "allgather", "bcast",   "reduce",
+        "allgatherv", "reduce_scatter",      "alltoall",  "alltoallv"};
     return (coll >= 0 && coll < MXH_COLL_COUNT) ? names[coll] : "?";
 }
 
@@ -586,7 +587,7 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
     builder_t b;
 
     if (layout == NULL || layout->nlevels < 1 || rank < 0 || rank >= layout->nranks ||
-        coll < 0 || coll >= MXH_COLL_COUNT ||
+        coll < 0 || coll >= MXH_COLL_NSCHED ||
         ((coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) &&
          (root < 0 || root >= layout->nranks))) {
         mxh_error("plan: invalid request (coll %d, rank %d, root %d)", (int)coll, rank, root);

@@ -21,6 +21,11 @@ typedef enum mxh_coll {
     MXH_COLL_ALLGATHER,
     MXH_COLL_BCAST,
     MXH_COLL_REDUCE,
+    MXH_COLL_NSCHED,                     /* the above have plans of one count and schedules */
+    MXH_COLL_ALLGATHERV = MXH_COLL_NSCHED, /* per-rank block counts: plans of their own */
+    MXH_COLL_REDUCE_SCATTER,
+    MXH_COLL_ALLTOALL,
+    MXH_COLL_ALLTOALLV,
     MXH_COLL_COUNT
 } mxh_coll_t;
 

@@ -132,6 +132,16 @@ mxh_half_kind_t mxh_half_kind(MPI_Datatype dt)
         return MXH_HALF_FP16;
     if (dt == half_types[1])
         return MXH_HALF_BF16;
+#ifdef MPIX_C_FLOAT16
+    /* MPICH's name for binary16 (mpi4py's MPI.FLOAT16_T): reduced by us, since
+     * MPICH 4.0.2 asserts when it reduces it itself */
+    if (dt == MPIX_C_FLOAT16)
+        return MXH_HALF_FP16;
+#endif
+#ifdef MPIX_BFLOAT16
+    if (dt == MPIX_BFLOAT16)
+        return MXH_HALF_BF16;
+#endif
     return MXH_HALF_NONE;
 }
 
@@ -153,7 +163,7 @@ MPI_Op mxh_reduce_mpi_op(MPI_Datatype dt, MPI_Op op)
 {
     mxh_half_kind_t k = mxh_half_kind(dt);
 
-    if (k == MXH_HALF_NONE)
+    if (k == MXH_HALF_NONE || mxh_half_type(k) == MPI_DATATYPE_NULL) /* creates the ops */
         return op;
     for (int j = 0; j < NHOP; j++)
         if (op == base_op(j))

@@ -243,7 +243,7 @@ plans_barrier:
     if (mxh_hier_active(h)) {
         if (rank == 0 && json)
             printf(",\n\"plans\": [");
-        for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        for (int c = 0; c < MXH_COLL_NSCHED; c++) {
             const mxh_plan_t *p;
             int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? 0 : -1;
             if (mxh_hier_plan(h, (mxh_coll_t)c, (size_t)count, root, &p) != MXH_OK)

@@ -55,8 +55,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Schedules (per collective, count, root and element size) cached per communicator.", 0},
     {"MPIX_HIER_ALGO", "auto",
      "Force algorithms for experiments: auto, or an algorithm for every collective (mpi, shm, "
-     "hier, pipeline), or a list coll:algo with coll one of allreduce, reduce_scatter, "
-     "allgather, bcast, reduce (e.g. 'allreduce:pipeline,bcast:mpi'). An algorithm that "
+     "hier, pipeline), or a list coll:algo with coll one of allreduce, "
+     "reduce_scatter_block, allgather, bcast, reduce, allgatherv, reduce_scatter, alltoall, "
+     "alltoallv (e.g. 'allreduce:pipeline,bcast:mpi'). An algorithm that "
      "cannot run on the communicator degrades (shm -> hier -> mpi).", 1},
     {"MPIX_HIER_FRAG_SIZE", "8m",
      "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
@@ -83,7 +84,8 @@ const mxh_config_var_t mxh_config_vars[] = {
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
 
 const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL] = {
-    "allreduce", "reduce_scatter", "allgather", "bcast", "reduce"};
+    "allreduce",  "reduce_scatter_block", "allgather", "bcast",    "reduce",
+    "allgatherv", "reduce_scatter",       "alltoall",  "alltoallv"};
 const char *const mxh_config_algo_names[MXH_CONFIG_NALGO] = {"auto", "mpi", "shm", "hier",
                                                              "pipeline"};
 
@@ -115,9 +117,6 @@ static int parse_algo(const char *s, int *algo)
                 out[c] = a;
         } else {
             c = find_name(mxh_config_coll_names, MXH_CONFIG_NCOLL, p, (size_t)(colon - p));
-            if (c < 0 && (size_t)(colon - p) == strlen("reduce_scatter_block") &&
-                !strncasecmp(p, "reduce_scatter_block", (size_t)(colon - p)))
-                c = 1;
             a = find_name(mxh_config_algo_names, MXH_CONFIG_NALGO, colon + 1,
                           len - (size_t)(colon + 1 - p));
             if (c < 0 || a < 0)

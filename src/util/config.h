@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 #define MXH_CONFIG_STR_MAX 1024
-#define MXH_CONFIG_NCOLL   5 /* collectives, in mxh_coll_t order */
+#define MXH_CONFIG_NCOLL   9 /* collectives, in mxh_coll_t order */
 #define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
 
 /* Names of the collectives and algorithms as MPIX_HIER_ALGO spells them. */

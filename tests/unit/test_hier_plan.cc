@@ -1173,7 +1173,7 @@ TEST(Sched, IssueOrderAgreesOnEveryGroup)
         SCOPED_TRACE("trial " + std::to_string(trial) + " n " + std::to_string(n) + " count " +
                      std::to_string(cnt) + " frag " + std::to_string(frag) + " depth " +
                      std::to_string(depth) + " ramp " + std::to_string(ramp));
-        for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        for (int c = 0; c < MXH_COLL_NSCHED; c++) {
             int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? (int)(g() % n) : -1;
             EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth,
                                               ramp))
@@ -1191,7 +1191,7 @@ TEST(Select, DefaultsByShapeAndSize)
     mxh_select_shape_t one_node = {4, 1, 1}, two_levels = {8, 2, 0}, flat = {4, 1, 0};
     mxh_select_shape_t single = {1, 0, 0};
 
-    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+    for (int c = 0; c < MXH_COLL_NSCHED; c++) {
         auto coll = (mxh_coll_t)c;
         EXPECT_EQ(MXH_ALGO_SHM, mxh_select(&cfg, &one_node, coll, 8, 8).algo);
         // shared memory at every size, but allgather hands large messages to MPI
@@ -1250,7 +1250,7 @@ TEST(Select, ForcedAlgorithmsDegrade)
     EXPECT_EQ(MXH_ALGO_AUTO, cfg.algo[MXH_COLL_BCAST]);
     char buf[256];
     mxh_config_get_string(&cfg, "MPIX_HIER_ALGO", buf, sizeof(buf));
-    EXPECT_STREQ("allreduce:mpi,reduce_scatter:hier", buf);
+    EXPECT_STREQ("allreduce:mpi,reduce_scatter_block:hier", buf);
     for (const char *bad : {"fast", "allreduce:", "allreduce:fast", "scan:mpi", ":mpi", "mpi,,"})
         EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&cfg, "MPIX_HIER_ALGO", bad, "test")) << bad;
 }
