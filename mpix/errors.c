@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include "coll/dtype.h"
 #include "mpix_internal.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -379,8 +380,17 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
                          "%s is only valid in one-sided accumulate operations", name);
     cls = mxh_dtype_classify(dt);
     if (cls == MXH_DT_DERIVED) {
-        /* MPI checks the basic types of derived datatypes in the fallback */
-        return MPI_SUCCESS;
+        /* a derived type reduces like the one basic type of its signature (the
+         * same on every rank, whatever type map each passes); a signature of
+         * several basic types goes to MPI, which checks it */
+        MPI_Datatype base;
+        size_t n;
+        if (mxh_dtype_signature(dt, &base, &n) != 0 || base == MPI_DATATYPE_NULL)
+            return MPI_SUCCESS;
+        dt  = base;
+        cls = mxh_dtype_classify(base);
+        if (cls == MXH_DT_DERIVED)
+            return MPI_SUCCESS;
     }
     if (op == MPI_MAX || op == MPI_MIN)
         allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
+#include "coll/dtype.h"
 #include "coll/exec.h"
 #include "coll/task.h"
 #include "reduce/reduce.h"
@@ -535,6 +536,110 @@ static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *r
                         NULL, &io);
 }
 
+static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
+{
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
+    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
+    case MXH_COLL_BCAST:                return hier_bcast(a, r);
+    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
+    default:                            return MXH_ERR_INVALID_PARAM;
+    }
+}
+
+/* What a call reads and writes at this rank: elements of the send buffer
+ * (sendtype) and of the receive buffer (dt), whether the receive buffer is
+ * input and output. */
+typedef struct buf_use {
+    size_t send_count, recv_count;
+    int recv_in, recv_out;
+} buf_use_t;
+static buf_use_t buf_use(const mxh_coll_args_t *a);
+
+/* @count elements of @dt at @buf <-> their dense form at @dense (@bytes). */
+static int pack_dense(const void *buf, size_t count, MPI_Datatype dt, char *dense, size_t bytes)
+{
+    int pos = 0;
+    if (count == 0)
+        return MPI_SUCCESS;
+    return MPI_Pack(buf, (int)count, dt, dense, (int)bytes, &pos, MPI_COMM_SELF);
+}
+
+static int unpack_dense(const char *dense, size_t bytes, void *buf, size_t count, MPI_Datatype dt)
+{
+    int pos = 0;
+    if (count == 0)
+        return MPI_SUCCESS;
+    return MPI_Unpack(dense, (int)bytes, &pos, buf, (int)count, dt, MPI_COMM_SELF);
+}
+
+/* The hierarchical path on the view of the data (coll.h: vdt): the same call
+ * in bytes or basic elements; buffers of a type with holes go through dense
+ * mirrors (MPI's pack format is the data back to back on a homogeneous
+ * system). */
+static mxh_status_t run_view(mxh_coll_args_t *a, const void *s, void *r)
+{
+    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    mxh_coll_args_t v;
+    mxh_status_t st = MXH_OK;
+    char *sm = NULL, *rm = NULL;
+    size_t sbytes = 0, rbytes = 0;
+
+    if (a->vdt == a->dt && a->vn == 1 && !a->vpack && (!ci->sendtype || a->sendtype == a->dt))
+        return run_hier(a, s, r);
+    v           = *a;
+    v.dt        = a->vdt;
+    v.sendtype  = a->vdt;
+    v.count     = (int)((size_t)a->count * a->vn);
+    v.sendcount = (int)((size_t)a->sendcount * a->vsn);
+    if (a->vpack) {
+        buf_use_t u;
+        MPI_Datatype stype = ci->sendtype ? a->sendtype : a->dt;
+        int rc = MPI_SUCCESS;
+        u      = buf_use(a);
+        sbytes = u.send_count * a->vsn * a->tsize;
+        rbytes = u.recv_count * a->vn * a->tsize;
+        if (u.send_count > 0 && (sm = malloc(sbytes)) == NULL)
+            st = MXH_ERR_NO_MEMORY;
+        if (u.recv_count > 0 && (rm = malloc(rbytes)) == NULL)
+            st = MXH_ERR_NO_MEMORY;
+        if (st == MXH_OK && sm != NULL)
+            rc = pack_dense(s, u.send_count, stype, sm, sbytes);
+        if (st == MXH_OK && rm != NULL && u.recv_in && rc == MPI_SUCCESS)
+            rc = pack_dense(r, u.recv_count, a->dt, rm, rbytes);
+        if (rc != MPI_SUCCESS)
+            st = MXH_ERR_MPI;
+        if (st != MXH_OK) {
+            /* the peers are in the collective: this rank still takes part */
+            mxh_error("%s: cannot pack the buffers of a datatype with holes", a->func);
+            free(sm);
+            free(rm);
+            sm = rm = NULL;
+            if (u.send_count > 0 && (sm = calloc(1, sbytes)) == NULL)
+                return MXH_ERR_NO_MEMORY;
+            if (u.recv_count > 0 && (rm = calloc(1, rbytes)) == NULL) {
+                free(sm);
+                return MXH_ERR_NO_MEMORY;
+            }
+        }
+        mxh_status_t run = run_hier(&v, s == MPI_IN_PLACE ? s : sm, rm);
+        if (st == MXH_OK)
+            st = run;
+        if (st == MXH_OK && rm != NULL && u.recv_out &&
+            unpack_dense(rm, rbytes, r, u.recv_count, a->dt) != MPI_SUCCESS) {
+            mxh_error("%s: cannot unpack the results", a->func);
+            st = MXH_ERR_MPI;
+        }
+        free(sm);
+        free(rm);
+    } else {
+        st = run_hier(&v, s, r);
+    }
+    a->mpi_rc = v.mpi_rc;
+    return st;
+}
+
 /* The path on host buffers @s and @r (the user's, or their staging mirrors). */
 static mxh_status_t run_host(mxh_coll_args_t *a, const void *s, void *r)
 {
@@ -544,15 +649,7 @@ static mxh_status_t run_host(mxh_coll_args_t *a, const void *s, void *r)
     case MXH_PATH_PLAIN:
         return run_plain(a, s, r);
     default:
-        break;
-    }
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
-    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
-    case MXH_COLL_BCAST:                return hier_bcast(a, r);
-    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
-    default:                            return MXH_ERR_INVALID_PARAM;
+        return run_view(a, s, r);
     }
 }
 
@@ -576,10 +673,6 @@ static mxh_status_t copy_wait(const mxh_mem_ops_t *ops, void *dst, const void *s
 /* What a rank's buffers are in a call: elements of the send buffer (sendtype)
  * and of the receive buffer (dt) that are significant here, and whether the
  * receive buffer is read (in place, bcast root) and written. */
-typedef struct buf_use {
-    size_t send_count, recv_count;
-    int recv_in, recv_out;
-} buf_use_t;
 
 /* Elements a v-collective's buffer spans: the end of its furthest part. */
 static size_t v_span(const int *counts, const int *displs, int n)
@@ -784,6 +877,58 @@ static mxh_status_t body(mxh_coll_args_t *a)
 
 /* ---- decision ------------------------------------------------------------------------------ */
 
+/* The view of the data the hierarchical paths take (vdt, vn, vsn, tsize,
+ * vpack), from the type signatures. 0: none (a signature that mixes basic
+ * types in a reduction: plain MPI on every rank, as they all see it). */
+static int view(mxh_coll_args_t *a)
+{
+    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    int dense = a->tsize > 0; /* the entry layer: predefined and dense, or a half type */
+    int size  = 0;
+
+    a->vpack = 0;
+    if (ci->reducing) {
+        if (dense) {
+            a->vdt = a->dt;
+            a->vn  = 1;
+        } else {
+            size_t bsize = 0;
+            if (mxh_dtype_signature(a->dt, &a->vdt, &a->vn) != 0 || a->vdt == MPI_DATATYPE_NULL ||
+                MPI_Type_size(a->vdt, &size) != MPI_SUCCESS || size <= 0 ||
+                !mxh_dtype_dense(a->vdt))
+                return 0;
+            bsize    = (size_t)size;
+            a->tsize = bsize;
+            a->vpack = !mxh_dtype_dense(a->dt);
+            a->mpi_op = mxh_reduce_mpi_op(a->vdt, a->op);
+#ifdef MXH_SIMGRID
+            a->mpi_op = mxh_sim_mpi_op(a->mpi_op);
+#endif
+        }
+        a->vsn = a->vn;
+        return 1;
+    }
+    /* data movement: bytes */
+    if (dense) {
+        a->vn = a->tsize;
+    } else {
+        if (MPI_Type_size(a->dt, &size) != MPI_SUCCESS || size < 0)
+            return 0;
+        a->vn    = (size_t)size;
+        a->vpack = !mxh_dtype_dense(a->dt);
+    }
+    a->vsn = a->vn;
+    if (ci->sendtype && a->sendbuf != MPI_IN_PLACE && a->sendtype != a->dt) {
+        if (MPI_Type_size(a->sendtype, &size) != MPI_SUCCESS || size < 0)
+            return 0;
+        a->vsn = (size_t)size;
+        a->vpack |= !mxh_dtype_dense(a->sendtype);
+    }
+    a->vdt   = MPI_BYTE;
+    a->tsize = 1;
+    return 1;
+}
+
 int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
 {
     const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
@@ -813,16 +958,27 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
     a->path = MXH_PATH_PLAIN;
-    if (a->coll >= MXH_COLL_NSCHED)
-        return 0; /* no hierarchical path yet */
-    if (a->tsize == 0 || (ci->reducing && !hier_op) ||
-        (a->coll == MXH_COLL_ALLGATHER && a->sendbuf != MPI_IN_PLACE &&
-         (a->sendtype != a->dt || a->sendcount != a->count)))
+    if ((ci->reducing && !hier_op) || !view(a))
         return 0;
+    if (ci->vector) {
+        /* the whole vector, in the view's elements: agreed (allgatherv,
+         * reduce_scatter); alltoallv's totals differ between ranks */
+        if (a->coll == MXH_COLL_ALLTOALLV)
+            return a->coll < MXH_COLL_NSCHED; /* no hierarchical path yet */
+        elements = v_total(a->rcounts, a->size) * a->vn;
+        if (elements == 0) {
+            a->path = MXH_PATH_NONE;
+            return 0;
+        }
+        return 0; /* no hierarchical path yet */
+    }
     if (a->count == 0) {
         a->path = MXH_PATH_NONE;
         return 0;
     }
+    if (a->coll >= MXH_COLL_NSCHED)
+        return 0; /* no hierarchical path yet */
+    elements = (size_t)a->count * a->vn;
     if (ci->blocks)
         elements *= (size_t)a->size;
     if (elements > INT_MAX)

@@ -60,7 +60,14 @@ typedef struct mxh_coll_args {
     /* filled by mxh_coll_prepare */
     mxh_hier_t  *hier;     /* set by the caller when mxh_coll_needs_hier */
     int          rank, size;
-    size_t       tsize;    /* element bytes (hierarchical paths) */
+    size_t       tsize;    /* element bytes of vdt (hierarchical paths) */
+    /* the hierarchical paths' view of the data, from the type signature (the
+     * same on every rank, whatever type map each rank passes): bytes for the
+     * collectives that only move data, elements of the signature's one basic
+     * type for reductions */
+    MPI_Datatype vdt;
+    size_t       vn, vsn;  /* vdt elements per element of dt, of sendtype */
+    int          vpack;    /* a buffer of this rank is not dense: packed into a mirror */
     MPI_Op       mpi_op;   /* the op handed to MPI (half types: the library's own) */
     int          hier_op;  /* the op can run hierarchically */
     mxh_coll_path_t path;
