@@ -536,27 +536,6 @@ static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *r
                         NULL, &io);
 }
 
-static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
-{
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
-    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
-    case MXH_COLL_BCAST:                return hier_bcast(a, r);
-    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
-    default:                            return MXH_ERR_INVALID_PARAM;
-    }
-}
-
-/* What a call reads and writes at this rank: elements of the send buffer
- * (sendtype) and of the receive buffer (dt), whether the receive buffer is
- * input and output. */
-typedef struct buf_use {
-    size_t send_count, recv_count;
-    int recv_in, recv_out;
-} buf_use_t;
-static buf_use_t buf_use(const mxh_coll_args_t *a);
-
 /* @count elements of @dt at @buf <-> their dense form at @dense (@bytes). */
 static int pack_dense(const void *buf, size_t count, MPI_Datatype dt, char *dense, size_t bytes)
 {
@@ -574,6 +553,309 @@ static int unpack_dense(const char *dense, size_t bytes, void *buf, size_t count
     return MPI_Unpack(dense, (int)bytes, &pos, buf, (int)count, dt, MPI_COMM_SELF);
 }
 
+/* ---- v-collectives: the block plans with per-rank block sizes ----------------------------- */
+
+/* The v-plan for blocks of @counts[r] view elements, the communicator's last
+ * one when the counts are the same. */
+static mxh_status_t get_vplan(mxh_coll_args_t *a, const size_t *counts, const mxh_plan_t **plan)
+{
+    mxh_hier_t *h = a->hier;
+    size_t n      = (size_t)h->size;
+    mxh_plan_t *p;
+    mxh_status_t st;
+
+    if (h->vplan != NULL && h->vplan->coll == a->coll &&
+        memcmp(h->vplan_counts, counts, n * sizeof(size_t)) == 0) {
+        *plan = h->vplan;
+        return MXH_OK;
+    }
+    if (h->vplan_counts == NULL && (h->vplan_counts = malloc(n * sizeof(size_t))) == NULL)
+        return no_memory(n * sizeof(size_t));
+    if ((st = mxh_plan_create_v(h->layout, h->rank, a->coll, counts, &p)) != MXH_OK)
+        return st;
+    mxh_plan_destroy(h->vplan);
+    h->vplan = p;
+    memcpy(h->vplan_counts, counts, n * sizeof(size_t));
+    *plan = p;
+    return MXH_OK;
+}
+
+/* Run @plan (one fragment) on @work: the schedule executor's one-fragment path. */
+static mxh_status_t run_vplan(mxh_coll_args_t *a, const mxh_plan_t *plan, void *work)
+{
+    mxh_sched_t one;
+    mxh_coll_args_t v = *a;
+    mxh_status_t st;
+
+    memset(&one, 0, sizeof(one));
+    one.coll       = plan->coll;
+    one.count      = plan->work_count;
+    one.root       = -1;
+    one.tsize      = a->tsize;
+    one.nfrag      = 1;
+    one.frag_plan  = (const mxh_plan_t **)&plan;
+    one.plan       = (mxh_plan_t *)plan;
+    one.plans[0]   = (mxh_plan_t *)plan;
+    one.nplans     = 1;
+    one.nstages    = plan->nstages;
+    one.stretch    = 1;
+    one.nrounds    = plan->nstages;
+    one.nranks     = plan->nranks;
+    one.work_count = plan->work_count;
+    v.dt           = a->vdt;
+    st = run_sched_io(&v, &one, work, a->mpi_op, NULL, NULL, NULL);
+    a->mpi_rc = v.mpi_rc;
+    return st;
+}
+
+/* Per-rank counts in view elements (and, in @pref, where each rank's block
+ * starts when the blocks lie back to back in rank order). */
+static size_t *v_counts(mxh_coll_args_t *a, size_t *pref)
+{
+    size_t n = (size_t)a->size, *c = malloc(n * sizeof(size_t));
+    if (c == NULL)
+        return NULL;
+    for (size_t j = 0; j < n; j++) {
+        c[j] = (size_t)a->rcounts[j] * a->vn;
+        if (pref)
+            pref[j + 1] = pref[j] + c[j];
+    }
+    return c;
+}
+
+/* allgatherv: my block into the work buffer (blocks in block_pos order), the
+ * allgather plan, every block out to recvbuf at its displacement. */
+static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
+{
+    mxh_hier_t *h = a->hier;
+    int n = a->size, me = a->rank;
+    int rdense = !a->vpack || mxh_dtype_dense(a->dt);
+    MPI_Aint lb, ext;
+    size_t *pref = calloc((size_t)n + 1, sizeof(size_t)), *cnt = NULL;
+    char *mine_buf = NULL, *work = NULL;
+    const char *mine;
+    mxh_status_t st = MXH_OK;
+
+    MPI_Type_get_extent(a->dt, &lb, &ext);
+    if (pref == NULL || (cnt = v_counts(a, pref)) == NULL) {
+        free(pref);
+        return no_memory((size_t)n * sizeof(size_t));
+    }
+    /* my block, dense */
+    if (s == MPI_IN_PLACE) {
+        mine = (const char *)r + (MPI_Aint)a->rdispls[me] * ext;
+        if (!rdense && cnt[me] > 0) {
+            if ((mine_buf = malloc(cnt[me])) == NULL)
+                st = MXH_ERR_NO_MEMORY;
+            else if (pack_dense(mine, (size_t)a->rcounts[me], a->dt, mine_buf, cnt[me]) !=
+                     MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+            mine = mine_buf;
+        }
+    } else {
+        mine = s;
+        if (a->vpack && !mxh_dtype_dense(a->sendtype) && cnt[me] > 0) {
+            if ((mine_buf = malloc(cnt[me])) == NULL)
+                st = MXH_ERR_NO_MEMORY;
+            else if (pack_dense(s, (size_t)a->sendcount, a->sendtype, mine_buf, cnt[me]) !=
+                     MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+            mine = mine_buf;
+        }
+    }
+    if (st != MXH_OK) {
+        /* the peers are in the collective: take part with a block of zeros */
+        mxh_error("%s: cannot pack my block", a->func);
+        free(mine_buf);
+        if ((mine_buf = calloc(1, cnt[me] + 1)) == NULL)
+            goto out;
+        mine = mine_buf;
+    }
+    if (a->path == MXH_PATH_SHM) {
+        int *c = h->blk_counts, *d = h->blk_displs;
+        for (int j = 0; j < n; j++) {
+            c[j] = (int)cnt[j];
+            d[j] = rdense ? (int)((MPI_Aint)a->rdispls[j] * ext) : (int)pref[j];
+        }
+        work = rdense ? r : mxh_hier_scratch(h, pref[n]);
+        if (work == NULL) {
+            st = no_memory(pref[n]);
+            goto out;
+        }
+        st = mxh_shm_allgather(h->shm_all, mine, work, c, d, MPI_BYTE, 1);
+        if (st == MXH_OK && !rdense)
+            for (int j = 0; j < n && st == MXH_OK; j++)
+                if (unpack_dense(work + pref[j], cnt[j], (char *)r + (MPI_Aint)a->rdispls[j] * ext,
+                                 (size_t)a->rcounts[j], a->dt) != MPI_SUCCESS)
+                    st = MXH_ERR_MPI;
+        goto out;
+    }
+    {
+        const mxh_plan_t *plan;
+        int direct = rdense;
+        if ((st = get_vplan(a, cnt, &plan)) != MXH_OK)
+            goto out;
+        /* recvbuf itself is the work buffer when its blocks lie back to back in
+         * block_pos order */
+        for (int j = 0; j < n && direct; j++)
+            direct = plan->block_pos[j] == j && (size_t)a->rdispls[j] * (size_t)ext == pref[j];
+        work = direct ? r : mxh_hier_scratch(h, pref[n]);
+        if (work == NULL) {
+            st = no_memory(pref[n]);
+            goto out;
+        }
+        size_t off = 0;
+        for (int j = 0; j < n; j++)
+            if (plan->block_pos[j] < plan->block_pos[me])
+                off += cnt[j];
+        if (cnt[me] > 0 && work + off != mine)
+            memmove(work + off, mine, cnt[me]);
+        st = run_vplan(a, plan, work);
+        if (st != MXH_OK || direct)
+            goto out;
+        /* blocks out: position order gives each block's offset */
+        size_t *at = calloc((size_t)n, sizeof(size_t));
+        if (at == NULL) {
+            st = no_memory((size_t)n * sizeof(size_t));
+            goto out;
+        }
+        for (int j = 0; j < n; j++)
+            at[plan->block_pos[j]] = (size_t)j;
+        for (int p = 0, o = 0; p < n; p++) {
+            int j = (int)at[p];
+            char *dst = (char *)r + (MPI_Aint)a->rdispls[j] * ext;
+            if (rdense)
+                memcpy(dst, work + o, cnt[j]);
+            else if (unpack_dense(work + o, cnt[j], dst, (size_t)a->rcounts[j], a->dt) !=
+                     MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+            o += (int)cnt[j];
+        }
+        mxh_copy_charge(pref[n]);
+        free(at);
+    }
+out:
+    free(mine_buf);
+    free(cnt);
+    free(pref);
+    return st;
+}
+
+/* reduce_scatter: the input blocks (rank order in sendbuf) into the work
+ * buffer in block_pos order, the reduce_scatter plan, my block out. */
+static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void *r)
+{
+    mxh_hier_t *h = a->hier;
+    int n = a->size, me = a->rank, dense = !a->vpack;
+    size_t ts = a->tsize, total;
+    size_t *pref = calloc((size_t)n + 1, sizeof(size_t)), *cnt = NULL;
+    const char *in = s == MPI_IN_PLACE ? (const char *)r : (const char *)s;
+    char *packed = NULL, *out = NULL;
+    mxh_status_t st = MXH_OK;
+
+    if (pref == NULL || (cnt = v_counts(a, pref)) == NULL) {
+        free(pref);
+        return no_memory((size_t)n * sizeof(size_t));
+    }
+    total = pref[n];
+    if (!dense) {
+        size_t user = v_total(a->rcounts, n);
+        if ((packed = malloc(total * ts)) == NULL ||
+            pack_dense(in, user, a->dt, packed, total * ts) != MPI_SUCCESS) {
+            mxh_error("%s: cannot pack the input", a->func);
+            st = MXH_ERR_NO_MEMORY;
+            if (packed == NULL && (packed = calloc(total, ts)) == NULL)
+                goto out; /* cannot even take part */
+        }
+        in = packed;
+    }
+    if (a->path == MXH_PATH_SHM) {
+        int *c = h->blk_counts, *d = h->blk_displs;
+        for (int j = 0; j < n; j++) {
+            c[j] = (int)cnt[j];
+            d[j] = (int)pref[j];
+        }
+        /* in place, my result lands at the start of my own input: only rank 0's
+         * part is already there */
+        out = dense && (s != MPI_IN_PLACE || me == 0) ? r : mxh_hier_scratch(h, cnt[me] * ts);
+        if (out == NULL) {
+            st = no_memory(cnt[me] * ts);
+            goto out;
+        }
+        mxh_status_t run = mxh_shm_reduce_scatter(h->shm_all, in, out, c, d, a->vdt, ts,
+                                                  a->mpi_op);
+        if (st == MXH_OK)
+            st = run;
+    } else {
+        const mxh_plan_t *plan;
+        mxh_status_t run;
+        char *work;
+        if ((run = get_vplan(a, cnt, &plan)) != MXH_OK) {
+            st = run;
+            goto out;
+        }
+        if ((work = mxh_hier_scratch(h, total * ts)) == NULL) {
+            st = no_memory(total * ts);
+            goto out;
+        }
+        size_t o = 0, mine = 0;
+        size_t *at = calloc((size_t)n, sizeof(size_t));
+        if (at == NULL) {
+            st = no_memory((size_t)n * sizeof(size_t));
+            goto out;
+        }
+        for (int j = 0; j < n; j++)
+            at[plan->block_pos[j]] = (size_t)j;
+        for (int p = 0; p < n; p++) {
+            int j = (int)at[p];
+            memcpy(work + o * ts, in + pref[j] * ts, cnt[j] * ts);
+            if (j == me)
+                mine = o;
+            o += cnt[j];
+        }
+        mxh_copy_charge(total * ts);
+        free(at);
+        run = run_vplan(a, plan, work);
+        if (st == MXH_OK)
+            st = run;
+        out = work + mine * ts;
+    }
+    if (st == MXH_OK && out != r) {
+        if (dense)
+            memmove(r, out, cnt[me] * ts);
+        else if (unpack_dense(out, cnt[me] * ts, r, (size_t)a->rcounts[me], a->dt) != MPI_SUCCESS)
+            st = MXH_ERR_MPI;
+    }
+out:
+    free(packed);
+    free(cnt);
+    free(pref);
+    return st;
+}
+
+static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
+{
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
+    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
+    case MXH_COLL_BCAST:                return hier_bcast(a, r);
+    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
+    case MXH_COLL_ALLGATHERV:           return hier_allgatherv(a, s, r);
+    case MXH_COLL_REDUCE_SCATTER:       return hier_reduce_scatter(a, s, r);
+    default:                            return MXH_ERR_INVALID_PARAM;
+    }
+}
+
+/* What a call reads and writes at this rank: elements of the send buffer
+ * (sendtype) and of the receive buffer (dt), whether the receive buffer is
+ * input and output. */
+typedef struct buf_use {
+    size_t send_count, recv_count;
+    int recv_in, recv_out;
+} buf_use_t;
+static buf_use_t buf_use(const mxh_coll_args_t *a);
+
 /* The hierarchical path on the view of the data (coll.h: vdt): the same call
  * in bytes or basic elements; buffers of a type with holes go through dense
  * mirrors (MPI's pack format is the data back to back on a homogeneous
@@ -586,8 +868,9 @@ static mxh_status_t run_view(mxh_coll_args_t *a, const void *s, void *r)
     char *sm = NULL, *rm = NULL;
     size_t sbytes = 0, rbytes = 0;
 
-    if (a->vdt == a->dt && a->vn == 1 && !a->vpack && (!ci->sendtype || a->sendtype == a->dt))
-        return run_hier(a, s, r);
+    if (ci->vector || (a->vdt == a->dt && a->vn == 1 && !a->vpack &&
+                       (!ci->sendtype || a->sendtype == a->dt)))
+        return run_hier(a, s, r); /* v-collectives view their blocks themselves */
     v           = *a;
     v.dt        = a->vdt;
     v.sendtype  = a->vdt;
@@ -970,7 +1253,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
             a->path = MXH_PATH_NONE;
             return 0;
         }
-        return 0; /* no hierarchical path yet */
+        return elements <= INT_MAX;
     }
     if (a->count == 0) {
         a->path = MXH_PATH_NONE;
@@ -997,6 +1280,10 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     a->size = a->hier->size;
     bytes    = (size_t)a->count * a->tsize;
     work     = ci->blocks ? bytes * (size_t)a->size : bytes;
+    if (ci->vector) { /* the whole vector, and its mean per rank */
+        work  = v_total(a->rcounts, a->size) * a->vn * a->tsize;
+        bytes = work / (size_t)a->size;
+    }
     a->choice = mxh_hier_select(a->hier, a->coll, bytes, work);
     switch (a->choice.algo) {
     case MXH_ALGO_MPI: a->path = MXH_PATH_PLAIN; break;

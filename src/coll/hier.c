@@ -159,6 +159,8 @@ static void hier_destroy(mxh_hier_t *h)
                 mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
     free(h->blk_counts);
     free(h->blk_displs);
+    mxh_plan_destroy(h->vplan);
+    free(h->vplan_counts);
     comm_queue_unref(h->cq);
     free(h);
 }
@@ -280,7 +282,8 @@ static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
         mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
         PUT(" %s: %s.", mxh_coll_name((mxh_coll_t)c), sel);
     }
-    PUT(" Plain MPI always for non-commutative ops, MINLOC/MAXLOC and derived datatypes.");
+    PUT(" Plain MPI always for non-commutative ops, MINLOC/MAXLOC, (type, op) pairs without a "
+        "kernel, reductions whose type signature mixes basic types, intercommunicators.");
 #undef PUT
 }
 

@@ -51,6 +51,10 @@ typedef struct builder {
     int                 comp_level[MXH_MAX_LEVELS];
     int                 comp_index[MXH_MAX_LEVELS];
     int                 down; /* building the down (outer -> inner) phase */
+    /* v-plans: elements of each rank's block, and by block position the
+     * offset of the block in the work buffer (nranks + 1) */
+    const size_t       *bcounts;
+    size_t             *bpref;
 } builder_t;
 
 static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_t offset,
@@ -457,7 +461,23 @@ static int build_block_order(builder_t *b)
     qsort(b->order, (size_t)n, sizeof(int), cmp_key);
     for (int i = 0; i < n; i++)
         b->plan->block_pos[b->order[i]] = i;
+    if (b->bcounts != NULL) {
+        b->bpref = malloc(sizeof(size_t) * ((size_t)n + 1));
+        if (b->bpref == NULL) {
+            b->status = MXH_ERR_NO_MEMORY;
+            return -1;
+        }
+        b->bpref[0] = 0;
+        for (int i = 0; i < n; i++)
+            b->bpref[i + 1] = b->bpref[i] + b->bcounts[b->order[i]];
+    }
     return 0;
+}
+
+/* First element of block position @pos in the work buffer. */
+static size_t pos_offset(const builder_t *b, int pos, size_t bc)
+{
+    return b->bpref != NULL ? b->bpref[pos] : (size_t)pos * bc;
 }
 
 /* Block range [lo,hi) of ranks whose first @prefix key components equal mine. */
@@ -496,7 +516,8 @@ static mxh_step_t *block_step(builder_t *b, mxh_step_type_t type, int level, int
 {
     int lo, hi;
     block_range(b, prefix, &lo, &hi);
-    mxh_step_t *st = add_step(b, type, level, (size_t)lo * bc, (size_t)(hi - lo) * bc);
+    size_t off     = pos_offset(b, lo, bc);
+    mxh_step_t *st = add_step(b, type, level, off, pos_offset(b, hi, bc) - off);
     if (!split || st == NULL)
         return st;
     if (alloc_parts(b, st))
@@ -504,7 +525,7 @@ static mxh_step_t *block_step(builder_t *b, mxh_step_type_t type, int level, int
     for (int i = lo; i < hi; i++) {
         int x = mxh_layout_ecoord(b->L, level, b->order[i]);
         if (x >= 0 && x < st->gsize)
-            st->counts[x] += (int)bc;
+            st->counts[x] += (int)(b->bcounts != NULL ? b->bcounts[b->order[i]] : bc);
     }
     for (int x = 1; x < st->gsize; x++)
         st->displs[x] = st->displs[x - 1] + st->counts[x - 1];
@@ -581,13 +602,38 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
     return mxh_plan_create_sized(layout, rank, coll, count, root, 0, plan_p);
 }
 
+static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                               size_t count, int root, size_t tsize, const size_t *bcounts,
+                               mxh_plan_t **plan_p);
+
 mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, mxh_plan_t **plan_p)
+{
+    return plan_build(layout, rank, coll, count, root, tsize, NULL, plan_p);
+}
+
+mxh_status_t mxh_plan_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                               const size_t *bcounts, mxh_plan_t **plan_p)
+{
+    size_t total = 0;
+    if (layout == NULL || bcounts == NULL ||
+        (coll != MXH_COLL_ALLGATHERV && coll != MXH_COLL_REDUCE_SCATTER)) {
+        mxh_error("plan: invalid v-plan request (coll %d)", (int)coll);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    for (int r = 0; r < layout->nranks; r++)
+        total += bcounts[r];
+    return plan_build(layout, rank, coll, total, -1, 0, bcounts, plan_p);
+}
+
+static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                               size_t count, int root, size_t tsize, const size_t *bcounts,
+                               mxh_plan_t **plan_p)
 {
     builder_t b;
 
     if (layout == NULL || layout->nlevels < 1 || rank < 0 || rank >= layout->nranks ||
-        coll < 0 || coll >= MXH_COLL_NSCHED ||
+        coll < 0 || (coll >= MXH_COLL_NSCHED && bcounts == NULL) ||
         ((coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) &&
          (root < 0 || root >= layout->nranks))) {
         mxh_error("plan: invalid request (coll %d, rank %d, root %d)", (int)coll, rank, root);
@@ -596,6 +642,7 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
     memset(&b, 0, sizeof(b));
     b.L    = layout;
     b.me   = rank;
+    b.bcounts = bcounts;
     b.plan = calloc(1, sizeof(*b.plan));
     if (b.plan == NULL)
         return MXH_ERR_NO_MEMORY;
@@ -635,10 +682,19 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
         b.plan->work_count = count * (size_t)layout->nranks;
         build_allgather(&b, count);
         break;
+    case MXH_COLL_REDUCE_SCATTER: /* v-plans: count is the total */
+        b.plan->work_count = count;
+        build_reduce_scatter_block(&b, 0);
+        break;
+    case MXH_COLL_ALLGATHERV:
+        b.plan->work_count = count;
+        build_allgather(&b, 0);
+        break;
     default:
         break;
     }
     free(b.order);
+    free(b.bpref);
     for (int i = 0; i < b.plan->nsteps; i++)
         if (b.plan->steps[i].count > b.plan->tmp_count)
             b.plan->tmp_count = b.plan->steps[i].count;

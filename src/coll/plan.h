@@ -100,6 +100,12 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * latency plan for small allreduces. */
 mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, mxh_plan_t **plan_p);
+/* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]
+ * elements in rank r's block (any of them 0). The plans of allgather and
+ * reduce_scatter_block with blocks of those sizes: the work buffer holds the
+ * blocks back to back in block_pos order (plan->work_count = their sum). */
+mxh_status_t mxh_plan_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                               const size_t *bcounts, mxh_plan_t **plan_p);
 void mxh_plan_destroy(mxh_plan_t *plan);
 
 /* One line per step, for logs and golden tests; returns the length needed. */

@@ -383,6 +383,61 @@ std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int r
     return "";
 }
 
+// v-plans: rank r's block has bcounts[r] elements (allgatherv, reduce_scatter).
+std::string simulate_v(const mxh_layout_t *L, mxh_coll_t coll, const std::vector<size_t> &bc)
+{
+    Sim sim;
+    int n = L->nranks;
+    sim.L = L;
+    for (int r = 0; r < n; r++) {
+        mxh_plan_t *p = nullptr;
+        if (mxh_plan_create_v(L, r, coll, bc.data(), &p) != MXH_OK)
+            return "plan_create_v failed on rank " + std::to_string(r);
+        sim.plans.push_back(p);
+    }
+    const int *pos = sim.plans[0]->block_pos;
+    std::vector<size_t> off(n + 1, 0), first(n, 0); // work offset by position, tag base by rank
+    std::vector<int> at(n);
+    for (int r = 0; r < n; r++)
+        at[pos[r]] = r;
+    for (int i = 0; i < n; i++)
+        off[i + 1] = off[i] + bc[at[i]];
+    for (int r = 1; r < n; r++)
+        first[r] = first[r - 1] + bc[r - 1];
+    size_t wc = sim.plans[0]->work_count;
+    if (wc != off[n])
+        return "work_count " + std::to_string(wc) + " != " + std::to_string(off[n]);
+    sim.buf.assign(n, std::vector<Cell>(wc));
+    long full_sum = (long)n * (n - 1) / 2;
+    uint64_t full_xr = 0;
+    for (int r = 0; r < n; r++)
+        full_xr ^= rank_hash(r);
+    for (int r = 0; r < n; r++)
+        for (int d = 0; d < n; d++)
+            if (coll == MXH_COLL_REDUCE_SCATTER || d == r)
+                for (size_t j = 0; j < bc[d]; j++)
+                    sim.buf[r][off[pos[d]] + j] = contrib((long)(first[d] + j), r);
+    if (!sim.run() || !sim.error.empty())
+        return sim.error;
+    for (int r = 0; r < n; r++)
+        for (int d = 0; d < n; d++) {
+            if (coll == MXH_COLL_REDUCE_SCATTER && d != r)
+                continue;
+            for (size_t j = 0; j < bc[d]; j++) {
+                const Cell &c = sim.buf[r][off[pos[d]] + j];
+                bool ok = coll == MXH_COLL_REDUCE_SCATTER
+                              ? c.tag == (long)(first[d] + j) && c.cnt == n && c.sum == full_sum &&
+                                    c.xr == full_xr
+                              : c.tag == (long)(first[d] + j) && c.cnt == 1 && c.sum == d;
+                if (!ok)
+                    return std::string(mxh_coll_name(coll)) + ": wrong result on rank " +
+                           std::to_string(r) + " block " + std::to_string(d) + " element " +
+                           std::to_string(j);
+            }
+        }
+    return "";
+}
+
 void check_all_colls(const Layout &lay, int mask, const std::vector<size_t> &counts,
                      bool all_roots = true)
 {
@@ -650,6 +705,38 @@ TEST(Plan, RandomLayouts)
         Layout lay = make_layout(nodes, per_leaf, (int)(g() % 3), (unsigned)trial);
         SCOPED_TRACE("trial " + std::to_string(trial));
         check_all_colls(lay, kAllLevels, {1, 1 + (size_t)(g() % 20)}, false);
+    }
+}
+
+// allgatherv and reduce_scatter: the block plans with per-rank block sizes
+// (zeros, uneven), on regular, uneven, three-level and random layouts.
+TEST(Plan, VPlansOnManyLayouts)
+{
+    std::mt19937 g(7);
+    std::vector<Layout> lays = {make_layout({2, 2}, 0, 0),       make_layout({3, 3}, 0, 1),
+                                make_layout({1, 2, 3}, 0, 0),    make_layout({2, 2, 2, 2}, 2, 0),
+                                make_layout({2, 3, 1, 2, 2}, 2, 2, 5), make_layout({4}, 0, 0)};
+    for (int trial = 0; trial < 60; trial++) {
+        int nn = 1 + (int)(g() % 6);
+        std::vector<int> nodes;
+        for (int v = 0; v < nn; v++)
+            nodes.push_back(1 + (int)(g() % 4));
+        lays.push_back(make_layout(nodes, (int)(g() % 3), (int)(g() % 3), (unsigned)trial));
+    }
+    for (size_t li = 0; li < lays.size(); li++) {
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(lays[li].recs.data(), (int)lays[li].recs.size(),
+                                            kAllLevels, &L.p));
+        if (L.p->nlevels < 1)
+            continue;
+        int n = L.p->nranks;
+        for (int k = 0; k < 3; k++) {
+            std::vector<size_t> bc(n);
+            for (int r = 0; r < n; r++)
+                bc[r] = k == 0 ? (size_t)r % 3 : (size_t)(g() % 7); // zeros included
+            for (mxh_coll_t c : {MXH_COLL_ALLGATHERV, MXH_COLL_REDUCE_SCATTER})
+                EXPECT_EQ("", simulate_v(L.p, c, bc)) << "layout " << li << " n " << n;
+        }
     }
 }
 
