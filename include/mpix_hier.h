@@ -16,10 +16,13 @@
  *    first call is collective over the communicator, like every MPIX_Hier_ call.
  *  - Results are bitwise identical on every rank: each element is reduced
  *    exactly once in a fixed order and then distributed.
- *  - Fallback. Non-commutative operations, MPI_MINLOC/MPI_MAXLOC, derived or
- *    non-contiguous datatypes, and communicators whose hierarchy is trivial
- *    (one level) are served by the plain MPI collective on the same
- *    communicator; the result is the same as MPI's.
+ *  - Fallback, never stricter than MPI. Intercommunicators, non-commutative
+ *    operations, MPI_MINLOC/MPI_MAXLOC, (datatype, op) pairs the library has
+ *    no kernel for (MPI_SUM on MPI_CHAR, MPI_LAND on MPI_AINT, ...), user ops
+ *    on derived datatypes, reductions whose type signature mixes basic types,
+ *    and communicators whose hierarchy is trivial (one level) are served by
+ *    the plain MPI collective on the same communicator: the result (or the
+ *    error) is MPI's.
  *  - Errors. Bad arguments are detected before any communication and reported
  *    like MPI does: the error handler of the communicator is called (that of
  *    MPI_COMM_WORLD for MPI_COMM_NULL) and, if it returns, the error code is
@@ -46,8 +49,15 @@
  *    whole device or the default stream. Device buffers must belong to the
  *    calling rank's current device (cudaSetDevice); several ranks may share a
  *    GPU.
- *  - Datatypes: all ranks must pass the same datatype (as in NCCL); different but
- *    matching type maps on different ranks are not supported.
+ *  - Datatypes: as in MPI, ranks may pass different datatypes whose type
+ *    signatures match (MPI_INT x 2k on one rank, a contiguous or vector type
+ *    of 2 MPI_INT x k on another). The path of a call depends only on what
+ *    every rank agrees on: the signature (data movement is seen as bytes,
+ *    reductions as elements of the signature's one basic type), counts the
+ *    collective makes global, the hierarchy. Buffers of types with holes are
+ *    packed into dense scratch and unpacked (MPI_Pack/MPI_Unpack).
+ *    MPIX_C_FLOAT16 (MPICH's binary16, mpi4py's MPI.FLOAT16_T) is reduced with
+ *    the library's own half-precision ops on every path, like MPIX_HIER_FLOAT16.
  *  - Threads: the library is used from one thread at a time
  *    (MPI_THREAD_FUNNELED or SERIALIZED use): its calls, and MPI_Test/MPI_Wait on
  *    its requests, must not run concurrently in several threads.
@@ -212,8 +222,10 @@ MPIX_HIER_API int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts
  * the types are plain 2-byte derived datatypes: fine for point-to-point,
  * bcast, gather; MPI's predefined reduction ops cannot be applied to them.
  *
- * MPICH's MPIX_C_FLOAT16 is not an alias: MPICH 4.0.2 aborts when it reduces
- * it; MPIX_Hier_* reductions on it return MPI_ERR_OP.
+ * MPICH's MPIX_C_FLOAT16 (and MPIX_BFLOAT16 where the MPI defines it) are
+ * reduced the same way by every MPIX_Hier_* collective, on every path (MPICH
+ * 4.0.2 aborts when it reduces MPIX_C_FLOAT16 itself; plain MPI functions on
+ * it keep MPICH's behaviour).
  */
 MPIX_HIER_API MPI_Datatype MPIX_Hier_type_float16(void);
 MPIX_HIER_API MPI_Datatype MPIX_Hier_type_bfloat16(void);
