@@ -1,0 +1,3 @@
+# src/coll fragment (owned by its subsystem); included from the Makefile.am above it
+# The hierarchical (rail-aligned) alltoall / alltoallv (coll/alltoall.h).
+libmpixhier_core_la_SOURCES += src/coll/alltoall.h src/coll/alltoall.c
