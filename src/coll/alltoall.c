@@ -41,7 +41,6 @@
 #include "sim/sim.h"
 #include "util/log.h"
 
-#define A2A_MAX_TAG_NODES 32767 /* MPI guarantees tags up to 32767 */
 #define A2A_ALIGN 64
 
 struct mxh_a2a {
@@ -77,45 +76,6 @@ void mxh_alltoall_set_max_message(size_t bytes)
     max_msg = bytes ? bytes : (size_t)1 << 30;
 }
 
-/* ---- pure: the layout ------------------------------------------------------------ */
-
-int mxh_alltoall_applicable(const mxh_layout_t *L)
-{
-    int n = L->nranks, N = L->nnodes, g;
-    int *cnt;
-    int ok = 1;
-
-    if (N < 2 || N > A2A_MAX_TAG_NODES || n % N != 0 || (g = n / N) < 2)
-        return 0;
-    cnt = calloc((size_t)N, sizeof(int));
-    if (cnt == NULL)
-        return 0; /* every rank has the same layout, but not the same memory: never
-                     happens in practice; a rank that cannot count says no */
-    for (int r = 0; r < n; r++)
-        cnt[L->node_of[r]]++;
-    for (int v = 0; v < N && ok; v++)
-        ok = cnt[v] == g;
-    free(cnt);
-    return ok;
-}
-
-void mxh_alltoall_slots(const mxh_layout_t *L, int *slot)
-{
-    /* slot = number of ranks of the same node before it in (rail, local index)
-     * order: g is small (ranks of one node), quadratic per node is fine */
-    for (int r = 0; r < L->nranks; r++) {
-        int s = 0;
-        for (int q = 0; q < L->nranks; q++) {
-            if (q == r || L->node_of[q] != L->node_of[r])
-                continue;
-            if (L->rail[q] < L->rail[r] ||
-                (L->rail[q] == L->rail[r] && L->local_index[q] < L->local_index[r]))
-                s++;
-        }
-        slot[r] = s;
-    }
-}
-
 /* ---- set-up --------------------------------------------------------------------- */
 
 void mxh_alltoall_destroy(struct mxh_a2a *a)
@@ -143,7 +103,7 @@ mxh_status_t mxh_alltoall_setup(mxh_hier_t *h)
     const mxh_layout_t *L = h->layout;
     struct mxh_a2a *a;
     int *slot;
-    int sz = 0;
+    int sz = 0, ok = 1, all_ok = 0;
 
     if (h->a2a != NULL)
         return MXH_OK;
@@ -164,42 +124,59 @@ mxh_status_t mxh_alltoall_setup(mxh_hier_t *h)
 
     a    = calloc(1, sizeof(*a));
     slot = malloc(sizeof(int) * (size_t)L->nranks);
-    if (a == NULL || slot == NULL ||
-        (a->rank_at = malloc(sizeof(int) * (size_t)L->nranks)) == NULL) {
-        free(a);
-        free(slot);
-        mxh_error("hierarchical alltoall: out of memory");
-        /* the others split: take part with no communicator */
-        MPI_Comm c1, c2;
-        MPI_Comm_split(h->comm, MPI_UNDEFINED, 0, &c1);
-        MPI_Comm_split(h->comm, MPI_UNDEFINED, 0, &c2);
-        return MXH_ERR_NO_MEMORY;
+    if (a != NULL) {
+        a->node    = MPI_COMM_NULL;
+        a->cross   = MPI_COMM_NULL;
+        a->nnodes  = L->nnodes;
+        a->g       = L->nranks / L->nnodes;
+        a->rank_at = malloc(sizeof(int) * (size_t)L->nranks);
     }
-    a->node   = MPI_COMM_NULL;
-    a->cross  = MPI_COMM_NULL;
-    a->nnodes = L->nnodes;
-    a->g      = L->nranks / L->nnodes;
-    mxh_alltoall_slots(L, slot);
-    for (int r = 0; r < L->nranks; r++)
-        a->rank_at[L->node_of[r] * a->g + slot[r]] = r;
-    a->me_node = L->node_of[h->rank];
-    a->me_slot = slot[h->rank];
+    if (a == NULL || slot == NULL || a->rank_at == NULL || mxh_alltoall_slots(L, slot) != MXH_OK) {
+        mxh_error("hierarchical alltoall: out of memory");
+        ok = 0;
+    } else {
+        for (int r = 0; r < L->nranks; r++)
+            a->rank_at[L->node_of[r] * a->g + slot[r]] = r;
+        a->me_node = L->node_of[h->rank];
+        a->me_slot = slot[h->rank];
+    }
     free(slot);
 
-    int rc1 = MPI_Comm_split(h->comm, a->me_node, a->me_slot, &a->node);
-    int rc2 = MPI_Comm_split(h->comm, a->me_slot, a->me_node, &a->cross);
-    if (rc1 != MPI_SUCCESS || rc2 != MPI_SUCCESS) {
+    /* a rank that failed still takes part (no communicator for it); the verdict
+     * is collective, so that all ranks use the algorithm or none */
+    MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+    if (MPI_Comm_split(h->comm, ok ? a->me_node : MPI_UNDEFINED, ok ? a->me_slot : 0, &node) !=
+            MPI_SUCCESS ||
+        MPI_Comm_split(h->comm, ok ? a->me_slot : MPI_UNDEFINED, ok ? a->me_node : 0, &cross) !=
+            MPI_SUCCESS) {
         mxh_error("hierarchical alltoall: MPI_Comm_split failed");
-        mxh_alltoall_destroy(a);
-        return MXH_ERR_MPI;
+        ok = 0;
     }
-    MPI_Comm_set_errhandler(a->node, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(a->cross, MPI_ERRORS_RETURN);
-    if (MPI_Comm_size(a->node, &sz) != MPI_SUCCESS || sz != a->g ||
-        MPI_Comm_size(a->cross, &sz) != MPI_SUCCESS || sz != a->nnodes) {
-        mxh_error("hierarchical alltoall: node/cross communicators of unexpected size");
-        mxh_alltoall_destroy(a);
-        return MXH_ERR_MPI;
+    if (ok) {
+        a->node  = node;
+        a->cross = cross;
+        MPI_Comm_set_errhandler(a->node, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(a->cross, MPI_ERRORS_RETURN);
+        if (MPI_Comm_size(a->node, &sz) != MPI_SUCCESS || sz != a->g ||
+            MPI_Comm_size(a->cross, &sz) != MPI_SUCCESS || sz != a->nnodes) {
+            mxh_error("hierarchical alltoall: node/cross communicators of unexpected size");
+            ok = 0;
+        }
+    } else {
+        if (node != MPI_COMM_NULL)
+            MPI_Comm_free(&node);
+        if (cross != MPI_COMM_NULL)
+            MPI_Comm_free(&cross);
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, h->comm) != MPI_SUCCESS) {
+        mxh_error("hierarchical alltoall: MPI_Allreduce of the set-up verdict failed");
+        all_ok = 0;
+    }
+    if (!all_ok) {
+        if (ok)
+            mxh_error("hierarchical alltoall: set-up failed on another rank");
+        mxh_alltoall_destroy(a); /* collective: every rank frees its communicators */
+        return ok ? MXH_ERR_MPI : MXH_ERR_NO_MEMORY;
     }
     h->a2a = a;
     return MXH_OK;

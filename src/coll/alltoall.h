@@ -30,14 +30,19 @@
 extern "C" {
 #endif
 
+/* Most nodes: phase-1 tags name the destination node, and MPI guarantees tags
+ * up to 32767. */
+#define MXH_ALLTOALL_MAX_NODES 32767
+
 /* The hierarchical alltoall applies to @L (pure: every rank computes the same
- * answer): at least 2 nodes (at most 32767, phase-1 tags name the node), every
+ * answer): at least 2 nodes (at most MXH_ALLTOALL_MAX_NODES), every
  * node the same number >= 2 of ranks. */
 int mxh_alltoall_applicable(const mxh_layout_t *L);
 
 /* Slot of every rank of @L (@slot: [L->nranks]): its position among the ranks
- * of its node ordered by (rail, local index). Pure; for @L applicable. */
-void mxh_alltoall_slots(const mxh_layout_t *L, int *slot);
+ * of its node ordered by (rail, local index). Pure; MXH_ERR_NO_MEMORY (not
+ * logged) or MXH_OK. */
+mxh_status_t mxh_alltoall_slots(const mxh_layout_t *L, int *slot);
 
 /* Collective over the hierarchy's communicator, outside any task: creates the
  * node communicator (my node, ordered by slot) and the cross communicator (my
