@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/hier.h"
+#include "coll/alltoall.h"
 #include "mem/ipc_cache.h"
 #include "topo/discover.h"
 #include "topo/local_record.h"
@@ -137,6 +138,7 @@ static void hier_destroy(mxh_hier_t *h)
         mxh_shm_destroy(h->shm[l]);
     mxh_shm_destroy(h->shm_all);
     mxh_ipc_cache_release_owner(h); /* peer device mappings opened for this communicator */
+    mxh_alltoall_destroy(h->a2a);   /* its communicators: collective too */
     hier_free_comms(h);
     if (h->scheds) {
         for (int i = 0; i < h->config.plan_cache_size; i++)
@@ -642,6 +644,22 @@ static void *grow(void **buf, size_t *size, size_t bytes)
         *size = want;
     }
     return *buf;
+}
+
+void *mxh_hier_grow(mxh_grow_buf_t *b, size_t bytes)
+{
+    return grow(&b->p, &b->size, bytes);
+}
+
+void mxh_hier_grow_free(mxh_grow_buf_t *b)
+{
+#ifdef MXH_SIMGRID
+    mxh_sim_free(b->p);
+#else
+    free(b->p);
+#endif
+    b->p    = NULL;
+    b->size = 0;
 }
 
 void *mxh_hier_scratch(mxh_hier_t *h, size_t bytes)

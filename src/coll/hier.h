@@ -42,6 +42,8 @@ typedef struct mxh_grow_buf {
     size_t size;
 } mxh_grow_buf_t;
 
+struct mxh_a2a; /* the hierarchical alltoall's communicators and buffers (coll/alltoall.c) */
+
 typedef struct mxh_hier {
     MPI_Comm          comm;                       /* private dup of the user communicator */
     MPI_Comm          user_comm;                  /* the communicator it is attached to */
@@ -69,6 +71,7 @@ typedef struct mxh_hier {
     mxh_task_queue_t *queue;                      /* collectives in flight on the user's
                                                      communicator, FIFO (mxh_comm_queue) */
     struct mxh_comm_queue *cq;
+    struct mxh_a2a   *a2a;                        /* mxh_alltoall_setup, or NULL */
 } mxh_hier_t;
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */
@@ -104,6 +107,10 @@ mxh_status_t mxh_hier_plan(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int 
 /* Work buffer and executor temporary of at least @bytes (NULL: out of memory). */
 void *mxh_hier_scratch(mxh_hier_t *hier, size_t bytes);
 void *mxh_hier_tmp(mxh_hier_t *hier, size_t bytes);
+/* @b grown to at least @bytes with the allocator of the work buffers (shared
+ * pages in the simulation build); NULL: out of memory, @b unchanged. */
+void *mxh_hier_grow(mxh_grow_buf_t *b, size_t bytes);
+void mxh_hier_grow_free(mxh_grow_buf_t *b);
 /* Staging mirror @which (0 input, 1 output) of at least @bytes for memory of
  * @ops's kind (its staging allocator: pinned host memory for CUDA). */
 void *mxh_hier_stage(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int which, size_t bytes);

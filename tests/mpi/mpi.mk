@@ -44,6 +44,13 @@ mpi_test_p2p_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src
 mpi_test_p2p_LDADD = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lpthread -ldl
 mpi_test_p2p_LDFLAGS = $(MXH_MPI_NOINST)
 
+# the hierarchical alltoall (src/coll/alltoall.h) is internal: link the core library
+check_PROGRAMS += mpi/test_alltoall_hier
+mpi_test_alltoall_hier_SOURCES = mpi/test_alltoall_hier.cc $(MXH_MPI_COMMON)
+mpi_test_alltoall_hier_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src
+mpi_test_alltoall_hier_LDADD = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lpthread -ldl
+mpi_test_alltoall_hier_LDFLAGS = $(MXH_MPI_NOINST)
+
 TESTS += mpi/run_mpi_tests.sh
 EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf
 CLEANFILES += mpi/mxh-*.log

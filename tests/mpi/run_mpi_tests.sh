@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs the MPI GoogleTest binaries (test_hier, test_errors, test_colls, test_nbc,
-# test_colls_mem, test_nbc_mem, test_p2p) under mpiexec on fake multi-node layouts;
+# test_colls_mem, test_nbc_mem, test_p2p, test_alltoall_hier) under mpiexec on fake multi-node layouts;
 # see README.md next to this script.
 #
 #   run_mpi_tests.sh                 all layouts (make check runs it from tests/)
@@ -220,6 +220,17 @@ tag=
 
 # the executor's point-to-point algorithms on communicators of 2..6 ranks
 run p2p-6 test_p2p '*' -- -n 6 BIN
+
+# the hierarchical alltoall: even nodes (N nodes x g ranks, contiguous and
+# interleaved), and layouts where it must say it does not apply
+run 2x2 test_alltoall_hier '*' -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 2x3 test_alltoall_hier '*' -- -n 3 -env $H a BIN : -n 3 -env $H b BIN
+run 3x2 test_alltoall_hier '*' -- -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN
+run 4x2 test_alltoall_hier '*' -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+run interleaved-3x2 test_alltoall_hier '*' -- -n 6 /bin/bash "$self" --interleave a,b,c BIN
+run 1+2+3 test_alltoall_hier '*' -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+run 1node-3 test_alltoall_hier '*' -- -n 3 BIN
 
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
