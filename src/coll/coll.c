@@ -4,6 +4,7 @@
  * nonblocking ones (a task). */
 #include "config.h"
 
+#include "coll/alltoall.h"
 #include "coll/coll.h"
 #include "coll/dtype.h"
 #include "coll/exec.h"
@@ -833,6 +834,78 @@ out:
     return st;
 }
 
+/* ---- all-to-all: rail-aligned, aggregated per node (coll/alltoall.h) ---------------------- */
+
+/* alltoall in the view (bytes, dense): block p of @count bytes at p * count */
+static mxh_status_t hier_alltoall(mxh_coll_args_t *a, const void *s, void *r)
+{
+    return mxh_alltoall_hier(a->hier, s == MPI_IN_PLACE ? NULL : s, r, (size_t)a->count);
+}
+
+/* alltoallv: byte counts and displacements; blocks of types with holes are
+ * packed into dense scratch (send) and unpacked from it (receive). */
+static mxh_status_t hier_alltoallv(mxh_coll_args_t *a, const void *s, void *r)
+{
+    int n = a->size, in_place = s == MPI_IN_PLACE;
+    MPI_Datatype stype = in_place ? a->dt : a->sendtype;
+    const int *sc = in_place ? a->rcounts : a->scounts, *sd = in_place ? a->rdispls : a->sdispls;
+    int sdense = mxh_dtype_dense(stype), rdense = mxh_dtype_dense(a->dt);
+    MPI_Aint lb, sext, rext;
+    size_t *v = malloc(4 * (size_t)n * sizeof(size_t)), stot = 0, rtot = 0;
+    char *sbuf = NULL, *rbuf = NULL;
+    mxh_status_t st = MXH_OK;
+
+    if (v == NULL)
+        return no_memory(4 * (size_t)n * sizeof(size_t));
+    size_t *scnt = v, *sdsp = v + n, *rcnt = v + 2 * n, *rdsp = v + 3 * n;
+    MPI_Type_get_extent(stype, &lb, &sext);
+    MPI_Type_get_extent(a->dt, &lb, &rext);
+    for (int p = 0; p < n; p++) {
+        scnt[p] = (size_t)sc[p] * a->vsn;
+        rcnt[p] = (size_t)a->rcounts[p] * a->vn;
+        sdsp[p] = sdense ? (size_t)((MPI_Aint)sd[p] * sext) : stot;
+        rdsp[p] = rdense ? (size_t)((MPI_Aint)a->rdispls[p] * rext) : rtot;
+        stot += scnt[p];
+        rtot += rcnt[p];
+    }
+    if (in_place) /* the data to send sits in recvbuf, with recvbuf's layout */
+        sdense = rdense;
+    if (!sdense && !in_place) {
+        if ((sbuf = malloc(stot + 1)) == NULL)
+            st = MXH_ERR_NO_MEMORY;
+        for (int p = 0; p < n && st == MXH_OK; p++)
+            if (pack_dense((const char *)s + (MPI_Aint)sd[p] * sext, (size_t)sc[p], stype,
+                           sbuf + sdsp[p], scnt[p]) != MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+    }
+    if (!rdense) {
+        if ((rbuf = calloc(1, rtot + 1)) == NULL)
+            st = MXH_ERR_NO_MEMORY;
+        for (int p = 0; p < n && st == MXH_OK && in_place; p++) /* in place: the input too */
+            if (pack_dense((const char *)r + (MPI_Aint)a->rdispls[p] * rext,
+                           (size_t)a->rcounts[p], a->dt, rbuf + rdsp[p], rcnt[p]) != MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+    }
+    if (st != MXH_OK) {
+        mxh_error("%s: cannot pack the blocks of a datatype with holes", a->func);
+        free(sbuf);
+        free(rbuf);
+        free(v);
+        return st; /* the same on every rank only if memory runs out everywhere */
+    }
+    st = mxh_alltoallv_hier(a->hier, in_place ? NULL : (sbuf ? sbuf : (const char *)s),
+                            in_place ? NULL : scnt, in_place ? NULL : sdsp,
+                            rbuf ? rbuf : (char *)r, rcnt, rdsp);
+    for (int p = 0; p < n && st == MXH_OK && rbuf != NULL; p++)
+        if (unpack_dense(rbuf + rdsp[p], rcnt[p], (char *)r + (MPI_Aint)a->rdispls[p] * rext,
+                         (size_t)a->rcounts[p], a->dt) != MPI_SUCCESS)
+            st = MXH_ERR_MPI;
+    free(sbuf);
+    free(rbuf);
+    free(v);
+    return st;
+}
+
 static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
 {
     switch (a->coll) {
@@ -843,6 +916,8 @@ static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
     case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
     case MXH_COLL_ALLGATHERV:           return hier_allgatherv(a, s, r);
     case MXH_COLL_REDUCE_SCATTER:       return hier_reduce_scatter(a, s, r);
+    case MXH_COLL_ALLTOALL:             return hier_alltoall(a, s, r);
+    case MXH_COLL_ALLTOALLV:            return hier_alltoallv(a, s, r);
     default:                            return MXH_ERR_INVALID_PARAM;
     }
 }
@@ -1261,7 +1336,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
         /* the whole vector, in the view's elements: agreed (allgatherv,
          * reduce_scatter); alltoallv's totals differ between ranks */
         if (a->coll == MXH_COLL_ALLTOALLV)
-            return a->coll < MXH_COLL_NSCHED; /* no hierarchical path yet */
+            return 1;
         elements = v_total(a->rcounts, a->size) * a->vn;
         if (elements == 0) {
             a->path = MXH_PATH_NONE;
@@ -1273,8 +1348,6 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
         a->path = MXH_PATH_NONE;
         return 0;
     }
-    if (a->coll >= MXH_COLL_NSCHED)
-        return 0; /* no hierarchical path yet */
     elements = (size_t)a->count * a->vn;
     if (ci->blocks)
         elements *= (size_t)a->size;
@@ -1294,9 +1367,12 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     a->size = a->hier->size;
     bytes    = (size_t)a->count * a->tsize;
     work     = ci->blocks ? bytes * (size_t)a->size : bytes;
-    if (ci->vector) { /* the whole vector, and its mean per rank */
+    if (ci->vector && a->coll != MXH_COLL_ALLTOALLV) { /* the whole vector, its mean */
         work  = v_total(a->rcounts, a->size) * a->vn * a->tsize;
         bytes = work / (size_t)a->size;
+    } else if (a->coll == MXH_COLL_ALLTOALLV) {
+        /* the totals differ between ranks: no size can decide */
+        bytes = work = a->hier->config.min_bytes;
     }
     a->choice = mxh_hier_select(a->hier, a->coll, bytes, work);
     switch (a->choice.algo) {
@@ -1304,6 +1380,13 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     case MXH_ALGO_SHM: a->path = MXH_PATH_SHM; break;
     default:           a->path = MXH_PATH_SCHED; break;
     }
+    /* all-to-all: the rail-aligned algorithm where the layout allows it (its
+     * communicators are made here, outside any task, collectively: every rank
+     * takes this decision) */
+    if ((a->coll == MXH_COLL_ALLTOALL || a->coll == MXH_COLL_ALLTOALLV) &&
+        a->path == MXH_PATH_SCHED &&
+        (!mxh_alltoall_applicable(a->hier->layout) || mxh_alltoall_setup(a->hier) != MXH_OK))
+        a->path = MXH_PATH_PLAIN;
 }
 
 /* ---- blocking and nonblocking --------------------------------------------------------------- */
