@@ -556,57 +556,77 @@ static int unpack_dense(const char *dense, size_t bytes, void *buf, size_t count
 
 /* ---- v-collectives: the block plans with per-rank block sizes ----------------------------- */
 
-/* The v-plan for blocks of @counts[r] view elements, the communicator's last
- * one when the counts are the same. */
-static mxh_status_t get_vplan(mxh_coll_args_t *a, const size_t *counts, const mxh_plan_t **plan)
+/* The v-schedule for blocks of @counts[r] view elements (pipelined when the
+ * choice says so and the blocks allow it), the communicator's last one when
+ * the counts and the fragments are the same. */
+static mxh_status_t get_vsched(mxh_coll_args_t *a, const size_t *counts,
+                               const mxh_sched_t **sched)
 {
     mxh_hier_t *h = a->hier;
     size_t n      = (size_t)h->size;
-    mxh_plan_t *p;
+    int pipe      = a->choice.algo == MXH_ALGO_PIPELINE;
+    int nfrag     = pipe ? mxh_sched_v_frags(counts, (int)n, a->tsize, a->choice.frag_bytes) : 1;
+    int depth     = pipe ? a->choice.depth : 0;
+    mxh_sched_t *s;
     mxh_status_t st;
 
-    if (h->vplan != NULL && h->vplan->coll == a->coll &&
-        memcmp(h->vplan_counts, counts, n * sizeof(size_t)) == 0) {
-        *plan = h->vplan;
+    if (h->vsched != NULL && h->vsched->coll == a->coll && h->vsched->nfrag == nfrag &&
+        h->vsched->depth == depth && h->vsched->tsize == a->tsize &&
+        memcmp(h->vsched_counts, counts, n * sizeof(size_t)) == 0) {
+        *sched = h->vsched;
         return MXH_OK;
     }
-    if (h->vplan_counts == NULL && (h->vplan_counts = malloc(n * sizeof(size_t))) == NULL)
+    if (h->vsched_counts == NULL && (h->vsched_counts = malloc(n * sizeof(size_t))) == NULL)
         return no_memory(n * sizeof(size_t));
-    if ((st = mxh_plan_create_v(h->layout, h->rank, a->coll, counts, &p)) != MXH_OK)
+    st = mxh_sched_create_v(h->layout, h->rank, a->coll, counts, a->tsize, nfrag, depth, &s);
+    if (st != MXH_OK)
         return st;
-    mxh_plan_destroy(h->vplan);
-    h->vplan = p;
-    memcpy(h->vplan_counts, counts, n * sizeof(size_t));
-    *plan = p;
+    mxh_sched_destroy(h->vsched);
+    h->vsched = s;
+    memcpy(h->vsched_counts, counts, n * sizeof(size_t));
+    *sched = s;
     return MXH_OK;
 }
 
-/* Run @plan (one fragment) on @work: the schedule executor's one-fragment path. */
-static mxh_status_t run_vplan(mxh_coll_args_t *a, const mxh_plan_t *plan, void *work)
+/* Run a v-schedule on @work (pieces moved in before, out after, by the caller). */
+static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work)
 {
-    mxh_sched_t one;
     mxh_coll_args_t v = *a;
     mxh_status_t st;
-
-    memset(&one, 0, sizeof(one));
-    one.coll       = plan->coll;
-    one.count      = plan->work_count;
-    one.root       = -1;
-    one.tsize      = a->tsize;
-    one.nfrag      = 1;
-    one.frag_plan  = (const mxh_plan_t **)&plan;
-    one.plan       = (mxh_plan_t *)plan;
-    one.plans[0]   = (mxh_plan_t *)plan;
-    one.nplans     = 1;
-    one.nstages    = plan->nstages;
-    one.stretch    = 1;
-    one.nrounds    = plan->nstages;
-    one.nranks     = plan->nranks;
-    one.work_count = plan->work_count;
-    v.dt           = a->vdt;
-    st = run_sched_io(&v, &one, work, a->mpi_op, NULL, NULL, NULL);
+    v.dt = a->vdt;
+    st   = run_sched_io(&v, sched, work, a->mpi_op, NULL, NULL, NULL);
     a->mpi_rc = v.mpi_rc;
     return st;
+}
+
+/* The pieces of a v-schedule's work buffer: for each fragment, for each block in
+ * block_pos order (@at: the rank at each position), @fn(arg, block, first
+ * element of the piece in its block, its work offset, its length). */
+typedef void (*v_piece_fn)(void *arg, int d, size_t boff, size_t woff, size_t len);
+static void v_pieces(const mxh_sched_t *s, const int *at, v_piece_fn fn, void *arg)
+{
+    int n = s->nranks;
+    for (int f = 0; f < s->nfrag; f++) {
+        size_t woff = s->vfrag_off[f];
+        for (int p = 0; p < n; p++) {
+            int d      = at[p];
+            size_t q   = s->vpiece[d];
+            size_t len = f < s->nfrag - 1 ? q : s->vpiece[n + d];
+            if (len > 0)
+                fn(arg, d, (size_t)f * q, woff, len);
+            woff += len;
+        }
+    }
+}
+
+/* The rank at each block position of @sched (caller frees). */
+static int *v_order(const mxh_sched_t *sched)
+{
+    int n = sched->nranks, *at = malloc((size_t)n * sizeof(int));
+    if (at != NULL)
+        for (int j = 0; j < n; j++)
+            at[sched->plan->block_pos[j]] = j;
+    return at;
 }
 
 /* Per-rank counts in view elements (and, in @pref, where each rank's block
@@ -622,6 +642,44 @@ static size_t *v_counts(mxh_coll_args_t *a, size_t *pref)
             pref[j + 1] = pref[j] + c[j];
     }
     return c;
+}
+
+/* Moving v-schedule pieces: the work buffer, my block (allgatherv) or the
+ * input in rank order (reduce_scatter), the results buffer with each block's
+ * byte offset in it, me, bytes per element. */
+typedef struct v_io {
+    char       *work;
+    const char *in;
+    char       *out;
+    const size_t *bdisp;
+    int         me;
+    size_t      ts;
+} v_io_t;
+
+static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
+{
+    v_io_t *io = arg;
+    if (d == io->me && io->work + woff * io->ts != io->in + boff * io->ts)
+        memmove(io->work + woff * io->ts, io->in + boff * io->ts, len * io->ts);
+}
+
+static void v_all_out(void *arg, int d, size_t boff, size_t woff, size_t len)
+{
+    v_io_t *io = arg;
+    memcpy(io->out + io->bdisp[d] + boff * io->ts, io->work + woff * io->ts, len * io->ts);
+}
+
+static void v_all_in(void *arg, int d, size_t boff, size_t woff, size_t len)
+{
+    v_io_t *io = arg;
+    memcpy(io->work + woff * io->ts, io->in + io->bdisp[d] + boff * io->ts, len * io->ts);
+}
+
+static void v_mine_out(void *arg, int d, size_t boff, size_t woff, size_t len)
+{
+    v_io_t *io = arg;
+    if (d == io->me)
+        memcpy(io->out + boff * io->ts, io->work + woff * io->ts, len * io->ts);
 }
 
 /* allgatherv: my block into the work buffer (blocks in block_pos order), the
@@ -692,47 +750,48 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
         goto out;
     }
     {
-        const mxh_plan_t *plan;
-        int direct = rdense;
-        if ((st = get_vplan(a, cnt, &plan)) != MXH_OK)
+        const mxh_sched_t *sched;
+        int direct, *at = NULL;
+        char *dense = NULL;
+        if ((st = get_vsched(a, cnt, &sched)) != MXH_OK)
             goto out;
         /* recvbuf itself is the work buffer when its blocks lie back to back in
-         * block_pos order */
+         * block_pos order (one fragment) */
+        direct = rdense && sched->nfrag == 1;
         for (int j = 0; j < n && direct; j++)
-            direct = plan->block_pos[j] == j && (size_t)a->rdispls[j] * (size_t)ext == pref[j];
+            direct = sched->plan->block_pos[j] == j &&
+                     (size_t)a->rdispls[j] * (size_t)ext == pref[j];
         work = direct ? r : mxh_hier_scratch(h, pref[n]);
-        if (work == NULL) {
+        if (!rdense)
+            dense = malloc(pref[n] + 1);
+        if (work == NULL || (at = v_order(sched)) == NULL || (!rdense && dense == NULL)) {
+            free(at);
+            free(dense);
             st = no_memory(pref[n]);
             goto out;
         }
-        size_t off = 0;
-        for (int j = 0; j < n; j++)
-            if (plan->block_pos[j] < plan->block_pos[me])
-                off += cnt[j];
-        if (cnt[me] > 0 && work + off != mine)
-            memmove(work + off, mine, cnt[me]);
-        st = run_vplan(a, plan, work);
-        if (st != MXH_OK || direct)
-            goto out;
-        /* blocks out: position order gives each block's offset */
-        size_t *at = calloc((size_t)n, sizeof(size_t));
-        if (at == NULL) {
+        size_t *bdisp = malloc((size_t)n * sizeof(size_t));
+        if (bdisp == NULL) {
+            free(at);
+            free(dense);
             st = no_memory((size_t)n * sizeof(size_t));
             goto out;
         }
         for (int j = 0; j < n; j++)
-            at[plan->block_pos[j]] = (size_t)j;
-        for (int p = 0, o = 0; p < n; p++) {
-            int j = (int)at[p];
-            char *dst = (char *)r + (MPI_Aint)a->rdispls[j] * ext;
-            if (rdense)
-                memcpy(dst, work + o, cnt[j]);
-            else if (unpack_dense(work + o, cnt[j], dst, (size_t)a->rcounts[j], a->dt) !=
-                     MPI_SUCCESS)
-                st = MXH_ERR_MPI;
-            o += (int)cnt[j];
+            bdisp[j] = rdense ? (size_t)((MPI_Aint)a->rdispls[j] * ext) : pref[j];
+        v_io_t io = {work, mine, rdense ? (char *)r : dense, bdisp, me, 1};
+        v_pieces(sched, at, v_mine_in, &io);
+        st = run_vsched(a, sched, work);
+        if (st == MXH_OK && !direct) {
+            v_pieces(sched, at, v_all_out, &io);
+            mxh_copy_charge(pref[n]);
         }
-        mxh_copy_charge(pref[n]);
+        for (int j = 0; j < n && st == MXH_OK && !rdense; j++)
+            if (unpack_dense(dense + pref[j], cnt[j], (char *)r + (MPI_Aint)a->rdispls[j] * ext,
+                             (size_t)a->rcounts[j], a->dt) != MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+        free(bdisp);
+        free(dense);
         free(at);
     }
 out:
@@ -788,38 +847,50 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
         if (st == MXH_OK)
             st = run;
     } else {
-        const mxh_plan_t *plan;
+        const mxh_sched_t *sched;
         mxh_status_t run;
         char *work;
-        if ((run = get_vplan(a, cnt, &plan)) != MXH_OK) {
+        int *at = NULL;
+        if ((run = get_vsched(a, cnt, &sched)) != MXH_OK) {
             st = run;
             goto out;
         }
-        if ((work = mxh_hier_scratch(h, total * ts)) == NULL) {
+        work = mxh_hier_scratch(h, total * ts);
+        out  = dense ? r : malloc(cnt[me] * ts + 1);
+        if (work == NULL || out == NULL || (at = v_order(sched)) == NULL) {
+            if (out != r)
+                free(out);
+            free(at);
             st = no_memory(total * ts);
             goto out;
         }
-        size_t o = 0, mine = 0;
-        size_t *at = calloc((size_t)n, sizeof(size_t));
-        if (at == NULL) {
+        size_t *bdisp = malloc((size_t)n * sizeof(size_t));
+        if (bdisp == NULL) {
+            if (out != r)
+                free(out);
+            free(at);
             st = no_memory((size_t)n * sizeof(size_t));
             goto out;
         }
         for (int j = 0; j < n; j++)
-            at[plan->block_pos[j]] = (size_t)j;
-        for (int p = 0; p < n; p++) {
-            int j = (int)at[p];
-            memcpy(work + o * ts, in + pref[j] * ts, cnt[j] * ts);
-            if (j == me)
-                mine = o;
-            o += cnt[j];
-        }
+            bdisp[j] = pref[j] * ts;
+        v_io_t io = {work, in, out, bdisp, me, ts};
+        v_pieces(sched, at, v_all_in, &io);
         mxh_copy_charge(total * ts);
-        free(at);
-        run = run_vplan(a, plan, work);
+        run = run_vsched(a, sched, work);
         if (st == MXH_OK)
             st = run;
-        out = work + mine * ts;
+        if (st == MXH_OK)
+            v_pieces(sched, at, v_mine_out, &io);
+        free(bdisp);
+        free(at);
+        if (!dense) {
+            if (st == MXH_OK &&
+                unpack_dense(out, cnt[me] * ts, r, (size_t)a->rcounts[me], a->dt) != MPI_SUCCESS)
+                st = MXH_ERR_MPI;
+            free(out);
+        }
+        out = r; /* done */
     }
     if (st == MXH_OK && out != r) {
         if (dense)

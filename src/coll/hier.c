@@ -161,8 +161,8 @@ static void hier_destroy(mxh_hier_t *h)
                 mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
     free(h->blk_counts);
     free(h->blk_displs);
-    mxh_plan_destroy(h->vplan);
-    free(h->vplan_counts);
+    mxh_sched_destroy(h->vsched);
+    free(h->vsched_counts);
     comm_queue_unref(h->cq);
     free(h);
 }

@@ -60,10 +60,10 @@ typedef struct mxh_hier {
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */
     int              *blk_counts, *blk_displs;    /* [size] shared-memory block parts */
-    /* the last v-plan (allgatherv, reduce_scatter) and its block counts:
+    /* the last v-schedule (allgatherv, reduce_scatter) and its block counts:
      * frameworks call with the same counts step after step */
-    mxh_plan_t       *vplan;
-    size_t           *vplan_counts;               /* [size] */
+    mxh_sched_t      *vsched;
+    size_t           *vsched_counts;              /* [size] */
     mxh_grow_buf_t    scratch;                    /* work buffer */
     mxh_grow_buf_t    tmp;                        /* executor's temporary space */
     mxh_grow_buf_t    stage[MXH_MEM_NKINDS][2];   /* staging mirrors per memory kind

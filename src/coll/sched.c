@@ -12,6 +12,8 @@ void mxh_sched_destroy(mxh_sched_t *sched)
         mxh_plan_destroy(sched->plans[i]);
     free(sched->frag_plan);
     free(sched->frag_start);
+    free(sched->vpiece);
+    free(sched->vfrag_off);
     free(sched);
 }
 
@@ -156,6 +158,92 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
             s->tmp_slot = s->plans[i]->tmp_count;
     /* one fragment: steps run one after another and share one slot */
     s->tmp_count = s->nfrag == 1 ? s->tmp_slot : s->tmp_slot * (size_t)s->nstages;
+    *sched_p     = s;
+    return MXH_OK;
+err:
+    mxh_sched_destroy(s);
+    return st;
+}
+
+int mxh_sched_v_frags(const size_t *bcounts, int n, size_t tsize, size_t frag_bytes)
+{
+    size_t total = 0, k;
+    for (int r = 0; r < n; r++)
+        total += bcounts[r];
+    if (frag_bytes == 0 || tsize == 0)
+        return 1;
+    k = total * tsize / frag_bytes;
+    if (frag_bytes >= MXH_SCHED_BIG_FRAG && k > MXH_SCHED_MAX_FRAGS)
+        k = MXH_SCHED_MAX_FRAGS;
+    if (k > (size_t)1 << 16)
+        k = (size_t)1 << 16;
+    for (int r = 0; r < n && k > 1; r++)
+        while (k > 1 && bcounts[r] > 0 && bcounts[r] < k * (k - 1))
+            k--;
+    return k < 1 ? 1 : (int)k;
+}
+
+mxh_status_t mxh_sched_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                const size_t *bcounts, size_t tsize, int nfrag, int depth,
+                                mxh_sched_t **sched_p)
+{
+    int n = layout->nranks;
+    size_t full = 0, total = 0;
+    mxh_status_t st = MXH_OK;
+    mxh_sched_t *s  = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return MXH_ERR_NO_MEMORY;
+    if (nfrag < 1)
+        nfrag = 1;
+    s->coll      = coll;
+    s->root      = -1;
+    s->tsize     = tsize;
+    s->depth     = depth;
+    s->nfrag     = nfrag;
+    s->nranks    = n;
+    s->vpiece    = malloc(2 * (size_t)n * sizeof(size_t));
+    s->vfrag_off = malloc(((size_t)nfrag + 1) * sizeof(size_t));
+    s->frag_start = calloc((size_t)nfrag + 1, sizeof(size_t));
+    s->frag_plan = malloc((size_t)nfrag * sizeof(*s->frag_plan));
+    if (s->vpiece == NULL || s->vfrag_off == NULL || s->frag_start == NULL ||
+        s->frag_plan == NULL) {
+        st = MXH_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (int r = 0; r < n; r++) {
+        size_t q = (bcounts[r] + (size_t)nfrag - 1) / (size_t)nfrag;
+        s->vpiece[r]     = q;
+        s->vpiece[n + r] = bcounts[r] - q * (size_t)(nfrag - 1);
+        full += q;
+        total += bcounts[r];
+    }
+    for (int f = 0; f <= nfrag; f++)
+        s->vfrag_off[f] = f < nfrag ? (size_t)f * full : total;
+    st = mxh_plan_create_v(layout, rank, coll, nfrag > 1 ? s->vpiece : bcounts, &s->plans[0]);
+    if (st != MXH_OK)
+        goto err;
+    s->nplans = 1;
+    if (nfrag > 1) {
+        st = mxh_plan_create_v(layout, rank, coll, s->vpiece + n, &s->plans[1]);
+        if (st != MXH_OK)
+            goto err;
+        s->nplans = 2;
+    }
+    s->plan = s->plans[0];
+    for (int f = 0; f < nfrag; f++)
+        s->frag_plan[f] = f < nfrag - 1 ? s->plans[0] : s->plans[s->nplans - 1];
+    s->count      = total;
+    s->frag_count = full;
+    s->last_count = total - full * (size_t)(nfrag - 1);
+    s->nstages    = s->plan->nstages;
+    s->stretch    = depth <= 0 || depth >= s->nstages ? 1 : (s->nstages + depth - 1) / depth;
+    s->nrounds    = (nfrag - 1) * s->stretch + s->nstages;
+    s->work_count = total;
+    for (int i = 0; i < s->nplans; i++)
+        if (s->plans[i]->tmp_count > s->tmp_slot)
+            s->tmp_slot = s->plans[i]->tmp_count;
+    s->tmp_count = nfrag == 1 ? s->tmp_slot : s->tmp_slot * (size_t)s->nstages;
     *sched_p     = s;
     return MXH_OK;
 err:

@@ -65,6 +65,12 @@ typedef struct mxh_sched {
     size_t      work_count; /* elements of the work buffer */
     size_t      tmp_count;  /* elements of temporary space: one slot per stage */
     size_t      tmp_slot;   /* elements per stage slot */
+    /* v-schedules (allgatherv, reduce_scatter): fragment f holds piece f of every
+     * block, blocks in block_pos order; block d's pieces are vpiece[d] elements,
+     * the last one vpiece[nranks + d]; vfrag_off: work offset of each fragment
+     * (nfrag + 1). NULL otherwise. */
+    size_t     *vpiece;
+    size_t     *vfrag_off;
 } mxh_sched_t;
 
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
@@ -80,6 +86,19 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
                               size_t count, int root, size_t tsize, size_t frag_bytes, int depth,
                               int ramp, mxh_sched_t **sched_p);
 void mxh_sched_destroy(mxh_sched_t *sched);
+
+/* v-schedules: the blocks of @bcounts[r] elements cut into @nfrag pieces each
+ * (every piece ceil(count / nfrag) but the last), fragment f running the v-plan
+ * (plan.h: mxh_plan_create_v) of the f-th pieces: two distinct plans. @nfrag
+ * from mxh_sched_v_frags. */
+mxh_status_t mxh_sched_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                const size_t *bcounts, size_t tsize, int nfrag, int depth,
+                                mxh_sched_t **sched_p);
+/* Fragments for blocks of @bcounts (@n ranks, @tsize bytes per element) with
+ * fragments of about @frag_bytes of the whole vector (0: one): at most
+ * MXH_SCHED_MAX_FRAGS, and few enough that every non-empty block has a full
+ * piece in every fragment but the last (count >= nfrag * (nfrag - 1)). */
+int mxh_sched_v_frags(const size_t *bcounts, int n, size_t tsize, size_t frag_bytes);
 
 /* The fragment that runs @stage in @round, or -1. */
 static inline int mxh_sched_frag_at(const mxh_sched_t *s, int round, int stage)
@@ -105,6 +124,8 @@ static inline size_t mxh_sched_frag_start(const mxh_sched_t *s, int frag)
 /* First element of fragment @frag's region in the work buffer. */
 static inline size_t mxh_sched_frag_offset(const mxh_sched_t *s, int frag)
 {
+    if (s->vfrag_off != NULL)
+        return s->vfrag_off[frag];
     size_t per = (s->coll == MXH_COLL_REDUCE_SCATTER_BLOCK || s->coll == MXH_COLL_ALLGATHER)
                      ? (size_t)s->nranks
                      : 1;

@@ -71,9 +71,9 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
     }
-    /* the v-collectives and all-to-all run unfragmented; all-to-all has no
-     * shared-memory algorithm of its own (MPICH's is the single-node one) */
-    if (coll >= MXH_COLL_NSCHED && c.algo == MXH_ALGO_PIPELINE)
+    /* all-to-all runs unfragmented and has no shared-memory algorithm of its
+     * own (MPICH's is the single-node one) */
+    if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_PIPELINE)
         c.algo = MXH_ALGO_HIER;
     if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_SHM)
         c.algo = MXH_ALGO_MPI;

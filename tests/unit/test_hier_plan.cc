@@ -740,6 +740,36 @@ TEST(Plan, VPlansOnManyLayouts)
     }
 }
 
+// v-schedules: fragments of per-block pieces, two plans, offsets that tile the work buffer
+TEST(Sched, VScheduleCutsEveryBlock)
+{
+    std::vector<size_t> bc = {0, 5000, 123456, 77};
+    // 77 elements allow at most 9 fragments (77 >= 9 * 8), not 10
+    EXPECT_EQ(9, mxh_sched_v_frags(bc.data(), 4, 8, 1024));
+    EXPECT_EQ(1, mxh_sched_v_frags(bc.data(), 4, 8, 0));
+    std::vector<size_t> big = {1u << 20, 3u << 20, 0, 1u << 19};
+    EXPECT_EQ(18, mxh_sched_v_frags(big.data(), 4, 4, 1u << 20));  // 18 MiB in 1 MiB
+    EXPECT_EQ(MXH_SCHED_MAX_FRAGS, mxh_sched_v_frags(big.data(), 4, 64, 1u << 20));
+    LayoutPtr L;
+    Layout lay = make_layout({2, 2}, 0, 0);
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    for (int nfrag : {1, 2, 9}) {
+        mxh_sched_t *s = nullptr;
+        ASSERT_EQ(MXH_OK, mxh_sched_create_v(L.p, 1, MXH_COLL_ALLGATHERV, bc.data(), 8, nfrag, 0, &s));
+        EXPECT_EQ(nfrag, s->nfrag);
+        EXPECT_EQ(nfrag > 1 ? 2 : 1, s->nplans);
+        size_t total = 0;
+        for (int r = 0; r < 4; r++) {
+            EXPECT_EQ(bc[r], s->vpiece[r] * (size_t)(nfrag - 1) + s->vpiece[4 + r]) << r;
+            total += bc[r];
+        }
+        EXPECT_EQ(total, s->vfrag_off[nfrag]);
+        for (int f = 0; f < nfrag; f++)
+            EXPECT_EQ(mxh_sched_plan(s, f)->work_count, s->vfrag_off[f + 1] - s->vfrag_off[f]) << f;
+        mxh_sched_destroy(s);
+    }
+}
+
 TEST(Plan, LargeRegularCluster)
 {
     // 32 nodes x 8, 4 leaves: allreduce, reduce_scatter_block and allgather
