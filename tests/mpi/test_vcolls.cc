@@ -1006,6 +1006,518 @@ TEST_P(VNbc, LargeInFlight)
 std::string pair_name(const ::testing::TestParamInfo<PairCfg> &info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Pairs, VNbc, ::testing::ValuesIn(kPairs), pair_name);
 
+// ---- intercommunicators: all 9 collectives and their I-forms give MPI's result
+//
+// The two halves of MPI_COMM_WORLD (low ranks: group A, the rest: group B).
+// Roots: rank 0 of A passes MPI_ROOT, the rest of A MPI_PROC_NULL, B passes 0.
+// Buffers and count arrays are generous (sized for the whole world) and
+// compared whole against MPI's own call with the same arguments.
+
+class Inter : public MxhMpiTest {};
+
+TEST_F(Inter, AllCollectivesGiveMpisResult)
+{
+    int wrank = world_rank(), wsize = world_size();
+    if (wsize < 2)
+        GTEST_SKIP() << "an intercommunicator needs 2 ranks";
+    MPI_Comm half, inter;
+    int low = wrank < wsize / 2;
+    MPI_Comm_split(MPI_COMM_WORLD, low, wrank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? wsize / 2 : 0, 77, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    int lrank;
+    MPI_Comm_rank(half, &lrank);
+    {
+        // hashes are not comparable across the groups: the verdict is local
+        Checker ck(half, low ? "inter(A)" : "inter(B)");
+        int root = low ? (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+        for (int count : {1, 5, 1009}) {
+            size_t N = (size_t)count * (size_t)wsize * 2 + 8;
+            std::vector<int> in(N), cnts((size_t)wsize, count), displs((size_t)wsize);
+            for (size_t i = 0; i < N; i++)
+                in[i] = wrank * 1000 + (int)(i % 997);
+            for (int q = 0; q < wsize; q++)
+                displs[(size_t)q] = q * count;
+            for (int nb = 0; nb < 2; nb++)
+                for (int coll = 0; coll < 9; coll++) {
+                    std::vector<int> ref(N, -3), got(N, -3);
+                    // the I-form: post, then MPI_Wait
+                    auto lib = [&](int *out, MPI_Request *rq) -> int {
+                        const int *s = in.data();
+                        switch (coll) {
+                        case 0: return rq ? MPIX_Hier_Iallreduce(s, out, count, MPI_INT, MPI_SUM, inter, rq)
+                                          : MPIX_Hier_allreduce(s, out, count, MPI_INT, MPI_SUM, inter);
+                        case 1: return rq ? MPIX_Hier_Ireduce_scatter_block(s, out, count, MPI_INT, MPI_SUM, inter, rq)
+                                          : MPIX_Hier_reduce_scatter_block(s, out, count, MPI_INT, MPI_SUM, inter);
+                        case 2: return rq ? MPIX_Hier_Iallgather(s, count, MPI_INT, out, count, MPI_INT, inter, rq)
+                                          : MPIX_Hier_allgather(s, count, MPI_INT, out, count, MPI_INT, inter);
+                        case 3:
+                            if (root == MPI_ROOT)
+                                memcpy(out, s, (size_t)count * 4);
+                            return rq ? MPIX_Hier_Ibcast(out, count, MPI_INT, root, inter, rq)
+                                      : MPIX_Hier_bcast(out, count, MPI_INT, root, inter);
+                        case 4: return rq ? MPIX_Hier_Ireduce(s, out, count, MPI_INT, MPI_SUM, root, inter, rq)
+                                          : MPIX_Hier_reduce(s, out, count, MPI_INT, MPI_SUM, root, inter);
+                        case 5: return rq ? MPIX_Hier_Iallgatherv(s, count, MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter, rq)
+                                          : MPIX_Hier_allgatherv(s, count, MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter);
+                        case 6: return rq ? MPIX_Hier_Ireduce_scatter(s, out, cnts.data(), MPI_INT, MPI_SUM, inter, rq)
+                                          : MPIX_Hier_reduce_scatter(s, out, cnts.data(), MPI_INT, MPI_SUM, inter);
+                        case 7: return rq ? MPIX_Hier_Ialltoall(s, count, MPI_INT, out, count, MPI_INT, inter, rq)
+                                          : MPIX_Hier_alltoall(s, count, MPI_INT, out, count, MPI_INT, inter);
+                        default: return rq ? MPIX_Hier_Ialltoallv(s, cnts.data(), displs.data(), MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter, rq)
+                                           : MPIX_Hier_alltoallv(s, cnts.data(), displs.data(), MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter);
+                        }
+                    };
+                    auto mpi = [&](int *out) -> int {
+                        const int *s = in.data();
+                        switch (coll) {
+                        case 0: return MPI_Allreduce(s, out, count, MPI_INT, MPI_SUM, inter);
+                        case 1: return MPI_Reduce_scatter_block(s, out, count, MPI_INT, MPI_SUM, inter);
+                        case 2: return MPI_Allgather(s, count, MPI_INT, out, count, MPI_INT, inter);
+                        case 3:
+                            if (root == MPI_ROOT)
+                                memcpy(out, s, (size_t)count * 4);
+                            return MPI_Bcast(out, count, MPI_INT, root, inter);
+                        case 4: return MPI_Reduce(s, out, count, MPI_INT, MPI_SUM, root, inter);
+                        case 5: return MPI_Allgatherv(s, count, MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter);
+                        case 6: return MPI_Reduce_scatter(s, out, cnts.data(), MPI_INT, MPI_SUM, inter);
+                        case 7: return MPI_Alltoall(s, count, MPI_INT, out, count, MPI_INT, inter);
+                        default: return MPI_Alltoallv(s, cnts.data(), displs.data(), MPI_INT, out, cnts.data(), displs.data(), MPI_INT, inter);
+                        }
+                    };
+                    static const char *const names[] = {"allreduce", "reduce_scatter_block", "allgather",
+                                                        "bcast", "reduce", "allgatherv", "reduce_scatter",
+                                                        "alltoall", "alltoallv"};
+                    std::string label = fmt("MPIX_Hier_%s%s on an intercommunicator count=%d",
+                                            nb ? "I" : "", names[coll], count);
+                    trace(label);
+                    ck.rc(mpi(ref.data()), "reference " + label);
+                    if (nb) {
+                        MPI_Request rq = MPI_REQUEST_NULL;
+                        int rc = lib(got.data(), &rq);
+                        ck.rc(rc, label);
+                        if (rc == MPI_SUCCESS)
+                            ck.rc(MPI_Wait(&rq, MPI_STATUS_IGNORE), "MPI_Wait " + label);
+                    } else {
+                        ck.rc(lib(got.data(), nullptr), label);
+                    }
+                    ck.same_bytes(got.data(), ref.data(), N * 4, label + ": differs from MPI's");
+                    // and MPI's answer is not a no-op (the comparison means something)
+                    if (coll == 0 || coll == 2)
+                        ck.expect(ref[0] != -3, label + ": MPI's reference wrote nothing: test bug");
+                }
+        }
+        ck.finish();
+    }
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
+// ---- (type, op) pairs the library has no kernel for: MPI decides
+//
+// Every reduction (allreduce, reduce_scatter_block, reduce_scatter, reduce
+// and the I-forms of the first three) with MPICH's own answer: where MPICH
+// accepts the pair (MPI_SUM on MPI_CHAR, logical ops on MPI_AINT/MPI_OFFSET/
+// MPI_COUNT, MPI_LXOR on MPI_DOUBLE, ...) the same result bit for bit; where
+// it rejects it (MPI_SUM on MPI_BYTE, MPI_BAND on MPI_FLOAT, ...) an error of
+// the same class.
+
+struct OpPair {
+    MPI_Datatype t;
+    const char *tn;
+    MPI_Op op;
+};
+
+// small values of the type of @t: exact for these ops, no overflow
+void small_fill(MPI_Datatype t, void *buf, size_t n, int rank, int salt)
+{
+    int size;
+    MPI_Type_size(t, &size);
+    static const int vals[] = {0, 1, 2, -1, 3, 0, 1};
+    for (size_t i = 0; i < n; i++) {
+        int v = vals[(i * 3 + (size_t)rank * 5 + (size_t)salt) % 7];
+        unsigned char *e = (unsigned char *)buf + i * (size_t)size;
+        if (t == MPI_DOUBLE) { double d = v; memcpy(e, &d, 8); }
+        else if (t == MPI_FLOAT) { float f = (float)v; memcpy(e, &f, 4); }
+        else if (size == 1) { signed char c = (signed char)v; memcpy(e, &c, 1); }
+        else if (size == 2) { int16_t x = (int16_t)v; memcpy(e, &x, 2); }
+        else if (size == 4) { int32_t x = v; memcpy(e, &x, 4); }
+        else { int64_t x = v; memcpy(e, &x, 8); }
+    }
+}
+
+TEST_P(VColls, PairsWithoutKernelFollowMpich)
+{
+    Checker ck(get_comm(GetParam()), GetParam());
+    const OpPair pairs[] = {
+        {MPI_CHAR, "MPI_CHAR", MPI_SUM},     {MPI_CHAR, "MPI_CHAR", MPI_MAX},
+        {MPI_CHAR, "MPI_CHAR", MPI_BAND},    {MPI_AINT, "MPI_AINT", MPI_LAND},
+        {MPI_AINT, "MPI_AINT", MPI_LOR},     {MPI_AINT, "MPI_AINT", MPI_LXOR},
+        {MPI_OFFSET, "MPI_OFFSET", MPI_LAND}, {MPI_OFFSET, "MPI_OFFSET", MPI_LOR},
+        {MPI_OFFSET, "MPI_OFFSET", MPI_LXOR}, {MPI_COUNT, "MPI_COUNT", MPI_LAND},
+        {MPI_COUNT, "MPI_COUNT", MPI_LOR},   {MPI_COUNT, "MPI_COUNT", MPI_LXOR},
+        {MPI_DOUBLE, "MPI_DOUBLE", MPI_LXOR}, {MPI_BYTE, "MPI_BYTE", MPI_SUM},
+        {MPI_FLOAT, "MPI_FLOAT", MPI_BAND},  {MPI_WCHAR, "MPI_WCHAR", MPI_SUM},
+    };
+    int accepted = 0, rejected = 0;
+    int p = ck.size, root = p - 1;
+    for (const OpPair &pr : pairs)
+        for (int count : {1, 7, 1009})
+            for (int coll = 0; coll < 7; coll++) {
+                int tsize;
+                MPI_Type_size(pr.t, &tsize);
+                size_t n = (size_t)count, total = n * (size_t)p;
+                std::vector<int> rcounts((size_t)p, count);
+                std::vector<unsigned char> in(total * (size_t)tsize + 1), ref(total * (size_t)tsize + 1, 0xCD),
+                    got(ref);
+                small_fill(pr.t, in.data(), total, ck.rank, count + coll);
+                static const char *const names[] = {"allreduce", "reduce_scatter_block", "reduce_scatter",
+                                                    "reduce", "Iallreduce", "Ireduce_scatter_block",
+                                                    "Ireduce_scatter"};
+                std::string label = fmt("MPIX_Hier_%s %s %s count=%d", names[coll], pr.tn,
+                                        mxh_op_name(pr.op), count);
+                trace(label);
+                const void *s = in.data();
+                int rc_mpi, rc_lib;
+                MPI_Request rq = MPI_REQUEST_NULL;
+                switch (coll) {
+                case 0: case 4:
+                    rc_mpi = MPI_Allreduce(s, ref.data(), count, pr.t, pr.op, ck.comm);
+                    rc_lib = coll == 0 ? MPIX_Hier_allreduce(s, got.data(), count, pr.t, pr.op, ck.comm)
+                                       : MPIX_Hier_Iallreduce(s, got.data(), count, pr.t, pr.op, ck.comm, &rq);
+                    break;
+                case 1: case 5:
+                    rc_mpi = MPI_Reduce_scatter_block(s, ref.data(), count, pr.t, pr.op, ck.comm);
+                    rc_lib = coll == 1 ? MPIX_Hier_reduce_scatter_block(s, got.data(), count, pr.t, pr.op, ck.comm)
+                                       : MPIX_Hier_Ireduce_scatter_block(s, got.data(), count, pr.t, pr.op, ck.comm, &rq);
+                    break;
+                case 2: case 6:
+                    rc_mpi = MPI_Reduce_scatter(s, ref.data(), rcounts.data(), pr.t, pr.op, ck.comm);
+                    rc_lib = coll == 2 ? MPIX_Hier_reduce_scatter(s, got.data(), rcounts.data(), pr.t, pr.op, ck.comm)
+                                       : MPIX_Hier_Ireduce_scatter(s, got.data(), rcounts.data(), pr.t, pr.op, ck.comm, &rq);
+                    break;
+                default:
+                    rc_mpi = MPI_Reduce(s, ref.data(), count, pr.t, pr.op, root, ck.comm);
+                    rc_lib = MPIX_Hier_reduce(s, got.data(), count, pr.t, pr.op, root, ck.comm);
+                    break;
+                }
+                if (rc_lib == MPI_SUCCESS && rq != MPI_REQUEST_NULL)
+                    rc_lib = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+                if (rc_mpi == MPI_SUCCESS) {
+                    accepted++;
+                    ck.rc(rc_lib, label + " (MPICH accepts the pair)");
+                    ck.same_bytes(got.data(), ref.data(), got.size(), label + ": differs from MPICH");
+                } else {
+                    rejected++;
+                    int cm = -1, cl = -2;
+                    MPI_Error_class(rc_mpi, &cm);
+                    if (rc_lib == MPI_SUCCESS) {
+                        ck.fail(label + fmt(": MPICH rejects the pair (class %d), the library returned "
+                                            "MPI_SUCCESS", cm));
+                    } else {
+                        MPI_Error_class(rc_lib, &cl);
+                        ck.expect(cl == cm, label + fmt(": error class %d, MPICH's %d", cl, cm));
+                    }
+                    if (rq != MPI_REQUEST_NULL) {
+                        ck.fail(label + ": a failed post left a request");
+                        MPI_Request_free(&rq);
+                    }
+                }
+            }
+    // both kinds occurred (the table is not all-accepted or all-rejected by accident)
+    ck.expect(accepted > 0 && rejected > 0,
+              fmt("MPICH accepted %d and rejected %d cases: expected some of each", accepted, rejected));
+    ck.finish();
+}
+
+// ---- MPIX_C_FLOAT16: the library's own reductions, the bits of MPIX_HIER_FLOAT16
+//
+// MPICH 4.0.2 asserts when it reduces MPIX_C_FLOAT16, so there is no MPICH
+// reference: the same inputs reduced as MPIX_HIER_FLOAT16 must give the same
+// bits, and small integers (exact in any order) must give the exact value.
+
+uint16_t half_of_int(int v)
+{
+    if (v == 0)
+        return 0;
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    unsigned m = (unsigned)(v < 0 ? -v : v);  // < 2048: exact
+    int e = 0;
+    while ((m >> (e + 1)) != 0)
+        e++;
+    uint16_t mant = (uint16_t)(((m << (10 - e)) & 0x3ff));
+    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | mant);
+}
+
+TEST_P(VColls, CFloat16SameBitsAsHierFloat16)
+{
+    Checker ck(get_comm(GetParam()), GetParam());
+    MPI_Datatype c16 = MPIX_C_FLOAT16, h16 = MPIX_HIER_FLOAT16;
+    int p = ck.size, root = p - 1;
+    for (MPI_Op op : {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD})
+        for (int exact = 0; exact < 2; exact++)
+            for (int count : {0, 1, 7, 1009, 65537}) {
+                if (!exact && op == MPI_PROD)
+                    continue;  // random products overflow to Inf/0 alike: little to learn
+                size_t n = (size_t)count, total = n * (size_t)p;
+                // inputs for every rank (the exact expectation needs all of them)
+                auto val = [&](int r, size_t i) -> uint16_t {
+                    uint64_t h = mix64((uint64_t)r * 0x9E37ULL + i * 31 + (uint64_t)count);
+                    if (exact) {
+                        if (op == MPI_PROD) {
+                            static const int pv[] = {1, -1, 1, 1, -1, 2};
+                            return half_of_int(r == 0 && h % 4 == 0 ? 2 : pv[h % 5]);
+                        }
+                        return half_of_int((int)(h % 17) - 8);
+                    }
+                    uint16_t b = (uint16_t)h;
+                    unsigned e = (b >> 10) & 31;
+                    if (e > 24)
+                        b = (uint16_t)((b & 0x83ff) | (24u << 10));  // finite, no overflow
+                    return b;
+                };
+                std::vector<uint16_t> in(total + 1);
+                for (size_t i = 0; i < total; i++)
+                    in[i] = val(ck.rank, i);
+                std::vector<int> rcounts((size_t)p);
+                for (int q = 0; q < p; q++)
+                    rcounts[(size_t)q] = q % 2 ? count : count / 2;  // uneven
+                size_t rs_off = 0;
+                for (int q = 0; q < ck.rank; q++)
+                    rs_off += (size_t)rcounts[(size_t)q];
+                for (int coll = 0; coll < 5; coll++) {
+                    static const char *const names[] = {"allreduce", "allreduce in-place",
+                                                        "reduce_scatter_block", "reduce_scatter",
+                                                        "reduce"};
+                    std::string label = fmt("MPIX_Hier_%s MPIX_C_FLOAT16 %s %s count=%d", names[coll],
+                                            mxh_op_name(op), exact ? "small integers" : "random",
+                                            count);
+                    trace(label);
+                    std::vector<uint16_t> outc(total + 1, 0xABCD), outh(total + 1, 0xABCD);
+                    size_t nout = n, first = 0;  // result elements and their index in the input
+                    int rcc = MPI_SUCCESS, rch = MPI_SUCCESS;
+                    for (int which = 0; which < 2; which++) {
+                        MPI_Datatype dt = which ? h16 : c16;
+                        uint16_t *o = which ? outh.data() : outc.data();
+                        int rc;
+                        switch (coll) {
+                        case 0: rc = MPIX_Hier_allreduce(in.data(), o, count, dt, op, ck.comm); break;
+                        case 1:
+                            memcpy(o, in.data(), n * 2);
+                            rc = MPIX_Hier_allreduce(MPI_IN_PLACE, o, count, dt, op, ck.comm);
+                            break;
+                        case 2:
+                            rc = MPIX_Hier_reduce_scatter_block(in.data(), o, count, dt, op, ck.comm);
+                            first = n * (size_t)ck.rank;
+                            break;
+                        case 3:
+                            rc = MPIX_Hier_reduce_scatter(in.data(), o, rcounts.data(), dt, op, ck.comm);
+                            nout = (size_t)rcounts[(size_t)ck.rank];
+                            first = rs_off;
+                            break;
+                        default:
+                            rc = MPIX_Hier_reduce(in.data(), o, count, dt, op, root, ck.comm);
+                            if (ck.rank != root)
+                                nout = 0;
+                            break;
+                        }
+                        (which ? rch : rcc) = rc;
+                    }
+                    ck.rc(rcc, label);
+                    ck.rc(rch, label + " as MPIX_HIER_FLOAT16");
+                    ck.same_bytes(outc.data(), outh.data(), (total + 1) * 2,
+                                  label + ": bits differ from MPIX_HIER_FLOAT16's");
+                    if (exact) {
+                        size_t bad = nout;
+                        for (size_t i = 0; i < nout && bad == nout; i++) {
+                            int acc = op == MPI_PROD ? 1 : 0;
+                            for (int r = 0; r < p; r++) {
+                                uint16_t b = val(r, first + i);
+                                // decode a small integer
+                                int mag = 0;
+                                if (b & 0x7fff) {
+                                    int e = ((b >> 10) & 31) - 15;
+                                    mag = (int)((1024 | (b & 0x3ff)) >> (10 - e));
+                                }
+                                int v = b & 0x8000 ? -mag : mag;
+                                if (r == 0 && op != MPI_PROD && op != MPI_SUM)
+                                    acc = v;
+                                else if (op == MPI_SUM) acc += v;
+                                else if (op == MPI_PROD) acc *= v;
+                                else if (op == MPI_MAX) acc = std::max(acc, v);
+                                else acc = std::min(acc, v);
+                            }
+                            uint16_t want = half_of_int(acc);
+                            if (acc == 0 && op == MPI_PROD)
+                                want = outc[i];  // not reached: no zero factor
+                            if (outc[i] != want && !(acc == 0 && (outc[i] & 0x7fff) == 0))
+                                bad = i;
+                        }
+                        if (bad < nout)
+                            ck.fail(label + fmt(": element %zu = 0x%04x is not the exact value", bad,
+                                                (unsigned)outc[bad]));
+                    }
+                }
+            }
+    ck.finish();
+}
+
+// ---- the plain path on the new collectives: MINLOC, non-commutative user
+// ops, derived datatypes; MPI's results
+
+// 2x2 matrices of unsigned ints: associative, not commutative; MPI's answer
+// is M(rank 0) * M(rank 1) * ... * M(rank p-1).
+void user_matmul(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const unsigned *a = (const unsigned *)in;
+    unsigned *b = (unsigned *)inout;
+    for (int i = 0; i < *len; i++) {
+        const unsigned *x = a + 4 * i;
+        unsigned *y = b + 4 * i;
+        unsigned r[4] = {x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3],
+                         x[2] * y[0] + x[3] * y[2], x[2] * y[1] + x[3] * y[3]};
+        memcpy(y, r, sizeof(r));
+    }
+}
+
+// vector(2 blocks of 2 doubles, stride 3): doubles 0,1,3,4 of an extent of 5
+void user_sum_vec(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const double *a = (const double *)in;
+    double *b = (double *)inout;
+    for (int e = 0; e < *len; e++)
+        for (int k : {0, 1, 3, 4})
+            b[5 * e + k] += a[5 * e + k];
+}
+
+TEST_P(VColls, PlainPathMatchesMpi)
+{
+    Checker ck(get_comm(GetParam()), GetParam());
+    int p = ck.size;
+    MPI_Datatype mat, vec;
+    MPI_Type_contiguous(4, MPI_UNSIGNED, &mat);
+    MPI_Type_commit(&mat);
+    MPI_Type_vector(2, 2, 3, MPI_DOUBLE, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Op mm, vs;
+    MPI_Op_create(user_matmul, 0, &mm);
+    MPI_Op_create(user_sum_vec, 1, &vs);
+    for (Pat pat : {Pat::ones, Pat::uneven, Pat::single, Pat::same}) {
+        std::vector<int> rc = pat_counts(pat, p, 13);
+        size_t total = 0, off = 0;
+        for (int q = 0; q < p; q++) {
+            if (q < ck.rank)
+                off += (size_t)rc[(size_t)q];
+            total += (size_t)rc[(size_t)q];
+        }
+        size_t mine = (size_t)rc[(size_t)ck.rank];
+        // non-commutative: reduce_scatter, checked against MPICH and the local product
+        {
+            std::string label = fmt("MPIX_Hier_reduce_scatter user matmul (non-commutative) %s",
+                                    pat_name(pat));
+            trace(label);
+            auto m_of = [](int r, size_t i, unsigned m[4]) {
+                uint64_t h = mix64((uint64_t)r << 32 ^ i);
+                for (int k = 0; k < 4; k++, h = mix64(h))
+                    m[k] = (unsigned)(h % 7);
+            };
+            std::vector<unsigned> in(4 * total + 4), got(4 * mine + 4, 0xCDCDCDCDu), ref(got);
+            for (size_t i = 0; i < total; i++)
+                m_of(ck.rank, i, &in[4 * i]);
+            ck.rc(MPI_Reduce_scatter(in.data(), ref.data(), rc.data(), mat, mm, ck.comm),
+                  "reference " + label);
+            ck.rc(MPIX_Hier_reduce_scatter(in.data(), got.data(), rc.data(), mat, mm, ck.comm),
+                  label);
+            ck.same_bytes(got.data(), ref.data(), got.size() * 4, label + ": differs from MPICH");
+            for (size_t i = 0; i < mine; i++) {
+                unsigned acc[4] = {1, 0, 0, 1}, m[4];
+                for (int r = 0; r < p; r++) {
+                    m_of(r, off + i, m);
+                    unsigned t[4] = {acc[0] * m[0] + acc[1] * m[2], acc[0] * m[1] + acc[1] * m[3],
+                                     acc[2] * m[0] + acc[3] * m[2], acc[2] * m[1] + acc[3] * m[3]};
+                    memcpy(acc, t, sizeof(t));
+                }
+                if (memcmp(acc, &got[4 * i], sizeof(acc)) != 0) {
+                    ck.fail(label + fmt(": element %zu is not M0*M1*...*Mp-1", i));
+                    break;
+                }
+            }
+        }
+        // derived vector type: reduce_scatter (user sum), allgatherv with gaps,
+        // alltoall, alltoallv; the hole of every element keeps its canary
+        const double kHole = -12345.5;
+        auto vfill = [&](std::vector<double> &b, size_t ne, int salt) {
+            b.assign(5 * ne + 1, kHole);
+            for (size_t e = 0; e < ne; e++)
+                for (int k : {0, 1, 3, 4})
+                    b[5 * e + (size_t)k] =
+                        (double)((int)((e * 7 + (size_t)k * 3 + (size_t)ck.rank * 5 + (size_t)salt) % 17) - 8);
+        };
+        {
+            std::string label = fmt("MPIX_Hier_reduce_scatter vector user-sum %s", pat_name(pat));
+            trace(label);
+            std::vector<double> in;
+            vfill(in, total, 1);
+            std::vector<double> got(5 * mine + 1, kHole), ref(got);
+            ck.rc(MPI_Reduce_scatter(in.data(), ref.data(), rc.data(), vec, vs, ck.comm), "reference " + label);
+            ck.rc(MPIX_Hier_reduce_scatter(in.data(), got.data(), rc.data(), vec, vs, ck.comm), label);
+            ck.same_bytes(got.data(), ref.data(), got.size() * 8, label);
+        }
+        {
+            std::string label = fmt("MPIX_Hier_allgatherv vector %s gaps", pat_name(pat));
+            trace(label);
+            std::vector<int> displs;
+            size_t ne = make_displs(Layout::gaps, rc, displs);
+            std::vector<double> in;
+            vfill(in, mine, 2);
+            std::vector<double> got(5 * ne + 1, kHole), ref(got);
+            ck.rc(MPI_Allgatherv(in.data(), (int)mine, vec, ref.data(), rc.data(), displs.data(), vec, ck.comm),
+                  "reference " + label);
+            ck.rc(MPIX_Hier_allgatherv(in.data(), (int)mine, vec, got.data(), rc.data(), displs.data(), vec,
+                                       ck.comm),
+                  label);
+            ck.same_bytes(got.data(), ref.data(), got.size() * 8, label);
+            ck.hash(mxh_hash_bytes_fnv(MXH_FNV_INIT, got.data(), got.size() * 8), label);
+        }
+        {
+            std::string label = fmt("MPIX_Hier_alltoall vector count=%d", rc[0]);
+            trace(label);
+            size_t ne = (size_t)rc[0] * (size_t)p;
+            std::vector<double> in;
+            vfill(in, ne, 3);
+            std::vector<double> got(5 * ne + 1, kHole), ref(got);
+            ck.rc(MPI_Alltoall(in.data(), rc[0], vec, ref.data(), rc[0], vec, ck.comm), "reference " + label);
+            ck.rc(MPIX_Hier_alltoall(in.data(), rc[0], vec, got.data(), rc[0], vec, ck.comm), label);
+            ck.same_bytes(got.data(), ref.data(), got.size() * 8, label);
+        }
+        {
+            std::string label = fmt("MPIX_Hier_alltoallv vector %s", pat_name(pat));
+            trace(label);
+            std::vector<int> sc((size_t)p), rcv((size_t)p), sd, rd;
+            for (int j = 0; j < p; j++) {
+                sc[(size_t)j] = a2av_count(ck.rank, j, 3, false);
+                rcv[(size_t)j] = a2av_count(j, ck.rank, 3, false);
+            }
+            size_t sne = make_displs(Layout::reversed, sc, sd), rne = make_displs(Layout::gaps, rcv, rd);
+            std::vector<double> in;
+            vfill(in, sne, 4);
+            std::vector<double> got(5 * rne + 1, kHole), ref(got);
+            ck.rc(MPI_Alltoallv(in.data(), sc.data(), sd.data(), vec, ref.data(), rcv.data(), rd.data(), vec,
+                                ck.comm),
+                  "reference " + label);
+            ck.rc(MPIX_Hier_alltoallv(in.data(), sc.data(), sd.data(), vec, got.data(), rcv.data(), rd.data(),
+                                      vec, ck.comm),
+                  label);
+            ck.same_bytes(got.data(), ref.data(), got.size() * 8, label);
+        }
+    }
+    MPI_Op_free(&vs);
+    MPI_Op_free(&mm);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&mat);
+    ck.finish();
+}
+
 // ---- type signatures: ranks pass different datatypes with one signature
 //
 // Even ranks MPI_INT with count 2k; odd ranks 2 ints per element, as a
@@ -1070,6 +1582,7 @@ class Signatures : public MxhMpiTest, public ::testing::WithParamInterface<const
             return {v2_, 2, 3, {0, 2}};
         return {c2_, 2, 2, {0, 1}};
     }
+    void run(const std::string &which);
     MPI_Datatype c2_, v2_;
     MPI_Op op_;
 };
@@ -1085,7 +1598,8 @@ std::vector<int> sig_pack(const SigType &t, const std::vector<int> &logical)
     return b;
 }
 
-TEST_P(Signatures, SameSignatureDifferentTypes)
+// Runs the cases of collective @which (one test each: a hang names it).
+void Signatures::run(const std::string &which)
 {
     Checker ck(get_comm(GetParam()), GetParam());
     std::vector<int> ks = quick() ? std::vector<int>{0, 1, 7, 1009, 20011}
@@ -1105,6 +1619,8 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
             auto cnt = [&](int ints) { return ints / T.sig; };
             // bcast from the first and last rank
             for (int root : {0, p - 1}) {
+                if (which != "bcast")
+                    break;
                 std::string label = fmt("MPIX_Hier_bcast root=%d", root) + tag;
                 trace(label);
                 std::vector<int> b = sig_pack(T, ck.rank == root ? logical((size_t)L, root, 1)
@@ -1115,7 +1631,7 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
                 ck.same_bytes(b.data(), ref.data(), b.size() * 4, label);
             }
             std::vector<int> in = sig_pack(T, logical((size_t)L, ck.rank, 2));
-            {  // allgather
+            if (which == "allgather") {
                 std::string label = "MPIX_Hier_allgather" + tag;
                 trace(label);
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L * (size_t)p, -1)),
@@ -1127,7 +1643,7 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
                       label);
                 ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
             }
-            {  // allreduce (a user sum: MPICH rejects predefined ops on derived types)
+            if (which == "allreduce") {  // a user sum: MPICH rejects predefined ops on derived types
                 std::string label = "MPIX_Hier_allreduce user-sum" + tag;
                 trace(label);
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L, -1)), ref = got;
@@ -1137,7 +1653,7 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
                       label);
                 ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
             }
-            {  // alltoall
+            if (which == "alltoall") {
                 std::string label = "MPIX_Hier_alltoall" + tag;
                 trace(label);
                 std::vector<int> a2 = sig_pack(T, logical((size_t)L * (size_t)p, ck.rank, 3));
@@ -1160,7 +1676,7 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
                 off += rcounts[(size_t)q] + 1;
                 total += 2 * c[(size_t)q];
             }
-            {
+            if (which == "allgatherv") {
                 std::string label = "MPIX_Hier_allgatherv" + tag;
                 trace(label);
                 int mine_ints = 2 * c[(size_t)ck.rank];
@@ -1174,7 +1690,7 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
                       label);
                 ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
             }
-            {
+            if (which == "reduce_scatter") {
                 std::string label = "MPIX_Hier_reduce_scatter user-sum" + tag;
                 trace(label);
                 std::vector<int> rin = sig_pack(T, logical((size_t)total, ck.rank, 5));
@@ -1193,8 +1709,15 @@ TEST_P(Signatures, SameSignatureDifferentTypes)
     ck.finish();
 }
 
+// the new collectives first, then the older ones
+TEST_P(Signatures, Allgatherv) { run("allgatherv"); }
+TEST_P(Signatures, ReduceScatter) { run("reduce_scatter"); }
+TEST_P(Signatures, Alltoall) { run("alltoall"); }
+TEST_P(Signatures, Bcast) { run("bcast"); }
+TEST_P(Signatures, Allgather) { run("allgather"); }
+TEST_P(Signatures, Allreduce) { run("allreduce"); }
+
 INSTANTIATE_TEST_SUITE_P(Comms, Signatures, ::testing::ValuesIn(kCommKinds), comm_name);
 
-// @@PART3@@
 
 } // namespace
