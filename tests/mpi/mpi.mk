@@ -23,11 +23,19 @@ mpi_test_nbc_SOURCES = mpi/test_nbc.cc $(MXH_MPI_COMMON)
 mpi_test_nbc_LDADD = $(MXH_MPI_LIBS)
 mpi_test_nbc_LDFLAGS = $(MXH_MPI_NOINST)
 
+# the v-collectives and all-to-all (MPIX_Hier_allgatherv, _reduce_scatter,
+# _alltoall, _alltoallv, their I-forms) against MPICH, mixed type signatures,
+# intercommunicators and the (type, op) pairs MPI decides
+check_PROGRAMS += mpi/test_vcolls
+mpi_test_vcolls_SOURCES = mpi/test_vcolls.cc $(MXH_MPI_COMMON)
+mpi_test_vcolls_LDADD = $(MXH_MPI_LIBS)
+mpi_test_vcolls_LDFLAGS = $(MXH_MPI_NOINST)
+
 # test_colls' and test_nbc's matrices on buffers of the test memory kind
 # (-DMXH_TEST_MEMKIND=1, see checker.hh): mxh_mem_test_alloc is internal, so
 # these link the core library
 MXH_MPI_MEM_LIBS = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lpthread -ldl
-check_PROGRAMS += mpi/test_colls_mem mpi/test_nbc_mem
+check_PROGRAMS += mpi/test_colls_mem mpi/test_nbc_mem mpi/test_vcolls_mem
 mpi_test_colls_mem_SOURCES = mpi/test_colls.cc $(MXH_MPI_COMMON)
 mpi_test_colls_mem_CPPFLAGS = $(AM_CPPFLAGS) -DMXH_TEST_MEMKIND=1
 mpi_test_colls_mem_LDADD = $(MXH_MPI_MEM_LIBS)
@@ -36,6 +44,10 @@ mpi_test_nbc_mem_SOURCES = mpi/test_nbc.cc $(MXH_MPI_COMMON)
 mpi_test_nbc_mem_CPPFLAGS = $(AM_CPPFLAGS) -DMXH_TEST_MEMKIND=1
 mpi_test_nbc_mem_LDADD = $(MXH_MPI_MEM_LIBS)
 mpi_test_nbc_mem_LDFLAGS = $(MXH_MPI_NOINST)
+mpi_test_vcolls_mem_SOURCES = mpi/test_vcolls.cc $(MXH_MPI_COMMON)
+mpi_test_vcolls_mem_CPPFLAGS = $(AM_CPPFLAGS) -DMXH_TEST_MEMKIND=1
+mpi_test_vcolls_mem_LDADD = $(MXH_MPI_MEM_LIBS)
+mpi_test_vcolls_mem_LDFLAGS = $(MXH_MPI_NOINST)
 
 # the executor's point-to-point algorithms are internal: link the core library
 check_PROGRAMS += mpi/test_p2p
