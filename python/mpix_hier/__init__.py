@@ -196,7 +196,9 @@ def _reap_orphans():
     for entry in list(_orphans):
         req, comm = entry[0], entry[1]
         flag = ctypes.c_int(0)
-        if lib.MPI_Test(ctypes.byref(req), ctypes.byref(flag), None) != 0 or flag.value:
+        st = _lib.MPI_Status(0, 0, 0, 0, 0)
+        if lib.MPI_Test(ctypes.byref(req), ctypes.byref(flag), ctypes.byref(st)) != 0 or \
+                flag.value:
             _orphans.remove(entry)
 
 
@@ -332,7 +334,7 @@ def _reduce_scatter(sendbuf, recvbuf, recvcounts, op, comm, dtype, nb):
         raise ValueError("recvcounts sum to %d, the input has %d elements" % (sum(counts), total))
     if send is not None:
         recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, counts[rank]))
+            as_buffer(new_like(send, counts[rank]), dtype)
         _same_type(send, recv)
     if recv.count < counts[rank]:
         raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, counts[rank]))
@@ -368,7 +370,7 @@ def _reduce_scatter_block(sendbuf, recvbuf, op, comm, dtype, nb):
         raise ValueError("%d elements do not split into %d equal blocks" % (total, size))
     n = total // size
     if send is not None:
-        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else as_buffer(new_like(send, n))
+        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else as_buffer(new_like(send, n), dtype)
         _same_type(send, recv)
         if recv.count < n:
             raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n))
@@ -401,7 +403,7 @@ def _allgather(sendbuf, recvbuf, comm, dtype, nb):
         send = as_buffer(sendbuf, dtype)
         n = send.count
         recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, n * size))
+            as_buffer(new_like(send, n * size), dtype)
         _same_type(send, recv)
         if recv.count < n * size:
             raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n * size))
@@ -442,7 +444,7 @@ def _allgatherv(sendbuf, recvbuf, recvcounts, displs, comm, dtype, nb):
     if recvbuf is None:
         if send is None:
             raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(new_like(send, need))
+        recv = as_buffer(new_like(send, need), dtype)
     else:
         recv = as_buffer(recvbuf, dtype)
     if recv.count < need:
@@ -487,7 +489,7 @@ def _alltoall(sendbuf, recvbuf, comm, dtype, nb):
     n = total // size
     if send is not None:
         recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, total))
+            as_buffer(new_like(send, total), dtype)
         _same_type(send, recv)
         if recv.count < total:
             raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, total))
@@ -539,7 +541,7 @@ def _alltoallv(sendbuf, sendcounts, recvbuf, recvcounts, sdispls, rdispls, comm,
     if recvbuf is None:
         if send is None:
             raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(new_like(send, need))
+        recv = as_buffer(new_like(send, need), dtype)
     else:
         recv = as_buffer(recvbuf, dtype)
     if recv.count < need:
@@ -603,7 +605,7 @@ def _reduce(sendbuf, recvbuf, op, root, comm, dtype, nb):
         recv = None
         if is_root:
             recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-                as_buffer(new_like(send, n))
+                as_buffer(new_like(send, n), dtype)
             _same_type(send, recv)
             if recv.count < n:
                 raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n))
