@@ -4,7 +4,7 @@
 A test that fails on one rank would leave the other ranks waiting in its next
 collective, so a failure prints its report and aborts the whole job
 (MPI_Abort: mpiexec then exits non-zero). A watchdog does the same for a test
-that runs past MPIX_HIER_TEST_TIMEOUT seconds (default 120), so nothing hangs.
+that runs past MXH_TEST_TIMEOUT seconds (default 120), so nothing hangs.
 """
 
 import os
@@ -17,7 +17,7 @@ import pytest
 import mpix_hier as mh
 from mpix_hier import _lib
 
-_TIMEOUT = float(os.environ.get("MPIX_HIER_TEST_TIMEOUT", "120"))
+_TIMEOUT = float(os.environ.get("MXH_TEST_TIMEOUT", "120"))
 _state = {"test": None, "deadline": None}
 _lock = threading.Lock()
 

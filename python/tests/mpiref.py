@@ -1,7 +1,7 @@
 # Copyright (c) 2026 The mpix-hier authors. BSD-3-Clause, see COPYING.
 """Reference results from MPICH's own collectives.
 
-With MPIX_HIER_TEST_MPI4PY=1 (set by run_python_tests.sh when an mpi4py built on
+With MXH_TEST_MPI4PY=1 (set by run_python_tests.sh when an mpi4py built on
 MPICH is importable) the references come from mpi4py's comm.Allreduce & co.;
 otherwise MPICH's MPI_Allreduce & co. are called through ctypes with the same
 arguments: the same functions mpi4py would call. fp16/bf16 reductions, which
@@ -19,7 +19,7 @@ import mpix_hier as mh
 from mpix_hier import _lib
 
 lib = _lib.lib
-USE_MPI4PY = os.environ.get("MPIX_HIER_TEST_MPI4PY") == "1"
+USE_MPI4PY = os.environ.get("MXH_TEST_MPI4PY") == "1"
 if USE_MPI4PY:
     from mpi4py import MPI  # noqa: E402  (built on MPICH: checked by the runner)
 

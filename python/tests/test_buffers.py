@@ -197,7 +197,7 @@ def test_argument_errors(comm, rank):
         mh.allreduce(np.zeros(2), comm="world")
 
 
-@pytest.mark.skipif(os.environ.get("MPIX_HIER_TEST_MPI4PY") != "1",
+@pytest.mark.skipif(os.environ.get("MXH_TEST_MPI4PY") != "1",
                     reason="no mpi4py built on MPICH (Debian 12's python3-mpi4py is built on "
                            "Open MPI and cannot share a process with MPICH)")
 def test_mpi4py_objects(rank):

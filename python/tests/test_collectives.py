@@ -295,7 +295,7 @@ def test_describe(comm, size):
     text = mh.describe()
     assert text.startswith("hierarchy: %d ranks" % size)
     assert mh.describe(comm) == text
-    layout = os.environ.get("MPIX_HIER_TEST_LAYOUT", "")
+    layout = os.environ.get("MXH_TEST_LAYOUT", "")
     if layout == "2x2":
         assert "2 nodes" in text and "level 1" in text
     elif layout == "1node":

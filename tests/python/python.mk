@@ -6,3 +6,4 @@ TESTS += python/run_python_tests.sh
 EXTRA_DIST += python/run_python_tests.sh python/check_horovod_trace.py
 AM_TESTS_ENVIRONMENT += abs_top_builddir='$(abs_top_builddir)'; export abs_top_builddir; \
 	abs_top_srcdir='$(abs_top_srcdir)'; export abs_top_srcdir;
+CLEANFILES += python/mxh-py-*.log python/horovod-trace.json

@@ -11,7 +11,7 @@
 # none: exit 77 (skipped) with the reason.
 #   MXH_PY_RUNS="1node 2x2 horovod-2x2"   only these runs
 #   MXH_TEST_RUN_TIMEOUT  seconds per mpiexec (default 600)
-#   MPIX_HIER_TEST_TIMEOUT seconds per pytest test (default 120, conftest's watchdog)
+#   MXH_TEST_TIMEOUT seconds per pytest test (default 120, conftest's watchdog)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${abs_top_srcdir:-$(cd "$here/../.." && pwd)}
@@ -51,15 +51,15 @@ export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
 # An mpi4py built on MPICH is used as a second reference; one built on another MPI
 # (Debian 12's python3-mpi4py is built on Open MPI) cannot share a process with MPICH.
 # Asked in a child process without MPI_Init.
-MPIX_HIER_TEST_MPI4PY=0
+MXH_TEST_MPI4PY=0
 m4p=$("$py" -c 'import mpi4py; mpi4py.rc.initialize = False
 from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])' 2>/dev/null |
       tr -d '\000' || true)
 case "$m4p" in
-    *MPICH*) MPIX_HIER_TEST_MPI4PY=1 ;;
+    *MPICH*) MXH_TEST_MPI4PY=1 ;;
 esac
-export MPIX_HIER_TEST_MPI4PY
-echo "# python: $py; mpi4py: ${m4p:-none} (used: $MPIX_HIER_TEST_MPI4PY); library: $MPIX_HIER_LIBRARY"
+export MXH_TEST_MPI4PY
+echo "# python: $py; mpi4py: ${m4p:-none} (used: $MXH_TEST_MPI4PY); library: $MPIX_HIER_LIBRARY"
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
@@ -74,7 +74,7 @@ run() { # run NAME CHECK-COMMAND -- MPIEXEC-ARGS...
     case " ${MXH_PY_RUNS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     local log=$logdir/mxh-py-$name.log t0=$SECONDS rc
     { echo "# $name: $MPIEXEC $*"
-      MPIX_HIER_TEST_LAYOUT=${name#horovod-} timeout -k 10 $((run_timeout + 30)) $MPIEXEC "$@" &&
+      MXH_TEST_LAYOUT=${name#horovod-} timeout -k 10 $((run_timeout + 30)) $MPIEXEC "$@" &&
           { [ -z "$check" ] || eval "$check"; }; } >"$log" 2>&1
     rc=$?
     local summary
