@@ -18,7 +18,7 @@ import mpix_hier as mh
 from mpix_hier import _lib
 
 _TIMEOUT = float(os.environ.get("MXH_TEST_TIMEOUT", "120"))
-_state = {"test": None, "deadline": None}
+_state = {"test": None, "deadline": None, "config": None}
 _lock = threading.Lock()
 
 
@@ -32,16 +32,24 @@ def _watchdog():
         with _lock:
             deadline, test = _state["deadline"], _state["test"]
         if deadline is not None and time.monotonic() > deadline:
+            # pytest captures fd 2 during a test: give it back to say why we stop
+            try:
+                _state["config"].pluginmanager.getplugin("capturemanager") \
+                    .suspend_global_capture(in_=True)
+            except Exception:
+                pass
             sys.__stderr__.write("\n[rank %d] TIMEOUT: %s ran past %.0f s; aborting the job\n"
-                                 % (_rank(), test, _TIMEOUT))
+                                 % (_state["rank"], test, _TIMEOUT))
             sys.__stderr__.flush()
             # not MPI_Abort: MPI belongs to the main thread (MPI_THREAD_FUNNELED);
             # a rank exiting without MPI_Finalize makes mpiexec end the job
-            os._exit(124)
+            os._exit(70)
 
 
 def pytest_configure(config):
     mh.COMM_WORLD.barrier()  # MPI is up on every rank before any test
+    _state["config"] = config
+    _state["rank"] = mh.COMM_WORLD.rank  # the watchdog thread makes no MPI call
     threading.Thread(target=_watchdog, daemon=True).start()
 
 

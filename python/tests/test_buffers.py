@@ -235,3 +235,62 @@ def test_refuses_mpi4py_on_another_mpi(tmp_path):
     if "MPICH" in out.splitlines()[0]:
         pytest.skip("mpi4py is built on MPICH: nothing to refuse")
     assert "IMPORTERROR mpix_hier needs MPICH" in out
+
+
+def _cudart():
+    """The CUDA runtime libmpixhier links (None without CUDA or without a device)."""
+    if not mh.cuda_enabled():
+        return None
+    with open("/proc/self/maps") as f:
+        paths = [ln.split()[-1] for ln in f if "libcudart" in ln]
+    rt = ctypes.CDLL(paths[0])
+    n = ctypes.c_int(0)
+    if rt.cudaGetDeviceCount(ctypes.byref(n)) != 0 or n.value == 0:
+        return None
+    return rt
+
+
+class DeviceArray:
+    """Device memory (cudaMalloc) exposed through __cuda_array_interface__."""
+
+    def __init__(self, rt, host):
+        self.rt, self.host = rt, np.ascontiguousarray(host)
+        self.ptr = ctypes.c_void_p()
+        assert rt.cudaMalloc(ctypes.byref(self.ptr), ctypes.c_size_t(max(host.nbytes, 1))) == 0
+        self._copy(self.ptr, ctypes.c_void_p(self.host.ctypes.data), 1)  # host to device
+        self.__cuda_array_interface__ = {"shape": host.shape, "typestr": host.dtype.str,
+                                         "data": (self.ptr.value, False), "version": 3,
+                                         "strides": None, "stream": None}
+
+    def _copy(self, dst, src, kind):
+        assert self.rt.cudaMemcpy(dst, src, ctypes.c_size_t(self.host.nbytes), kind) == 0
+
+    def get(self):
+        out = np.empty_like(self.host)
+        self._copy(ctypes.c_void_p(out.ctypes.data), self.ptr, 2)  # device to host
+        return out
+
+    def free(self):
+        self.rt.cudaFree(self.ptr)
+
+
+def test_cuda_device_memory(comm, rank):
+    """Real device buffers through __cuda_array_interface__ (needs a GPU and a CUDA build)."""
+    rt = _cudart()
+    # the decision must be the same on every rank: skip everywhere if any rank lacks a GPU
+    have = int(mh.allreduce(np.array([rt is not None], np.int32), op="min")[0])
+    if not have:
+        pytest.skip("no CUDA device (or libmpixhier built without CUDA)")
+    x = make("float32", 5000, rank)
+    d = DeviceArray(rt, x)
+    try:
+        mh.allreduce(d)
+        assert bits_equal(d.get(), mpiref.allreduce(x, "sum", comm))
+        h = make("float16", 333, rank)
+        dh, out = DeviceArray(rt, h), DeviceArray(rt, np.zeros(333 * comm.size, np.float16))
+        mh.iallgather(dh, out).wait()
+        assert bits_equal(out.get(), mpiref.allgather(h, comm))
+        dh.free()
+        out.free()
+    finally:
+        d.free()

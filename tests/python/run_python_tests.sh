@@ -9,7 +9,7 @@
 # Python: $PYTHON, else the first of python3, /usr/bin/python3 (Debian's, where
 # apt installs python3-numpy and python3-pytest) that imports numpy and pytest;
 # none: exit 77 (skipped) with the reason.
-#   MXH_PY_RUNS="1node 2x2 horovod-2x2"   only these runs
+#   MXH_PY_RUNS="1node 2x2 horovod-2x2 harness"   only these runs
 #   MXH_TEST_RUN_TIMEOUT  seconds per mpiexec (default 600)
 #   MXH_TEST_TIMEOUT seconds per pytest test (default 120, conftest's watchdog)
 set -u
@@ -98,6 +98,29 @@ EX=("$py" "$srcdir/examples/horovod_style.py" --steps 8 --precision bf16 --fusio
     --trace "$trace")
 run horovod-2x2 "'$py' '$here/check_horovod_trace.py' '$trace' 4 8" -- \
     -n 2 -env $H a "${EX[@]}" : -n 2 -env $H b "${EX[@]}"
+
+# the machinery itself: a failure on one rank fails the job (MPI_Abort), a rank stuck
+# in a collective is ended by the watchdog (MXH_TEST_TIMEOUT=5), both well before
+# the outer timeout (exit status 124)
+selftest() { # selftest MODE TEXT-EXPECTED-IN-THE-LOG
+    case " ${MXH_PY_RUNS:-harness} " in *" harness "*) ;; *) return 0 ;; esac
+    local log=$logdir/mxh-py-harness-$1.log t0=$SECONDS rc
+    MXH_SELFTEST=$1 MXH_TEST_TIMEOUT=5 MPIEXEC_TIMEOUT=100 timeout -k 10 100 \
+        $MPIEXEC -n 3 "$py" -m pytest -q -p no:cacheprovider -p conftest \
+        "$here/harness_selftest.py" >"$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$2" "$log"; then
+        printf 'PASS  %-12s %4ds  job ended with exit %d as expected (%s)\n' "harness-$1" \
+            $((SECONDS - t0)) $rc "$2"
+        npass=$((npass + 1))
+    else
+        printf 'FAIL  %-12s %4ds  exit %d, expected non-zero and "%s" (log: %s)\n' \
+            "harness-$1" $((SECONDS - t0)) $rc "$2" "$log"
+        nfail=$((nfail + 1))
+    fi
+}
+selftest fail "aborting the job"
+selftest hang "TIMEOUT"
 
 echo "python: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]
