@@ -197,25 +197,42 @@ def check(rc, what):
         raise MPIXHierError(rc, "%s: %s" % (what, error_string(rc)), cls.value)
 
 
+def _swap_to_return(comm):
+    """Set MPI_ERRORS_RETURN on comm; returns the handler to restore (or None)."""
+    old = ctypes.c_int(ERRHANDLER_NULL)
+    if lib.MPI_Comm_get_errhandler(comm, ctypes.byref(old)) != 0:
+        return None
+    if old.value == ERRORS_RETURN or lib.MPI_Comm_set_errhandler(comm, ERRORS_RETURN) != 0:
+        _release(old)
+        return None
+    return old
+
+
+def _release(handler):
+    # MPICH marks predefined handles with kind bits 01 at the top: only a
+    # user-created handler's reference needs releasing
+    if handler.value != ERRHANDLER_NULL and (handler.value >> 30) & 3 != 1:
+        lib.MPI_Errhandler_free(ctypes.byref(handler))
+
+
 def call_returning_errors(comm, fn, *args):
     """fn(*args) with MPI_ERRORS_RETURN on comm for the duration of the call only,
     so that an error becomes a return code (then an exception) instead of the
-    communicator's handler (MPI_ERRORS_ARE_FATAL would abort). The user's handler
-    is restored before returning; the handle reference taken is released."""
-    old = ctypes.c_int(ERRHANDLER_NULL)
-    swapped = False
-    if comm != COMM_NULL and lib.MPI_Comm_get_errhandler(comm, ctypes.byref(old)) == 0:
-        if old.value != ERRORS_RETURN:
-            swapped = lib.MPI_Comm_set_errhandler(comm, ERRORS_RETURN) == 0
+    communicator's handler (MPI_ERRORS_ARE_FATAL would abort). MPI_COMM_WORLD's
+    handler is swapped too: MPI reports errors about an invalid communicator
+    (MPI_COMM_NULL, a freed one) there. The user's handlers are restored before
+    returning."""
+    swapped = []
+    for c in ((COMM_WORLD,) if comm in (COMM_WORLD, COMM_NULL) else (COMM_WORLD, comm)):
+        old = _swap_to_return(c)
+        if old is not None:
+            swapped.append((c, old))
     try:
         return fn(*args)
     finally:
-        if swapped:
-            lib.MPI_Comm_set_errhandler(comm, old.value)
-        # MPICH marks predefined handles with kind bits 01 at the top: only a
-        # user-created handler's reference needs releasing
-        if old.value != ERRHANDLER_NULL and (old.value >> 30) & 3 != 1:
-            lib.MPI_Errhandler_free(ctypes.byref(old))
+        for c, old in reversed(swapped):
+            lib.MPI_Comm_set_errhandler(c, old.value)
+            _release(old)
 
 
 def cuda_enabled():

@@ -171,6 +171,11 @@ def test_errors_become_exceptions(comm, rank, size):
     with pytest.raises(mh.MPIXHierError):
         mh.iallreduce(np.zeros(4, np.float16), op="bxor")  # errors of the posting call
     assert _errhandler(comm) == before
+    # an invalid communicator: MPI reports it on MPI_COMM_WORLD, swapped as well
+    with pytest.raises(mh.MPIXHierError) as e:
+        mh.allreduce(np.zeros(4), comm=_lib.COMM_NULL)
+    assert e.value.error_class == 5  # MPI_ERR_COMM
+    assert _errhandler(comm) == before
     # the communicator still works after errors
     x = make("int32", 5, rank)
     assert bits_equal(mh.allreduce(x, np.empty_like(x)), mpiref.allreduce(x, "sum", comm))
