@@ -188,8 +188,9 @@ def test_argument_errors(comm, rank):
         mh.allreduce(np.zeros(3), np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="elements"):
         mh.allreduce(np.zeros(3), np.zeros(4))
-    with pytest.raises(ValueError, match="equal blocks"):
-        mh.alltoall(np.zeros(comm.size + 1))
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="equal blocks"):
+            mh.alltoall(np.zeros(comm.size + 1))
     with pytest.raises(TypeError, match="not a buffer"):
         mh.allreduce([1, 2, 3])
     with pytest.raises(TypeError, match="unsupported dtype"):
@@ -197,7 +198,7 @@ def test_argument_errors(comm, rank):
     with pytest.raises(ValueError, match="contiguous"):
         mh.allreduce(np.zeros((4, 4))[:, 1])
     with pytest.raises(ValueError, match="recvcounts"):
-        mh.reduce_scatter(np.zeros(8), recvcounts=[1, 2])
+        mh.reduce_scatter(np.zeros(8), recvcounts=[1] * (comm.size + 1))
     with pytest.raises(TypeError, match="comm"):
         mh.allreduce(np.zeros(2), comm="world")
 
@@ -219,7 +220,7 @@ def test_mpi4py_objects(rank):
         sub.Free()
 
 
-def test_refuses_mpi4py_on_another_mpi(tmp_path):
+def test_refuses_mpi4py_on_another_mpi():
     """With an mpi4py built on another MPI (Debian 12's, on Open MPI) already imported,
     importing mpix_hier fails with a clear message instead of mixing two MPIs.
     Runs in a child process, without MPI_Init (mpi4py.rc.initialize = False)."""
