@@ -12,10 +12,11 @@ array holding bfloat16 bit patterns) reinterprets elements of the same size.
 """
 
 import ctypes
+import sys
 
 import numpy as np
 
-from ._lib import ITEMSIZE
+from ._lib import DATATYPES, ITEMSIZE, lib
 
 
 class Buffer:
@@ -205,14 +206,39 @@ def as_buffer(obj, dtype=None):
         buf.keep = (obj, mv, a)
         buf.obj = obj
     if dtype is not None:
-        name = dtype if isinstance(dtype, str) else _numpy_dtype_name(dtype)
-        if name not in ITEMSIZE:
-            raise TypeError("unknown dtype %r" % (dtype,))
+        name = dtype_name(dtype)
         nbytes = buf.nbytes
         if nbytes % ITEMSIZE[name]:
             raise ValueError("buffer of %d bytes is not a whole number of %s" % (nbytes, name))
         buf.dtype, buf.itemsize, buf.count = name, ITEMSIZE[name], nbytes // ITEMSIZE[name]
     return buf
+
+
+def dtype_name(dtype):
+    """The element type a dtype= argument names: a name ("float32", "bfloat16", ...),
+    a numpy dtype, or an MPI datatype (mpi4py's MPI.FLOAT16_T, MPI.C_BOOL, ..., or
+    an MPICH handle as int) of one of the predefined types above."""
+    if isinstance(dtype, str):
+        if dtype not in ITEMSIZE:
+            raise TypeError("unknown dtype %r" % (dtype,))
+        return dtype
+    handle = None
+    if isinstance(dtype, int):
+        handle = dtype
+    elif type(dtype).__module__ == "mpi4py.MPI":
+        handle = sys.modules["mpi4py.MPI"]._handleof(dtype)
+    if handle is not None:
+        handle &= 0xFFFFFFFF
+        for name, h in DATATYPES.items():
+            if h == handle:
+                return name
+        if handle == lib.MPIX_Hier_type_bfloat16() & 0xFFFFFFFF:
+            return "bfloat16"
+        if handle == lib.MPIX_Hier_type_float16() & 0xFFFFFFFF:
+            return "float16"
+        raise TypeError("MPI datatype 0x%x is not one the package maps (contiguous "
+                        "predefined types only)" % handle)
+    return _numpy_dtype_name(dtype)
 
 
 def _has_buffer_protocol(obj):

@@ -141,6 +141,19 @@ def test_torch_cpu(comm, rank):
     assert mh.as_buffer(b).dtype == "bfloat16"
 
 
+def test_dtype_as_mpi_datatype(comm, rank):
+    """dtype= may name the type by MPI handle (what MPI._handleof gives for mpi4py's)."""
+    x = make("int32", 20, rank)
+    ba = bytearray(x.tobytes())
+    mh.allreduce(ba, dtype=0x4C000439)  # MPI_INT32_T
+    assert bytes(ba) == mpiref.allreduce(x, "sum", comm).tobytes()
+    h = make("bfloat16", 20, rank)
+    mh.allreduce(h, dtype=_lib.lib.MPIX_Hier_type_bfloat16())
+    assert bits_equal(h, mpiref.allreduce(make("bfloat16", 20, rank), "sum", comm, "bfloat16"))
+    with pytest.raises(TypeError, match="not one the package maps"):
+        mh.as_buffer(np.zeros(2, np.int32), dtype=0x4C000000)
+
+
 def test_float16_handle_is_mpich():
     """float16 maps to MPICH's MPIX_C_FLOAT16 (what mpi4py's MPI.FLOAT16_T is)."""
     assert mh._datatype(mh.as_buffer(np.zeros(1, np.float16))) == 0x4C000246
