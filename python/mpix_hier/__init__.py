@@ -16,7 +16,7 @@ import ctypes
 import sys
 
 from . import _lib
-from ._buffers import Buffer, as_buffer, new_like
+from ._buffers import as_buffer, new_like
 from ._lib import MPIXHierError, cuda_enabled, ensure_init, lib
 
 __all__ = [
@@ -197,8 +197,10 @@ def _reap_orphans():
         req, comm = entry[0], entry[1]
         flag = ctypes.c_int(0)
         st = _lib.MPI_Status(0, 0, 0, 0, 0)
-        if lib.MPI_Test(ctypes.byref(req), ctypes.byref(flag), ctypes.byref(st)) != 0 or \
-                flag.value:
+        # an error of a dropped request has no one to go to: it is dropped too
+        rc = _lib.call_returning_errors(comm, lib.MPI_Test, ctypes.byref(req),
+                                        ctypes.byref(flag), ctypes.byref(st))
+        if rc != 0 or flag.value:
             _orphans.remove(entry)
 
 
