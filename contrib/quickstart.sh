@@ -31,10 +31,15 @@ export DEBIAN_FRONTEND=noninteractive
 #   gnuplot    mpix_bench --plot (tests/tools/test_mpix_bench.sh)
 #   binutils   nm (make check's exported-symbol check; also pulled in by g++)
 #   xz-utils   contrib/gpu-run.sh pack (tar -J)
+#   python3-numpy python3-pytest  the Python package's tests (tests/python/run_python_tests.sh)
+# Not python3-mpi4py: Debian 12 builds it on Open MPI, which cannot share a process
+# with MPICH, and installing it raises Open MPI above MPICH in the mpicc/mpiexec
+# alternatives, so the build would no longer find MPICH. The Python tests use an
+# mpi4py built on MPICH when one is importable and MPICH through ctypes otherwise.
 # (awk, timeout, mktemp, od, sha256sum, find, sed, grep: coreutils & co., always present.)
 PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev googletest libgtest-dev
           autoconf automake libtool pkg-config make g++ binutils valgrind gnuplot-nox
-          python3 xz-utils)
+          python3 python3-numpy python3-pytest xz-utils)
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -77,7 +82,8 @@ install_deps() {
     step "Checking dependencies"
     if ! command -v dpkg-query >/dev/null 2>&1; then
         note "not a Debian-based system: install MPICH (with mpicc/mpiexec), GoogleTest, autoconf,"
-        note "automake, libtool, pkg-config, make, a C++ compiler, python3 and gnuplot yourself;"
+        note "automake, libtool, pkg-config, make, a C++ compiler, python3 (with numpy and pytest)"
+        note "and gnuplot yourself;"
         note "continuing."
         return 0
     fi
