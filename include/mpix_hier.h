@@ -16,10 +16,12 @@
  *    first call is collective over the communicator, like every MPIX_Hier_ call.
  *  - Results are bitwise identical on every rank: each element is reduced
  *    exactly once in a fixed order and then distributed.
- *  - Fallback, never stricter than MPI. Intercommunicators, non-commutative
- *    operations, MPI_MINLOC/MPI_MAXLOC, (datatype, op) pairs the library has
- *    no kernel for (MPI_SUM on MPI_CHAR, MPI_LAND on MPI_AINT, ...), user ops
- *    on derived datatypes, reductions whose type signature mixes basic types,
+ *  - Fallback, never stricter than MPI. Intercommunicators, user-defined
+ *    operations (a user function is written for the datatype it is given, and
+ *    ranks may pass different datatypes of one signature), MPI_MINLOC/
+ *    MPI_MAXLOC, (datatype, op) pairs the library has no kernel for (MPI_SUM
+ *    on MPI_CHAR, MPI_LAND on MPI_AINT, ...), reductions whose type signature
+ *    mixes basic types,
  *    and communicators whose hierarchy is trivial (one level) are served by
  *    the plain MPI collective on the same communicator: the result (or the
  *    error) is MPI's.
@@ -209,8 +211,8 @@ MPIX_HIER_API int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts
  * MPIX_HIER_FLOAT16 (IEEE 754 binary16) and MPIX_HIER_BFLOAT16 (bfloat16): one
  * 16-bit element each, stored as its bit pattern (uint16_t, _Float16, __half,
  * __nv_bfloat16, ...). Usable with every MPIX_Hier_* collective; reductions
- * accept MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN (others: MPI_ERR_OP) and
- * commutative user ops. SUM and PROD are computed in float and rounded once
+ * accept MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN (others: MPI_ERR_OP) and user
+ * ops (through MPI's collective). SUM and PROD are computed in float and rounded once
  * per element to nearest, ties to even (overflow gives Inf; subnormals and NaN
  * as IEEE); MAX/MIN return one of the inputs, NaN as for MPI_FLOAT.
  *

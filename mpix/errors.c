@@ -367,12 +367,14 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
         return mxh_raise(comm, MPI_ERR_OP, func, "op is MPI_OP_NULL");
     name = op_name(op);
     if (name == NULL) {
-        /* user-defined: any datatype; hierarchical if commutative */
+        /* user-defined: MPI's collective. A user function is written for the
+         * datatype it is given, and ranks may pass different datatypes with one
+         * signature (MPI_INT x 2k here, contiguous(2, MPI_INT) x k there): no
+         * element size every rank agrees on exists for it, so the path cannot
+         * be hierarchical on some ranks and not on others */
         if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
             return mxh_raise(comm, MPI_ERR_OP, func, "invalid op handle");
-        *hier_ok = commute;
-        if (!commute)
-            mxh_debug("%s: non-commutative user op: plain MPI collective", func);
+        mxh_debug("%s: user op: plain MPI collective", func);
         return MPI_SUCCESS;
     }
     if (op == MPI_REPLACE || op == MPI_NO_OP)

@@ -1335,7 +1335,7 @@ static int view(mxh_coll_args_t *a)
         } else {
             size_t bsize = 0;
             if (!op_predefined(a->op))
-                return 0;
+                return 0; /* never: user ops are MPI's (mpix/errors.c) */
             if (mxh_dtype_signature(a->dt, &a->vdt, &a->vn) != 0 || a->vdt == MPI_DATATYPE_NULL ||
                 MPI_Type_size(a->vdt, &size) != MPI_SUCCESS || size <= 0 ||
                 !mxh_dtype_dense(a->vdt))

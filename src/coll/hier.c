@@ -284,7 +284,7 @@ static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
         mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
         PUT(" %s: %s.", mxh_coll_name((mxh_coll_t)c), sel);
     }
-    PUT(" Plain MPI always for non-commutative ops, MINLOC/MAXLOC, (type, op) pairs without a "
+    PUT(" Plain MPI always for user-defined ops, MINLOC/MAXLOC, (type, op) pairs without a "
         "kernel, reductions whose type signature mixes basic types, intercommunicators.");
 #undef PUT
 }
