@@ -110,13 +110,17 @@ static void note(const char *fmt, const char *arg)
 
 /* MPIX_HIER_PMPI: names separated by commas or blanks; "all", "none", a
  * collective's name (takes its blocking and nonblocking forms) or "-name"
- * (leaves it out); later words win. Unset or empty: all. */
+ * (leaves it out); later words win. A list that starts with a name takes
+ * only what it names; one that starts with "-name" starts from all. Unset
+ * or empty: all. */
 static unsigned parse_policy(const char *s)
 {
-    unsigned mask = (1u << NCOLL) - 1;
-    char     word[64];
+    const unsigned all = (1u << NCOLL) - 1;
+    char           word[64];
     if (s == NULL)
-        return mask;
+        return all;
+    s += strspn(s, ", \t");
+    unsigned mask = *s == '\0' || *s == '-' ? all : 0;
     while (*s) {
         size_t n = strcspn(s, ", \t");
         if (n > 0 && n < sizeof word) {
@@ -127,10 +131,10 @@ static unsigned parse_policy(const char *s)
                 *c = (char)tolower((unsigned char)*c);
             int found = 0;
             if (!strcmp(word, "all")) {
-                mask  = neg ? 0 : (1u << NCOLL) - 1;
+                mask  = neg ? 0 : all;
                 found = 1;
             } else if (!strcmp(word, "none")) {
-                mask  = neg ? (1u << NCOLL) - 1 : 0;
+                mask  = neg ? all : 0;
                 found = 1;
             }
             for (int c = 0; c < NCOLL && !found; c++)
