@@ -16,17 +16,15 @@
  * Those calls resolve to the wrappers here too, and must go to MPI: a
  * thread-local depth counts how deep this thread is inside the library, and
  * a wrapper called with depth > 0 forwards to PMPI_. The library runs code
- * that makes MPI calls from these roots only, and each root raises the depth:
- *   - its public functions: reached through the wrappers, or called directly
- *     by a program that uses the MPIX_Hier_ API (the library's own tests): the
- *     communicating MPIX_Hier_ functions are interposed below for that;
- *   - the progress of its nonblocking collectives, run by the poll and wait
- *     functions of its generalized requests, i.e. inside MPI_Test/MPI_Wait and
- *     their variants and MPI_Request_get_status: wrapped below;
- *   - attribute delete callbacks (queued collectives drained, hierarchies
- *     freed), run by MPI_Comm_free, MPI_Comm_disconnect and MPI_Finalize:
- *     wrapped below.
- * A new root in the library (e.g. an MPICH progress hook) needs its wrapper.
+ * that makes MPI calls from two kinds of roots, and each raises the depth:
+ *   - its public functions: reached through the wrappers here, or called
+ *     directly by a program that uses the MPIX_Hier_ API (the library's own
+ *     tests): the communicating MPIX_Hier_ functions are interposed below;
+ *   - the progress of its nonblocking collectives, which MPI runs inside
+ *     MPI_Test/MPI_Wait (any variant, any language binding: MPICH's mpi_f08
+ *     calls PMPI_Wait, which no wrapper sees) and MPI_Comm_free (queued
+ *     collectives drained): the library raises the depth itself around its
+ *     progress (src/util/pmpi_hook.c, through MPIX_Hier_pmpi_depth below).
  *
  * The library's functions are called through pointers found with dlsym:
  * calling them by name from here would reach the interposers again. */
@@ -372,91 +370,30 @@ PUBLIC int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *re
     INSIDE(REAL(comm_describe, MPIX_Hier_comm_describe)(comm, buf, buflen, resultlen));
 }
 
-/* ---- roots of the library's progress and cleanup: MPI runs them inside
- * these calls (generalized request poll/wait, attribute delete callbacks) ---- */
-
-PUBLIC int MPI_Wait(MPI_Request *request, MPI_Status *status)
-{
-    INSIDE(PMPI_Wait(request, status));
-}
-
-PUBLIC int MPI_Waitall(int count, MPI_Request array_of_requests[],
-                       MPI_Status array_of_statuses[])
-{
-    INSIDE(PMPI_Waitall(count, array_of_requests, array_of_statuses));
-}
-
-PUBLIC int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx,
-                       MPI_Status *status)
-{
-    INSIDE(PMPI_Waitany(count, array_of_requests, indx, status));
-}
-
-PUBLIC int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
-                        int array_of_indices[], MPI_Status array_of_statuses[])
-{
-    INSIDE(PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
-                         array_of_statuses));
-}
-
-PUBLIC int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    INSIDE(PMPI_Test(request, flag, status));
-}
-
-PUBLIC int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-                       MPI_Status array_of_statuses[])
-{
-    INSIDE(PMPI_Testall(count, array_of_requests, flag, array_of_statuses));
-}
-
-PUBLIC int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
-                       MPI_Status *status)
-{
-    INSIDE(PMPI_Testany(count, array_of_requests, indx, flag, status));
-}
-
-PUBLIC int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
-                        int array_of_indices[], MPI_Status array_of_statuses[])
-{
-    INSIDE(PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
-                         array_of_statuses));
-}
-
-PUBLIC int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
-{
-    INSIDE(PMPI_Request_get_status(request, flag, status));
-}
-
-PUBLIC int MPI_Comm_free(MPI_Comm *comm)
-{
-    INSIDE(PMPI_Comm_free(comm));
-}
-
-PUBLIC int MPI_Comm_disconnect(MPI_Comm *comm)
-{
-    INSIDE(PMPI_Comm_disconnect(comm));
-}
-
-/* MPIX_HIER_PMPI_STATS=1: each rank prints the calls taken, before MPI ends. */
-PUBLIC int MPI_Finalize(void)
+/* MPIX_HIER_PMPI_STATS=1: each rank prints the calls taken when the process
+ * exits (a destructor, not MPI_Finalize: MPICH's mpi_f08 binding calls
+ * PMPI_Finalize, which no wrapper sees). */
+__attribute__((destructor)) static void print_stats(void)
 {
     const char *stats = getenv("MPIX_HIER_PMPI_STATS");
-    if (stats != NULL && strcmp(stats, "0") != 0 && strcmp(stats, "no") != 0) {
-        char line[1024];
-        int  len = 0, rank = -1;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        len += snprintf(line + len, sizeof line - (size_t)len, "mpixhier_pmpi: rank %d taken:",
-                        rank);
-        for (int c = 0; c < NCOLL; c++)
-            len += snprintf(line + len, sizeof line - (size_t)len, " %s %lu i%s %lu",
-                            coll_name[c], ntaken[0][c], coll_name[c], ntaken[1][c]);
-        fprintf(stderr, "%s\n", line);
-    }
-    INSIDE(PMPI_Finalize());
+    if (stats == NULL || !strcmp(stats, "0") || !strcmp(stats, "no") || !strcmp(stats, ""))
+        return;
+    char line[1024];
+    int  len = snprintf(line, sizeof line, "mpixhier_pmpi: rank %d taken:", world_rank);
+    for (int c = 0; c < NCOLL && len > 0 && (size_t)len < sizeof line; c++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %lu i%s %lu", coll_name[c],
+                        ntaken[0][c], coll_name[c], ntaken[1][c]);
+    fprintf(stderr, "%s\n", line);
 }
 
-/* ---- introspection ---- */
+/* ---- introspection and the library's hook ---- */
+
+/* The calling thread's depth: libmpixhier raises it around the progress of
+ * its nonblocking collectives (src/util/pmpi_hook.c finds this with dlsym). */
+PUBLIC int *MPIX_Hier_pmpi_depth(void)
+{
+    return &depth;
+}
 
 /* The number of calls of collective @name the library took in this process:
  * "allreduce" counts MPI_Allreduce, "iallreduce" MPI_Iallreduce; NULL: all of
