@@ -80,8 +80,9 @@ static unsigned long  ntaken[2][NCOLL];   /* [nonblocking][coll]: calls taken */
 static int            world_rank = -1;
 
 /* dlsym of the library's @name: the next definition after this library (the
- * usual order: preloaded, or linked before libmpixhier), else the one in
- * libmpixhier itself (linked after it). */
+ * usual order: preloaded, or linked before libmpixhier), else, when
+ * libmpixhier comes first in the lookup order, the one in libmpixhier
+ * itself (found by its soname). */
 static void (*lookup(const char *name))(void)
 {
     void *p = dlsym(RTLD_NEXT, name);
@@ -211,135 +212,111 @@ static int take(int c, int nb)
 /* The library's function behind pointer @p, with the type of @name. */
 #define REAL(p, name) ((__typeof__(&name))real.p)
 
-/* For one collective: the MPI wrapper, then the interposer of the library's
- * function. PARAMS: its parameter list, ARGS: the same names as arguments. */
-#define WRAP(c, nb, mpi, pmpi, mpix, PARAMS, ARGS)                                                \
+/* For one form of collective @c (@nb: nonblocking; @ptr: its member of
+ * `real`): the MPI wrapper, then the interposer of the library's function.
+ * PARAMS: its parameter list, ARGS: the same names as arguments. */
+#define WRAP(c, nb, ptr, mpi, pmpi, mpix, PARAMS, ARGS)                                           \
     PUBLIC int mpi PARAMS                                                                         \
     {                                                                                             \
         if (!take(C_##c, nb))                                                                     \
             return pmpi ARGS;                                                                     \
-        INSIDE(REAL(c##_ptr(nb), mpix) ARGS);                                                     \
+        INSIDE(REAL(ptr, mpix) ARGS);                                                             \
     }                                                                                             \
     PUBLIC int mpix PARAMS                                                                        \
     {                                                                                             \
         pthread_once(&once, init);                                                                \
-        INSIDE(REAL(c##_ptr(nb), mpix) ARGS);                                                     \
+        if (real.ptr == NULL)                                                                     \
+            return MPI_ERR_INTERN; /* init said why */                                            \
+        INSIDE(REAL(ptr, mpix) ARGS);                                                             \
     }
-
-/* c##_ptr(nb): the pointer member of the blocking (0) or nonblocking (1) form */
-#define allreduce_ptr(nb)            allreduce_p##nb
-#define allreduce_p0                 allreduce
-#define allreduce_p1                 iallreduce
-#define reduce_scatter_block_ptr(nb) reduce_scatter_block_p##nb
-#define reduce_scatter_block_p0      reduce_scatter_block
-#define reduce_scatter_block_p1      ireduce_scatter_block
-#define reduce_scatter_ptr(nb)       reduce_scatter_p##nb
-#define reduce_scatter_p0            reduce_scatter
-#define reduce_scatter_p1            ireduce_scatter
-#define allgather_ptr(nb)            allgather_p##nb
-#define allgather_p0                 allgather
-#define allgather_p1                 iallgather
-#define allgatherv_ptr(nb)           allgatherv_p##nb
-#define allgatherv_p0                allgatherv
-#define allgatherv_p1                iallgatherv
-#define alltoall_ptr(nb)             alltoall_p##nb
-#define alltoall_p0                  alltoall
-#define alltoall_p1                  ialltoall
-#define alltoallv_ptr(nb)            alltoallv_p##nb
-#define alltoallv_p0                 alltoallv
-#define alltoallv_p1                 ialltoallv
-#define bcast_ptr(nb)                bcast_p##nb
-#define bcast_p0                     bcast
-#define bcast_p1                     ibcast
-#define reduce_ptr(nb)               reduce_p##nb
-#define reduce_p0                    reduce
-#define reduce_p1                    ireduce
 
 /* ---- the collectives: blocking, then nonblocking (MPICH 4.0.2's prototypes,
  * checked by the compiler against mpi.h and mpix_hier.h) ---- */
 
-WRAP(allreduce, 0, MPI_Allreduce, PMPI_Allreduce, MPIX_Hier_allreduce,
+WRAP(allreduce, 0, allreduce, MPI_Allreduce, PMPI_Allreduce, MPIX_Hier_allreduce,
      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
       MPI_Comm comm),
      (sendbuf, recvbuf, count, datatype, op, comm))
-WRAP(allreduce, 1, MPI_Iallreduce, PMPI_Iallreduce, MPIX_Hier_Iallreduce,
+WRAP(allreduce, 1, iallreduce, MPI_Iallreduce, PMPI_Iallreduce, MPIX_Hier_Iallreduce,
      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
       MPI_Comm comm, MPI_Request *request),
      (sendbuf, recvbuf, count, datatype, op, comm, request))
 
-WRAP(reduce_scatter_block, 0, MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block,
-     MPIX_Hier_reduce_scatter_block,
+WRAP(reduce_scatter_block, 0, reduce_scatter_block, MPI_Reduce_scatter_block,
+     PMPI_Reduce_scatter_block, MPIX_Hier_reduce_scatter_block,
      (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
       MPI_Comm comm),
      (sendbuf, recvbuf, recvcount, datatype, op, comm))
-WRAP(reduce_scatter_block, 1, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block,
-     MPIX_Hier_Ireduce_scatter_block,
+WRAP(reduce_scatter_block, 1, ireduce_scatter_block, MPI_Ireduce_scatter_block,
+     PMPI_Ireduce_scatter_block, MPIX_Hier_Ireduce_scatter_block,
      (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
       MPI_Comm comm, MPI_Request *request),
      (sendbuf, recvbuf, recvcount, datatype, op, comm, request))
 
-WRAP(reduce_scatter, 0, MPI_Reduce_scatter, PMPI_Reduce_scatter, MPIX_Hier_reduce_scatter,
+WRAP(reduce_scatter, 0, reduce_scatter, MPI_Reduce_scatter, PMPI_Reduce_scatter,
+     MPIX_Hier_reduce_scatter,
      (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
       MPI_Op op, MPI_Comm comm),
      (sendbuf, recvbuf, recvcounts, datatype, op, comm))
-WRAP(reduce_scatter, 1, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPIX_Hier_Ireduce_scatter,
+WRAP(reduce_scatter, 1, ireduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter,
+     MPIX_Hier_Ireduce_scatter,
      (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
       MPI_Op op, MPI_Comm comm, MPI_Request *request),
      (sendbuf, recvbuf, recvcounts, datatype, op, comm, request))
 
-WRAP(allgather, 0, MPI_Allgather, PMPI_Allgather, MPIX_Hier_allgather,
+WRAP(allgather, 0, allgather, MPI_Allgather, PMPI_Allgather, MPIX_Hier_allgather,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
       MPI_Datatype recvtype, MPI_Comm comm),
      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-WRAP(allgather, 1, MPI_Iallgather, PMPI_Iallgather, MPIX_Hier_Iallgather,
+WRAP(allgather, 1, iallgather, MPI_Iallgather, PMPI_Iallgather, MPIX_Hier_Iallgather,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
 
-WRAP(allgatherv, 0, MPI_Allgatherv, PMPI_Allgatherv, MPIX_Hier_allgatherv,
+WRAP(allgatherv, 0, allgatherv, MPI_Allgatherv, PMPI_Allgatherv, MPIX_Hier_allgatherv,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
       const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm),
      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))
-WRAP(allgatherv, 1, MPI_Iallgatherv, PMPI_Iallgatherv, MPIX_Hier_Iallgatherv,
+WRAP(allgatherv, 1, iallgatherv, MPI_Iallgatherv, PMPI_Iallgatherv, MPIX_Hier_Iallgatherv,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
       const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
       MPI_Request *request),
      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request))
 
-WRAP(alltoall, 0, MPI_Alltoall, PMPI_Alltoall, MPIX_Hier_alltoall,
+WRAP(alltoall, 0, alltoall, MPI_Alltoall, PMPI_Alltoall, MPIX_Hier_alltoall,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
       MPI_Datatype recvtype, MPI_Comm comm),
      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-WRAP(alltoall, 1, MPI_Ialltoall, PMPI_Ialltoall, MPIX_Hier_Ialltoall,
+WRAP(alltoall, 1, ialltoall, MPI_Ialltoall, PMPI_Ialltoall, MPIX_Hier_Ialltoall,
      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
 
-WRAP(alltoallv, 0, MPI_Alltoallv, PMPI_Alltoallv, MPIX_Hier_alltoallv,
+WRAP(alltoallv, 0, alltoallv, MPI_Alltoallv, PMPI_Alltoallv, MPIX_Hier_alltoallv,
      (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
       MPI_Comm comm),
      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
-WRAP(alltoallv, 1, MPI_Ialltoallv, PMPI_Ialltoallv, MPIX_Hier_Ialltoallv,
+WRAP(alltoallv, 1, ialltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, MPIX_Hier_Ialltoallv,
      (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
       MPI_Comm comm, MPI_Request *request),
      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
       request))
 
-WRAP(bcast, 0, MPI_Bcast, PMPI_Bcast, MPIX_Hier_bcast,
+WRAP(bcast, 0, bcast, MPI_Bcast, PMPI_Bcast, MPIX_Hier_bcast,
      (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
      (buffer, count, datatype, root, comm))
-WRAP(bcast, 1, MPI_Ibcast, PMPI_Ibcast, MPIX_Hier_Ibcast,
+WRAP(bcast, 1, ibcast, MPI_Ibcast, PMPI_Ibcast, MPIX_Hier_Ibcast,
      (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
       MPI_Request *request),
      (buffer, count, datatype, root, comm, request))
 
-WRAP(reduce, 0, MPI_Reduce, PMPI_Reduce, MPIX_Hier_reduce,
+WRAP(reduce, 0, reduce, MPI_Reduce, PMPI_Reduce, MPIX_Hier_reduce,
      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
       MPI_Comm comm),
      (sendbuf, recvbuf, count, datatype, op, root, comm))
-WRAP(reduce, 1, MPI_Ireduce, PMPI_Ireduce, MPIX_Hier_Ireduce,
+WRAP(reduce, 1, ireduce, MPI_Ireduce, PMPI_Ireduce, MPIX_Hier_Ireduce,
      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
       MPI_Comm comm, MPI_Request *request),
      (sendbuf, recvbuf, count, datatype, op, root, comm, request))
@@ -349,24 +326,32 @@ WRAP(reduce, 1, MPI_Ireduce, PMPI_Ireduce, MPIX_Hier_Ireduce,
 PUBLIC int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info)
 {
     pthread_once(&once, init);
+    if (real.comm_init == NULL)
+        return MPI_ERR_INTERN;
     INSIDE(REAL(comm_init, MPIX_Hier_comm_init)(comm, info));
 }
 
 PUBLIC int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels)
 {
     pthread_once(&once, init);
+    if (real.comm_get_num_levels == NULL)
+        return MPI_ERR_INTERN;
     INSIDE(REAL(comm_get_num_levels, MPIX_Hier_comm_get_num_levels)(comm, num_levels));
 }
 
 PUBLIC int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *level_comm, char *name)
 {
     pthread_once(&once, init);
+    if (real.comm_get_level == NULL)
+        return MPI_ERR_INTERN;
     INSIDE(REAL(comm_get_level, MPIX_Hier_comm_get_level)(comm, level, level_comm, name));
 }
 
 PUBLIC int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen)
 {
     pthread_once(&once, init);
+    if (real.comm_describe == NULL)
+        return MPI_ERR_INTERN;
     INSIDE(REAL(comm_describe, MPIX_Hier_comm_describe)(comm, buf, buflen, resultlen));
 }
 
