@@ -56,6 +56,33 @@ static void test_allreduce(void)
     for (int i = 0; i < N; i++)
         CHECK(out[i] == 100 * size * (size - 1) / 2 + size * i, "allreduce[%d] = %d", i, out[i]);
 
+    /* large: pipelined hierarchical schedules (run_pmpi_tests.sh makes the
+     * fragments small), blocking and nonblocking (progress by MPI_Test) */
+    enum { L = 200000 };
+    int *lin = malloc(sizeof(int) * L), *lout = malloc(sizeof(int) * L);
+    for (int i = 0; i < L; i++)
+        lin[i] = (rank + 1) * (i % 1000);
+    CALLED(ALLREDUCE, 0);
+    MPI_Allreduce(lin, lout, L, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < L; i++)
+        if (lout[i] != size * (size + 1) / 2 * (i % 1000)) {
+            CHECK(0, "large allreduce[%d] = %d", i, lout[i]);
+            break;
+        }
+    MPI_Request lrq;
+    int         lflag = 0;
+    CALLED(ALLREDUCE, 1);
+    MPI_Iallreduce(MPI_IN_PLACE, lin, L, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &lrq);
+    while (!lflag)
+        MPI_Test(&lrq, &lflag, MPI_STATUS_IGNORE);
+    for (int i = 0; i < L; i++)
+        if (lin[i] != lout[i]) {
+            CHECK(0, "large iallreduce in place[%d] = %d", i, lin[i]);
+            break;
+        }
+    free(lin);
+    free(lout);
+
     /* in place, MAX on doubles */
     double d[3] = {rank, -rank, 0.5 * rank};
     CALLED(ALLREDUCE, 0);

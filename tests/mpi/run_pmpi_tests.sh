@@ -103,6 +103,10 @@ if [ -x "$pc" ]; then
     check no-library "$ok4" MXH_PMPI_EXPECT=absent -- -n 4 "$pc"
     check 1node-4 "$ok4" MXH_PMPI_EXPECT=all -- "${P[@]}" -n 4 "$pc"
     check 2x2 "$ok4" MXH_PMPI_EXPECT=all -- "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
+    check 2x2-frag256k "$ok4" MXH_PMPI_EXPECT=all MPIX_HIER_FRAG_SIZE=256k -- \
+        "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
+    check interleaved-3x2 "$ok6" MXH_PMPI_EXPECT=all -- \
+        "${P[@]}" -n 6 /bin/bash "$srcdir_mpi/run_mpi_tests.sh" --interleave a,b,c "$pc"
     check 2x2-none "$ok4" MPIX_HIER_PMPI=none MXH_PMPI_EXPECT=none -- \
         "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
     check 2x2-allreduce,bcast "$ok4" MPIX_HIER_PMPI=allreduce,bcast \
