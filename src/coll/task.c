@@ -17,6 +17,7 @@
 #include "coll/task.h"
 #include "sim/sim.h"
 #include "util/log.h"
+#include "util/pmpi_hook.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -310,6 +311,8 @@ void mxh_task_progress_all(void)
     if (current != NULL || busy || queues == NULL)
         return; /* inside a task, or already progressing (an MPI call of ours re-entered) */
     busy = 1;
+    /* task bodies call MPI collectives: they go to MPI under the drop-in library */
+    mxh_pmpi_enter();
     for (mxh_task_queue_t *q = queues, *next; q; q = next) {
         next = q->next;
         if (q->head == NULL) {
@@ -320,6 +323,7 @@ void mxh_task_progress_all(void)
         while (queue_step(q) == 2)
             ;
     }
+    mxh_pmpi_leave();
     busy = 0;
 }
 

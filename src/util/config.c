@@ -321,6 +321,8 @@ mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
             continue; /* the SimGrid cost model's own (src/sim/sim.h) */
         if (!strcmp(name, "MPIX_HIER_LIBRARY"))
             continue; /* the Python package's: which libmpixhier it loads (python/mpix_hier) */
+        if (!strncmp(name, "MPIX_HIER_PMPI", 14))
+            continue; /* the drop-in library's own (mpix/pmpi.c), read there */
         if (find_var(name) == NULL) {
             if (warn_unknown)
                 mxh_warn("unknown environment variable %s ignored (the README lists the MPIX_HIER_* "
