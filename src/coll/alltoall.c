@@ -53,6 +53,7 @@ struct mxh_a2a {
                                work-buffer allocator: shared pages in the simulation) */
     mxh_grow_buf_t meta;    /* sizes and offsets of one call (plain malloc) */
     mxh_grow_buf_t reqs;    /* requests of one call and what each one means (malloc) */
+    mxh_grow_buf_t conv;    /* byte counts converted from element counts (malloc) */
 };
 
 /* Grow a metadata buffer (always real memory, unlike the work buffers). */
@@ -89,6 +90,7 @@ void mxh_alltoall_destroy(struct mxh_a2a *a)
     mxh_hier_grow_free(&a->data);
     free(a->meta.p);
     free(a->reqs.p);
+    free(a->conv.p);
     free(a->rank_at);
     free(a);
 }
@@ -520,4 +522,27 @@ mxh_status_t mxh_alltoall_hier(mxh_hier_t *h, const char *sbuf, char *rbuf, size
     if (sbuf == NULL && (st = copy_in_place(a, h->size, rbuf, c.cnt, c.dsp, &pre)) != MXH_OK)
         return st;
     return run(h, &c, sbuf, c.cnt, c.dsp, rbuf, c.cnt, c.dsp, sbuf == NULL, pre);
+}
+
+mxh_status_t mxh_alltoallv_hier_elems(mxh_hier_t *h, const void *sbuf, const int *scounts,
+                                      const int *sdispls, size_t stsize, void *rbuf,
+                                      const int *rcounts, const int *rdispls, size_t rtsize)
+{
+    size_t p = (size_t)h->size, *b;
+    mxh_status_t st;
+
+    if ((st = check_ready(h)) != MXH_OK)
+        return st;
+    b = meta_grow(&h->a2a->conv, 4 * p * sizeof(size_t));
+    if (b == NULL) {
+        mxh_error("hierarchical alltoall: out of memory (%zu counts)", 4 * p);
+        return MXH_ERR_NO_MEMORY;
+    }
+    for (size_t r = 0; r < p; r++) {
+        b[r]         = (size_t)rcounts[r] * rtsize;
+        b[p + r]     = (size_t)rdispls[r] * rtsize;
+        b[2 * p + r] = scounts ? (size_t)scounts[r] * stsize : 0;
+        b[3 * p + r] = scounts ? (size_t)sdispls[r] * stsize : 0;
+    }
+    return mxh_alltoallv_hier(h, sbuf, scounts ? b + 2 * p : NULL, b + 3 * p, rbuf, b, b + p);
 }

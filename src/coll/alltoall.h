@@ -69,6 +69,15 @@ mxh_status_t mxh_alltoallv_hier(mxh_hier_t *h, const char *sbuf, const size_t *s
                                 const size_t *sdispls, char *rbuf, const size_t *rcounts,
                                 const size_t *rdispls);
 
+/* mxh_alltoallv_hier with MPI's arguments: int counts and displacements of
+ * elements of @stsize / @rtsize bytes (contiguous types: extent == size), as
+ * the entry layer has them; converted to bytes in the algorithm's own arrays.
+ * Displacements are non-negative (checked by the entry layer). @scounts NULL:
+ * in place (@sbuf, @sdispls and @stsize ignored). */
+mxh_status_t mxh_alltoallv_hier_elems(mxh_hier_t *h, const void *sbuf, const int *scounts,
+                                      const int *sdispls, size_t stsize, void *rbuf,
+                                      const int *rcounts, const int *rdispls, size_t rtsize);
+
 /* Alltoall of @bytes per pair (block p at offset p * @bytes): no exchange of
  * counts. @sbuf NULL: in place. Same rules as mxh_alltoallv_hier. */
 mxh_status_t mxh_alltoall_hier(mxh_hier_t *h, const char *sbuf, char *rbuf, size_t bytes);
