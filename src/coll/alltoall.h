@@ -89,6 +89,9 @@ void mxh_alltoall_destroy(struct mxh_a2a *a);
 /* Tests: the largest message in bytes (default 1 GiB; smaller values make the
  * splitting of large messages testable on small data); 0 restores the default. */
 void mxh_alltoall_set_max_message(size_t bytes);
+/* Tests and tuning: destination nodes whose phase-1 blocks a rank sends at a
+ * time (default 2; <= 0 restores it; >= the number of nodes: all at once). */
+void mxh_alltoall_set_window(int nodes);
 
 #ifdef __cplusplus
 }

@@ -279,6 +279,14 @@ class AlltoallHier : public MxhMpiTest {
                 check_uniform(ck, comm, h, 3001, true);
             }
             mxh_alltoall_set_max_message(0);
+            // phase-1 sends one destination node at a time, and all at once
+            for (int w : {1, 1000}) {
+                mxh_alltoall_set_window(w);
+                check_v(ck, comm, h, 300 + w, 5000, false);
+                check_v(ck, comm, h, 400 + w, 5000, true);
+                check_uniform(ck, comm, h, 999, false);
+            }
+            mxh_alltoall_set_window(0);
         }
         ck.finish();
     }
