@@ -16,7 +16,15 @@
  * elements into bytes and stages device buffers. Messages are MPI_BYTE; one
  * larger than INT_MAX bytes travels in several pieces, so there is no size
  * limit. The body uses only nonblocking MPI and the task wait primitives: it
- * runs inside a task or on the caller's stack alike. */
+ * runs inside a task or on the caller's stack alike.
+ *
+ * Use from the collective layer: the path decision must be the same on every
+ * rank, so it may rest on the layout (mxh_alltoall_applicable), the types
+ * (contiguous, extent == size) and, for alltoall, the bytes per pair; never on
+ * one rank's alltoallv counts. Then mxh_alltoall_setup outside any task (the
+ * first time it completes the collectives queued on the communicator), and in
+ * the body mxh_alltoall_hier / mxh_alltoallv_hier(_elems) on host buffers or
+ * host mirrors (MPI_IN_PLACE: sbuf / scounts NULL). */
 #ifndef MXH_COLL_ALLTOALL_H
 #define MXH_COLL_ALLTOALL_H
 
