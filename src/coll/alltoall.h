@@ -16,7 +16,15 @@
  * elements into bytes and stages device buffers. Messages are MPI_BYTE; one
  * larger than INT_MAX bytes travels in several pieces, so there is no size
  * limit. The body uses only nonblocking MPI and the task wait primitives: it
- * runs inside a task or on the caller's stack alike. */
+ * runs inside a task or on the caller's stack alike.
+ *
+ * Use from the collective layer: the path decision must be the same on every
+ * rank, so it may rest on the layout (mxh_alltoall_applicable), the types
+ * (contiguous, extent == size) and, for alltoall, the bytes per pair; never on
+ * one rank's alltoallv counts. Then mxh_alltoall_setup outside any task (the
+ * first time it completes the collectives queued on the communicator), and in
+ * the body mxh_alltoall_hier / mxh_alltoallv_hier(_elems) on host buffers or
+ * host mirrors (MPI_IN_PLACE: sbuf / scounts NULL). */
 #ifndef MXH_COLL_ALLTOALL_H
 #define MXH_COLL_ALLTOALL_H
 
@@ -69,6 +77,15 @@ mxh_status_t mxh_alltoallv_hier(mxh_hier_t *h, const char *sbuf, const size_t *s
                                 const size_t *sdispls, char *rbuf, const size_t *rcounts,
                                 const size_t *rdispls);
 
+/* mxh_alltoallv_hier with MPI's arguments: int counts and displacements of
+ * elements of @stsize / @rtsize bytes (contiguous types: extent == size), as
+ * the entry layer has them; converted to bytes in the algorithm's own arrays.
+ * Displacements are non-negative (checked by the entry layer). @scounts NULL:
+ * in place (@sbuf, @sdispls and @stsize ignored). */
+mxh_status_t mxh_alltoallv_hier_elems(mxh_hier_t *h, const void *sbuf, const int *scounts,
+                                      const int *sdispls, size_t stsize, void *rbuf,
+                                      const int *rcounts, const int *rdispls, size_t rtsize);
+
 /* Alltoall of @bytes per pair (block p at offset p * @bytes): no exchange of
  * counts. @sbuf NULL: in place. Same rules as mxh_alltoallv_hier. */
 mxh_status_t mxh_alltoall_hier(mxh_hier_t *h, const char *sbuf, char *rbuf, size_t bytes);
@@ -80,6 +97,9 @@ void mxh_alltoall_destroy(struct mxh_a2a *a);
 /* Tests: the largest message in bytes (default 1 GiB; smaller values make the
  * splitting of large messages testable on small data); 0 restores the default. */
 void mxh_alltoall_set_max_message(size_t bytes);
+/* Tests and tuning: destination nodes whose phase-1 blocks a rank sends at a
+ * time (default 2; <= 0 restores it; >= the number of nodes: all at once). */
+void mxh_alltoall_set_window(int nodes);
 
 #ifdef __cplusplus
 }

@@ -211,6 +211,44 @@ class AlltoallHier : public MxhMpiTest {
         ck.same_bytes(got.data(), want.data(), total + 1, what);
     }
 
+    // The element form (int counts of 4-byte elements) against MPI_Alltoallv
+    // with MPI_INT: the case's byte counts become element counts.
+    void check_elems(mxh_test::Checker &ck, MPI_Comm comm, mxh_hier_t *h, uint64_t seed,
+                     bool in_place)
+    {
+        int size, me;
+        MPI_Comm_size(comm, &size);
+        MPI_Comm_rank(comm, &me);
+        Case c = make_case(size, me, seed, 3000, in_place);
+        std::vector<int> sc(size), sd(size), rc(size), rd(size);
+        for (int p = 0; p < size; p++) {
+            sc[p] = (int)c.sc[p];
+            sd[p] = (int)c.sd[p];
+            rc[p] = (int)c.rc[p];
+            rd[p] = (int)c.rd[p];
+        }
+        std::vector<char> sbuf(c.sbytes * 4), got(c.rbytes * 4), want(c.rbytes * 4);
+        std::string what = fmt("alltoallv of MPI_INT seed %llu%s", (unsigned long long)seed,
+                               in_place ? " in place" : "");
+        fill(sbuf, me, seed);
+        fill(got, me, seed + 1);
+        want = got;
+        MPI_Alltoallv(sbuf.data(), sc.data(), sd.data(), MPI_INT, want.data(), rc.data(),
+                      rd.data(), MPI_INT, comm);
+        mxh_status_t st;
+        if (in_place) {
+            for (int p = 0; p < size; p++)
+                std::memcpy(got.data() + 4 * c.rd[p], sbuf.data() + 4 * c.sd[p], 4 * c.rc[p]);
+            st = mxh_alltoallv_hier_elems(h, nullptr, nullptr, nullptr, 0, got.data(), rc.data(),
+                                          rd.data(), 4);
+        } else {
+            st = mxh_alltoallv_hier_elems(h, sbuf.data(), sc.data(), sd.data(), 4, got.data(),
+                                          rc.data(), rd.data(), 4);
+        }
+        ck.expect(st == MXH_OK, what + ": status " + mxh_status_string(st));
+        ck.same_bytes(got.data(), want.data(), got.size(), what);
+    }
+
     void run_all(MPI_Comm comm, const std::string &label)
     {
         mxh_test::Checker ck(comm, label);
@@ -223,6 +261,10 @@ class AlltoallHier : public MxhMpiTest {
                     check_v(ck, comm, h, seed, maxb, false);
                     check_v(ck, comm, h, seed, maxb, true);
                 }
+            for (uint64_t sd = 50; sd < 53; sd++) {
+                check_elems(ck, comm, h, sd, false);
+                check_elems(ck, comm, h, sd, true);
+            }
             const size_t bs[] = {0, 1, 7, 4096, 65537};
             for (size_t b : bs) {
                 check_uniform(ck, comm, h, b, false);
@@ -237,6 +279,14 @@ class AlltoallHier : public MxhMpiTest {
                 check_uniform(ck, comm, h, 3001, true);
             }
             mxh_alltoall_set_max_message(0);
+            // phase-1 sends one destination node at a time, and all at once
+            for (int w : {1, 1000}) {
+                mxh_alltoall_set_window(w);
+                check_v(ck, comm, h, 300 + w, 5000, false);
+                check_v(ck, comm, h, 400 + w, 5000, true);
+                check_uniform(ck, comm, h, 999, false);
+            }
+            mxh_alltoall_set_window(0);
         }
         ck.finish();
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/alltoall.h" /* has its own extern "C" (and includes mpi.h) */
 extern "C" {
 #include "coll/plan.h"
 #include "coll/sched.h"
@@ -1396,4 +1397,63 @@ TEST(Select, DescribeNamesSizeRanges)
     // allgather: the limit is on the whole vector, 2 MiB / 2 ranks per block
     mxh_select_describe(&cfg, &one_node, MXH_COLL_ALLGATHER, buf, sizeof(buf));
     EXPECT_STREQ("[0 B, 1 MiB) shm; [1 MiB, inf) mpi", buf);
+}
+
+// ---- the hierarchical alltoall's view of a layout ------------------------------
+
+// Applies to >= 2 nodes of the same size >= 2, in any rank order.
+TEST(AlltoallLayout, Applicable)
+{
+    struct {
+        std::vector<int> nodes;
+        int order;
+        bool want;
+    } cases[] = {
+        {{2, 2}, 0, true},        {{3, 3}, 1, true},        {{2, 2, 2, 2}, 2, true},
+        {{8, 8, 8, 8}, 2, true},  {{2, 2, 2}, 1, true},     {{3, 1}, 0, false},
+        {{1, 3}, 0, false},       {{1, 2, 3}, 0, false},    {{2, 3}, 0, false},
+        {{3, 3, 2}, 2, false},    {{4}, 0, false},          {{1, 1, 1}, 0, false},
+        {{1}, 0, false},
+    };
+    for (auto &c : cases) {
+        Layout lay = make_layout(c.nodes, 0, c.order);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), kAllLevels, &L.p));
+        std::string name;
+        for (int v : c.nodes)
+            name += std::to_string(v) + " ";
+        EXPECT_EQ(c.want, mxh_alltoall_applicable(L.p) != 0) << "nodes " << name << "order " << c.order;
+        if (!c.want)
+            continue;
+        // slots: a permutation of 0..g-1 on every node (rails = local index here)
+        int n = L.p->nranks, g = n / L.p->nnodes;
+        std::vector<int> slot(n, -1);
+        ASSERT_EQ(MXH_OK, mxh_alltoall_slots(L.p, slot.data()));
+        std::map<std::pair<int, int>, int> seen;
+        for (int r = 0; r < n; r++) {
+            EXPECT_EQ(L.p->local_index[r], slot[r]) << "rank " << r;
+            EXPECT_TRUE(slot[r] >= 0 && slot[r] < g);
+            int k = seen[std::make_pair(L.p->node_of[r], slot[r])]++;
+            EXPECT_EQ(0, k) << "rank " << r;
+        }
+    }
+}
+
+// Slots follow the rails: the same slot is the same rail on every node.
+TEST(AlltoallLayout, SlotsFollowRails)
+{
+    Layout lay;
+    lay.add("a", "", 1);
+    lay.add("a", "", 0);
+    lay.add("b", "", 0);
+    lay.add("b", "", 1);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    ASSERT_TRUE(mxh_alltoall_applicable(L.p));
+    std::vector<int> slot(4, -1);
+    ASSERT_EQ(MXH_OK, mxh_alltoall_slots(L.p, slot.data()));
+    for (int r = 0; r < 4; r++)
+        EXPECT_EQ(L.p->rail[r], slot[r]) << "rank " << r;
+    EXPECT_EQ(1, slot[0]);
+    EXPECT_EQ(0, slot[1]);
 }
