@@ -249,6 +249,23 @@ int a2av_count(int i, int j, int s, bool symmetric)
     return v == 0 ? 0 : v * s + (i + j) % 2;
 }
 
+// MPI's definition of allgatherv on a communicator of one rank: a
+// send-receive to self into recvbuf + displs[0] extents. (MPICH 4.0.2's
+// MPI_Allgatherv there ignores displs[0] and writes the block at the start of
+// recvbuf; see AllgathervOneRankKeepsDispls.)
+int ref_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int *rc,
+                   const int *displs, MPI_Datatype rt, MPI_Comm comm)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (size != 1)
+        return MPI_Allgatherv(sb, sc, st, rb, rc, displs, rt, comm);
+    MPI_Aint lb, ext;
+    MPI_Type_get_extent(rt, &lb, &ext);
+    return MPI_Sendrecv(sb, sc, st, 0, 4711, (char *)rb + (MPI_Aint)displs[0] * ext, rc[0], rt, 0,
+                        4711, comm, MPI_STATUS_IGNORE);
+}
+
 // ---------------------------------------------------------------- the cases
 
 enum VColl { kAgv, kRs, kA2a, kA2av, kNVColl };
@@ -706,6 +723,39 @@ TEST_P(VColls, MixedSequence)
     ck.finish();
 }
 
+// MPI's semantics where MPICH 4.0.2 deviates: on a communicator of one rank,
+// allgatherv must put the block at displs[0] and leave the rest of recvbuf
+// alone (MPICH writes it at offset 0). Run on its own by run_mpi_tests.sh (tag
+// contract): the plain path forwards to MPICH and inherits the deviation.
+TEST_P(VColls, AllgathervOneRankKeepsDispls)
+{
+    Checker ck(comm(), GetParam());
+    for (Layout l : {Layout::gaps, Layout::reversed})
+        for (int count : {1, 7, 1009})
+            for (int inplace = 0; inplace < 2; inplace++) {
+                std::vector<int> c((size_t)ck.size, count), displs;
+                size_t ne = make_displs(l, c, displs);
+                std::vector<int> init(ne), got, want;
+                for (size_t i = 0; i < ne; i++)
+                    init[i] = (int)(i * 31 + 5) + 1000 * ck.rank;
+                std::vector<int> mine(init.begin() + displs[(size_t)ck.rank],
+                                      init.begin() + displs[(size_t)ck.rank] + count);
+                got = want = init;
+                std::string label = fmt("MPIX_Hier_allgatherv count=%d %s%s (MPI's definition)",
+                                        count, layout_name(l), inplace ? " in-place" : "");
+                trace(label);
+                ck.rc(ref_allgatherv(mine.data(), count, MPI_INT, want.data(), c.data(),
+                                     displs.data(), MPI_INT, ck.comm),
+                      "reference " + label);
+                ck.rc(MPIX_Hier_allgatherv(inplace ? MPI_IN_PLACE : (const void *)mine.data(), count,
+                                           MPI_INT, got.data(), c.data(), displs.data(), MPI_INT,
+                                           ck.comm),
+                      label);
+                ck.same_bytes(got.data(), want.data(), ne * 4, label);
+            }
+    ck.finish();
+}
+
 std::string comm_name(const ::testing::TestParamInfo<const char *> &info) { return info.param; }
 INSTANTIATE_TEST_SUITE_P(Comms, VColls, ::testing::ValuesIn(kCommKinds), comm_name);
 
@@ -1040,6 +1090,10 @@ TEST_F(Inter, AllCollectivesGiveMpisResult)
                 displs[(size_t)q] = q * count;
             for (int nb = 0; nb < 2; nb++)
                 for (int coll = 0; coll < 9; coll++) {
+                    // MPICH 4.0.2 fails its own reduce_scatter(_block) on an
+                    // intercommunicator of unequal groups (odd world sizes)
+                    if ((coll == 1 || coll == 6) && wsize % 2)
+                        continue;
                     std::vector<int> ref(N, -3), got(N, -3);
                     // the I-form: post, then MPI_Wait
                     auto lib = [&](int *out, MPI_Request *rq) -> int {
