@@ -654,6 +654,10 @@ typedef struct v_io {
     const size_t *bdisp;
     int         me;
     size_t      ts;
+    /* even blocks (v_even): the schedule's block d is [V[d], V[d+1]) of the
+     * whole vector, whose real blocks are [P[j], P[j+1]); NULL: d is real */
+    const size_t *V, *P;
+    int         n;
 } v_io_t;
 
 static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
@@ -663,16 +667,122 @@ static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
         memmove(io->work + woff * io->ts, io->in + boff * io->ts, len * io->ts);
 }
 
+/* The real block holding element @g of the whole vector (binary search in P). */
+static int v_real_block(const v_io_t *io, size_t g)
+{
+    int lo = 0, hi = io->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (io->P[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    while (lo < io->n - 1 && io->P[lo + 1] <= g) /* empty blocks */
+        lo++;
+    return lo;
+}
+
 static void v_all_out(void *arg, int d, size_t boff, size_t woff, size_t len)
 {
     v_io_t *io = arg;
-    memcpy(io->out + io->bdisp[d] + boff * io->ts, io->work + woff * io->ts, len * io->ts);
+    if (io->V == NULL) {
+        memcpy(io->out + io->bdisp[d] + boff * io->ts, io->work + woff * io->ts, len * io->ts);
+        return;
+    }
+    for (size_t g = io->V[d] + boff, end = g + len; g < end;) {
+        int j     = v_real_block(io, g);
+        size_t nj = (io->P[j + 1] < end ? io->P[j + 1] : end) - g;
+        memcpy(io->out + io->bdisp[j] + (g - io->P[j]) * io->ts,
+               io->work + (woff + (g - io->V[d] - boff)) * io->ts, nj * io->ts);
+        g += nj;
+    }
 }
 
 static void v_all_in(void *arg, int d, size_t boff, size_t woff, size_t len)
 {
     v_io_t *io = arg;
-    memcpy(io->work + woff * io->ts, io->in + io->bdisp[d] + boff * io->ts, len * io->ts);
+    size_t at = io->V != NULL ? io->V[d] * io->ts : io->bdisp[d]; /* input in rank order */
+    memcpy(io->work + woff * io->ts, io->in + at + boff * io->ts, len * io->ts);
+}
+
+/* Uneven blocks load the links of a ring or a rail step unevenly (each step as
+ * slow as its largest block: 1.5 x for blocks of 0.5, 1, 1.5 x the mean). The
+ * schedules then run on even blocks of the whole vector instead (V[r] = T r /
+ * p): the data moves between the real and the even layout point to point
+ * first (allgatherv) or last (reduce_scatter), mostly between neighbouring
+ * ranks (block r of both layouts overlap), T / p per rank at most. Agreed:
+ * the counts are. */
+static int v_even(const size_t *cnt, size_t total, int n)
+{
+    size_t most = 0;
+    for (int j = 0; j < n; j++)
+        most = cnt[j] > most ? cnt[j] : most;
+    return most > (total + (size_t)n - 1) / (size_t)n;
+}
+
+#define MXH_V_EVEN_TAG 1515
+
+/* Even layout of @total elements over @n ranks: V (n + 1 offsets) and the
+ * counts (n), in one allocation (V first). */
+static size_t *v_even_layout(size_t total, int n, size_t **counts)
+{
+    size_t *V = malloc((2 * (size_t)n + 1) * sizeof(size_t));
+    if (V == NULL)
+        return NULL;
+    for (int r = 0; r <= n; r++)
+        V[r] = total / (size_t)n * (size_t)r + (total % (size_t)n) * (size_t)r / (size_t)n;
+    *counts = V + n + 1;
+    for (int r = 0; r < n; r++)
+        (*counts)[r] = V[r + 1] - V[r];
+    return V;
+}
+
+/* Between the real layout (rank r holds [P[r], P[r+1]) at @real) and the even
+ * one (at @even, [V[r], V[r+1])), in @vdt elements of @ts bytes: to_even moves
+ * real -> even, else even -> real. Point to point on the hierarchy's
+ * communicator (its collectives run one at a time), with the task waits. */
+static mxh_status_t v_rebalance(mxh_coll_args_t *a, const size_t *P, const size_t *V,
+                                const char *real, char *even, size_t ts, int to_even)
+{
+    int n = a->size, me = a->rank, nreq = 0, rc = MPI_SUCCESS;
+    MPI_Comm comm = a->hier->comm;
+    MPI_Request *reqs = malloc(2 * (size_t)n * sizeof(MPI_Request));
+    const size_t *Ms = to_even ? P : V, *Mr = to_even ? V : P; /* my send/recv layouts */
+    const char *src  = to_even ? real : even;
+    char *dst        = to_even ? even : (char *)real;
+
+    if (reqs == NULL)
+        return no_memory(2 * (size_t)n * sizeof(MPI_Request));
+    for (int q = 0; q < n && rc == MPI_SUCCESS; q++) {
+        /* I receive the part of my range (layout Mr) that q holds in layout Ms */
+        size_t lo = Mr[me] > Ms[q] ? Mr[me] : Ms[q], hi = Mr[me + 1] < Ms[q + 1] ? Mr[me + 1] : Ms[q + 1];
+        if (lo < hi && q != me)
+            rc = MPI_Irecv(dst + (lo - Mr[me]) * ts, (int)(hi - lo), a->vdt, q, MXH_V_EVEN_TAG,
+                           comm, &reqs[nreq++]);
+    }
+    for (int q = 0; q < n && rc == MPI_SUCCESS; q++) {
+        size_t lo = Ms[me] > Mr[q] ? Ms[me] : Mr[q], hi = Ms[me + 1] < Mr[q + 1] ? Ms[me + 1] : Mr[q + 1];
+        if (lo >= hi)
+            continue;
+        if (q == me)
+            memmove(dst + (lo - Mr[me]) * ts, src + (lo - Ms[me]) * ts, (hi - lo) * ts);
+        else
+            rc = MPI_Isend(src + (lo - Ms[me]) * ts, (int)(hi - lo), a->vdt, q, MXH_V_EVEN_TAG,
+                           comm, &reqs[nreq++]);
+    }
+    if (nreq > 0) {
+        int wrc = mxh_task_wait_all(nreq, reqs, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = wrc;
+    }
+    free(reqs);
+    if (rc != MPI_SUCCESS) {
+        a->mpi_rc = rc;
+        mxh_error("%s: moving blocks to even blocks failed", a->func);
+        return MXH_ERR_MPI;
+    }
+    return MXH_OK;
 }
 
 static void v_mine_out(void *arg, int d, size_t boff, size_t woff, size_t len)
@@ -752,34 +862,51 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
     {
         const mxh_sched_t *sched;
         int direct, *at = NULL;
-        char *dense = NULL;
-        if ((st = get_vsched(a, cnt, &sched)) != MXH_OK)
+        char *dense = NULL, *evenbuf = NULL;
+        size_t *V = NULL, *ecnt = NULL;
+        if (v_even(cnt, pref[n], n)) {
+            if ((V = v_even_layout(pref[n], n, &ecnt)) == NULL ||
+                (evenbuf = malloc(ecnt[me] + 1)) == NULL) {
+                free(V);
+                st = no_memory(pref[n]);
+                goto out;
+            }
+            /* my even block first: the peers wait for it */
+            if ((st = v_rebalance(a, pref, V, mine, evenbuf, 1, 1)) != MXH_OK) {
+                free(V);
+                free(evenbuf);
+                goto out;
+            }
+        }
+        if ((st = get_vsched(a, V ? ecnt : cnt, &sched)) != MXH_OK) {
+            free(V);
+            free(evenbuf);
             goto out;
+        }
         /* recvbuf itself is the work buffer when its blocks lie back to back in
          * block_pos order (one fragment) */
-        direct = rdense && sched->nfrag == 1;
+        direct = rdense && sched->nfrag == 1 && V == NULL;
         for (int j = 0; j < n && direct; j++)
             direct = sched->plan->block_pos[j] == j &&
                      (size_t)a->rdispls[j] * (size_t)ext == pref[j];
         work = direct ? r : mxh_hier_scratch(h, pref[n]);
         if (!rdense)
             dense = malloc(pref[n] + 1);
-        if (work == NULL || (at = v_order(sched)) == NULL || (!rdense && dense == NULL)) {
-            free(at);
-            free(dense);
-            st = no_memory(pref[n]);
-            goto out;
-        }
         size_t *bdisp = malloc((size_t)n * sizeof(size_t));
-        if (bdisp == NULL) {
+        if (work == NULL || (at = v_order(sched)) == NULL || (!rdense && dense == NULL) ||
+            bdisp == NULL) {
             free(at);
             free(dense);
-            st = no_memory((size_t)n * sizeof(size_t));
+            free(bdisp);
+            free(V);
+            free(evenbuf);
+            st = no_memory(pref[n]);
             goto out;
         }
         for (int j = 0; j < n; j++)
             bdisp[j] = rdense ? (size_t)((MPI_Aint)a->rdispls[j] * ext) : pref[j];
-        v_io_t io = {work, mine, rdense ? (char *)r : dense, bdisp, me, 1};
+        v_io_t io = {work, V ? evenbuf : mine, rdense ? (char *)r : dense, bdisp, me, 1,
+                     V, pref, n};
         v_pieces(sched, at, v_mine_in, &io);
         st = run_vsched(a, sched, work);
         if (st == MXH_OK && !direct) {
@@ -793,6 +920,8 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
         free(bdisp);
         free(dense);
         free(at);
+        free(V);
+        free(evenbuf);
     }
 out:
     free(mine_buf);
@@ -849,32 +978,38 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
     } else {
         const mxh_sched_t *sched;
         mxh_status_t run;
-        char *work;
+        char *work, *evenbuf = NULL;
         int *at = NULL;
-        if ((run = get_vsched(a, cnt, &sched)) != MXH_OK) {
+        size_t *V = NULL, *ecnt = NULL;
+        if (v_even(cnt, total, n) &&
+            ((V = v_even_layout(total, n, &ecnt)) == NULL ||
+             (evenbuf = malloc(ecnt[me] * ts + 1)) == NULL)) {
+            free(V);
+            st = no_memory(total * ts);
+            goto out;
+        }
+        if ((run = get_vsched(a, V ? ecnt : cnt, &sched)) != MXH_OK) {
+            free(V);
+            free(evenbuf);
             st = run;
             goto out;
         }
         work = mxh_hier_scratch(h, total * ts);
         out  = dense ? r : malloc(cnt[me] * ts + 1);
-        if (work == NULL || out == NULL || (at = v_order(sched)) == NULL) {
-            if (out != r)
-                free(out);
-            free(at);
-            st = no_memory(total * ts);
-            goto out;
-        }
         size_t *bdisp = malloc((size_t)n * sizeof(size_t));
-        if (bdisp == NULL) {
+        if (work == NULL || out == NULL || (at = v_order(sched)) == NULL || bdisp == NULL) {
             if (out != r)
                 free(out);
             free(at);
-            st = no_memory((size_t)n * sizeof(size_t));
+            free(bdisp);
+            free(V);
+            free(evenbuf);
+            st = no_memory(total * ts);
             goto out;
         }
         for (int j = 0; j < n; j++)
             bdisp[j] = pref[j] * ts;
-        v_io_t io = {work, in, out, bdisp, me, ts};
+        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n};
         v_pieces(sched, at, v_all_in, &io);
         mxh_copy_charge(total * ts);
         run = run_vsched(a, sched, work);
@@ -882,8 +1017,17 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
             st = run;
         if (st == MXH_OK)
             v_pieces(sched, at, v_mine_out, &io);
+        /* my even block to the ranks whose real blocks it holds (every rank
+         * takes part, whatever happened here: the peers wait for it) */
+        if (V != NULL) {
+            run = v_rebalance(a, pref, V, out, evenbuf, ts, 0);
+            if (st == MXH_OK)
+                st = run;
+        }
         free(bdisp);
         free(at);
+        free(V);
+        free(evenbuf);
         if (!dense) {
             if (st == MXH_OK &&
                 unpack_dense(out, cnt[me] * ts, r, (size_t)a->rcounts[me], a->dt) != MPI_SUCCESS)
