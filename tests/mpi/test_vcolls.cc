@@ -1309,6 +1309,10 @@ uint16_t half_of_int(int v)
 
 TEST_P(VColls, CFloat16SameBitsAsHierFloat16)
 {
+#if MXH_TEST_PLAIN
+    GTEST_SKIP() << "plain stand-in: no MPIX_HIER_FLOAT16, and MPICH 4.0.2 aborts when it "
+                    "reduces MPIX_C_FLOAT16";
+#else
     Checker ck(get_comm(GetParam()), GetParam());
     MPI_Datatype c16 = MPIX_C_FLOAT16, h16 = MPIX_HIER_FLOAT16;
     int p = ck.size, root = p - 1;
@@ -1418,6 +1422,7 @@ TEST_P(VColls, CFloat16SameBitsAsHierFloat16)
                 }
             }
     ck.finish();
+#endif
 }
 
 // ---- the plain path on the new collectives: MINLOC, non-commutative user
