@@ -14,9 +14,14 @@
  * with --check): per implementation, WARMUP calls, one barrier, then ITERS calls
  * back to back; time = elapsed/ITERS per rank, maximum over ranks.
  * algbw = size / time, busbw = algbw * factor with factor 2(p-1)/p (allreduce),
- * (p-1)/p (reduce_scatter, allgather), 1 (bcast, reduce); GB = 1e9 B.
- * size is the total buffer: count*typesize, where for reduce_scatter (block) and
- * allgather count = per-rank count * nranks (as in nccl-tests).
+ * (p-1)/p (reduce_scatter_block, allgather and the v-forms and all-to-all), 1
+ * (bcast, reduce); GB = 1e9 B. For allreduce, bcast, reduce, allgather and
+ * reduce_scatter_block, size is the total buffer: count*typesize, where for
+ * reduce_scatter_block and allgather count = per-rank count * nranks (as in
+ * nccl-tests). For allgatherv, reduce_scatter (MPI_Reduce_scatter with recvcounts),
+ * alltoall and alltoallv, size is the bytes each rank sends (the mean: counts are
+ * uneven in a fixed pattern, see --help); allgatherv's algbw divides all ranks'
+ * blocks by the time.
  * -N (--nonblocking): MPIX_Hier_I* and MPI_I* in OSU's osu_iallreduce style: per
  * size and implementation, t_pure = post + MPI_Wait (median of the max over
  * ranks); then post, a busy loop of t_pure wall time outside MPI_Test (which it
@@ -70,11 +75,13 @@ extern char **environ;
     } while (0)
 
 enum { IMPL_HIER = 0, IMPL_MPI = 1, NIMPL = 2 };
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BCAST, C_REDUCE, NCOLL };
+enum { C_ALLREDUCE, C_RSB, C_ALLGATHER, C_BCAST, C_REDUCE,
+       C_ALLGATHERV, C_REDUCE_SCATTER, C_ALLTOALL, C_ALLTOALLV, NCOLL };
 enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN };
 
-static const char *const coll_names[NCOLL] = {"allreduce", "reduce_scatter", "allgather",
-                                              "bcast", "reduce"};
+static const char *const coll_names[NCOLL] = {"allreduce", "reduce_scatter_block", "allgather",
+                                              "bcast", "reduce", "allgatherv", "reduce_scatter",
+                                              "alltoall", "alltoallv"};
 static const char *const impl_names[NIMPL] = {"hier", "mpi"};
 
 /* How elements are written and compared. */
@@ -170,8 +177,19 @@ static void usage(FILE *f)
             "  -b, --minbytes N     smallest size (default 8; k/m/g suffixes)\n"
             "  -e, --maxbytes N     largest size (default 128M)\n"
             "  -f, --stepfactor F   size multiplication factor (default 2)\n"
-            "  -c, --collective C   allreduce|reduce_scatter|allgather|bcast|reduce|all, or a list: a,b\n"
-            "                       (default allreduce)\n"
+            "  -c, --collective C   allreduce|reduce_scatter_block|allgather|bcast|reduce|\n"
+            "                       allgatherv|reduce_scatter|alltoall|alltoallv|all, or a list:\n"
+            "                       a,b (default allreduce). The sizes of allreduce, bcast,\n"
+            "                       reduce, allgather and reduce_scatter_block are the whole\n"
+            "                       vector (nccl-tests); those of allgatherv, reduce_scatter\n"
+            "                       (MPI_Reduce_scatter, recvcounts per rank), alltoall and\n"
+            "                       alltoallv are the bytes each rank sends (mean for the\n"
+            "                       v-forms), with uneven counts in a fixed pattern: m = size\n"
+            "                       / typesize (allgatherv) or size / typesize / p (the\n"
+            "                       others); allgatherv: rank r sends m (r %% 3 + 1) / 2;\n"
+            "                       reduce_scatter: recvcounts[r] = m (r %% 3 + 1) / 2;\n"
+            "                       alltoall: m to every rank; alltoallv: rank i sends\n"
+            "                       m ((i + 2 j) %% 3 + 1) / 2 to rank j (integer division)\n"
             "  -d, --datatype T     float|double|long_double|fp16 (half)|bf16|int|unsigned|\n"
             "                       long|unsigned_long|long_long|unsigned_long_long|short|\n"
             "                       unsigned_short|signed_char|unsigned_char|int8|uint8|int16|\n"
@@ -277,8 +295,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                     for (int i = 0; i < NCOLL; i++)
                         if (!strcmp(t, coll_names[i]))
                             k = i;
-                    if (!strcmp(t, "reduce_scatter_block"))
-                        k = C_REDUCE_SCATTER;
                     if (k < 0) BAD("unknown collective '%s'", t);
                     if (o->ncolls == NCOLL) BAD("too many collectives in '%s'", optarg);
                     o->colls[o->ncolls++] = k;
@@ -476,8 +492,12 @@ static double bus_factor(int coll)
     double p = world_size;
     switch (coll) {
     case C_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case C_RSB:
+    case C_ALLGATHER:
+    case C_ALLGATHERV:
     case C_REDUCE_SCATTER:
-    case C_ALLGATHER: return (p - 1) / p;
+    case C_ALLTOALL:
+    case C_ALLTOALLV: return (p - 1) / p;
     default: return 1.0;
     }
 }
@@ -560,6 +580,98 @@ static void to_host(void *host, const void *dev, size_t n)
 }
 #endif
 
+/* ---- v-collectives and all-to-all: counts of one size ------------------- */
+
+/* This rank's count and displacement arrays of the current size (allgatherv:
+ * recvcounts/displs; reduce_scatter: recvcounts; alltoallv: all four; packed
+ * displacements), and its elements sent (v_in) and received (v_out). */
+static int *v_sc, *v_sd, *v_rc, *v_rd;
+static size_t v_in, v_out, v_total; /* v_total: allgatherv: all blocks */
+static size_t v_m;                   /* the mean count m of the size */
+
+static int is_vcoll(int coll)
+{
+    return coll == C_ALLGATHERV || coll == C_REDUCE_SCATTER || coll == C_ALLTOALL ||
+           coll == C_ALLTOALLV;
+}
+
+static int is_reduction(int coll)
+{
+    return coll == C_ALLREDUCE || coll == C_RSB || coll == C_REDUCE || coll == C_REDUCE_SCATTER;
+}
+
+/* allgatherv / reduce_scatter: rank r's block; alltoallv: what i sends to j */
+static size_t v_block(size_t m, int r) { return m * (size_t)(r % 3 + 1) / 2; }
+static size_t v_pair(size_t m, int i, int j) { return m * (size_t)((i + 2 * j) % 3 + 1) / 2; }
+
+/* Fills the arrays for @size bytes of @ts-byte elements; returns the mean
+ * element count the size stands for (0: nothing to measure). */
+static size_t v_setup(int coll, size_t size, int ts)
+{
+    const int p = world_size, me = world_rank;
+    size_t m = coll == C_ALLGATHERV ? size / (size_t)ts : size / (size_t)ts / (size_t)p;
+    size_t off = 0;
+    v_m = m;
+    v_in = v_out = v_total = 0;
+    for (int j = 0; j < p; j++) {
+        size_t c;
+        switch (coll) {
+        case C_ALLGATHERV:
+        case C_REDUCE_SCATTER:
+            c = v_block(m, j);
+            v_rc[j] = (int)c;
+            v_rd[j] = (int)off;
+            off += c;
+            break;
+        case C_ALLTOALL:
+            v_sc[j] = v_rc[j] = (int)m;
+            break;
+        default:
+            v_sc[j] = (int)v_pair(m, me, j);
+            v_rc[j] = (int)v_pair(m, j, me);
+            v_sd[j] = (int)v_in;
+            v_rd[j] = (int)v_out;
+            v_in += (size_t)v_sc[j];
+            v_out += (size_t)v_rc[j];
+            break;
+        }
+    }
+    switch (coll) {
+    case C_ALLGATHERV:
+        v_in = (size_t)v_rc[me];
+        v_out = v_total = off;
+        return m;
+    case C_REDUCE_SCATTER:
+        v_in = off;
+        v_out = (size_t)v_rc[me];
+        return m * (size_t)p;
+    case C_ALLTOALL:
+        v_in = v_out = m * (size_t)p;
+        return m * (size_t)p;
+    default:
+        return m * (size_t)p;
+    }
+}
+
+/* Elements of the send and receive buffers of one call. */
+static void io_elems(int coll, size_t count, size_t per_rank, size_t *in, size_t *out)
+{
+    if (is_vcoll(coll)) {
+        *in = v_in;
+        *out = v_out;
+        return;
+    }
+    *in = coll == C_ALLGATHER ? per_rank : coll == C_BCAST ? 0 : count;
+    *out = coll == C_RSB ? per_rank : count;
+}
+
+/* The bytes algbw divides by the time: the size, except for allgatherv (every
+ * rank's blocks, as allgather's size is the whole gathered vector). */
+static size_t alg_bytes(const struct result *r, int ts)
+{
+    return r->coll == C_ALLGATHERV ? v_total * (size_t)ts : r->bytes;
+}
+
 /* One call of collective @coll by implementation @impl. */
 static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
                     size_t count, size_t per_rank)
@@ -578,27 +690,45 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
     if (impl == IMPL_HIER) {
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_allreduce(sbuf, rbuf, n, t, op, w)); break;
-        case C_REDUCE_SCATTER:
+        case C_RSB:
             CHECK_MPI(MPIX_Hier_reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
         case C_ALLGATHER: CHECK_MPI(MPIX_Hier_allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
         case C_BCAST: CHECK_MPI(MPIX_Hier_bcast(rbuf, n, t, o->root, w)); break;
+        case C_ALLGATHERV:
+            CHECK_MPI(MPIX_Hier_allgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w));
+            break;
+        case C_REDUCE_SCATTER: CHECK_MPI(MPIX_Hier_reduce_scatter(sbuf, rbuf, v_rc, t, op, w)); break;
+        case C_ALLTOALL: CHECK_MPI(MPIX_Hier_alltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w)); break;
+        case C_ALLTOALLV:
+            CHECK_MPI(MPIX_Hier_alltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w));
+            break;
         default: CHECK_MPI(MPIX_Hier_reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
         }
     } else if (o->cuda) {
 #ifdef MXH_BENCH_CUDA
         size_t ts = (size_t)o->dt.size;
-        size_t in = coll == C_ALLGATHER ? per_rank * ts : count * ts;
-        size_t out = coll == C_REDUCE_SCATTER ? per_rank * ts : count * ts;
+        size_t in, out;
+        io_elems(coll, count, per_rank, &in, &out);
+        in *= ts;
+        out *= ts;
         if (coll == C_BCAST)
             to_host(stage_r, rbuf, out);
         else
             to_host(stage_s, sbuf, in);
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(stage_s, stage_r, n, t, op, w)); break;
-        case C_REDUCE_SCATTER:
+        case C_RSB:
             CHECK_MPI(MPI_Reduce_scatter_block(stage_s, stage_r, pr, t, op, w)); break;
         case C_ALLGATHER: CHECK_MPI(MPI_Allgather(stage_s, pr, t, stage_r, pr, t, w)); break;
         case C_BCAST: CHECK_MPI(MPI_Bcast(stage_r, n, t, o->root, w)); break;
+        case C_ALLGATHERV:
+            CHECK_MPI(MPI_Allgatherv(stage_s, v_rc[world_rank], t, stage_r, v_rc, v_rd, t, w));
+            break;
+        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Reduce_scatter(stage_s, stage_r, v_rc, t, op, w)); break;
+        case C_ALLTOALL: CHECK_MPI(MPI_Alltoall(stage_s, v_sc[0], t, stage_r, v_rc[0], t, w)); break;
+        case C_ALLTOALLV:
+            CHECK_MPI(MPI_Alltoallv(stage_s, v_sc, v_sd, t, stage_r, v_rc, v_rd, t, w));
+            break;
         default: CHECK_MPI(MPI_Reduce(stage_s, stage_r, n, t, op, o->root, w)); break;
         }
         if (coll != C_REDUCE || world_rank == o->root)
@@ -607,10 +737,16 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
     } else {
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(sbuf, rbuf, n, t, op, w)); break;
-        case C_REDUCE_SCATTER:
+        case C_RSB:
             CHECK_MPI(MPI_Reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
         case C_ALLGATHER: CHECK_MPI(MPI_Allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
         case C_BCAST: CHECK_MPI(MPI_Bcast(rbuf, n, t, o->root, w)); break;
+        case C_ALLGATHERV:
+            CHECK_MPI(MPI_Allgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w));
+            break;
+        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Reduce_scatter(sbuf, rbuf, v_rc, t, op, w)); break;
+        case C_ALLTOALL: CHECK_MPI(MPI_Alltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w)); break;
+        case C_ALLTOALLV: CHECK_MPI(MPI_Alltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w)); break;
         default: CHECK_MPI(MPI_Reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
         }
     }
@@ -671,6 +807,16 @@ static void fill_inputs(const struct opts *o, int coll, char *sbuf, char *const 
                         size_t count, size_t per_rank)
 {
     switch (coll) {
+    case C_ALLGATHERV: /* element i of the gathered vector: gen(owner, i) */
+        for (size_t j = 0; j < v_in; j++)
+            set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, (size_t)v_rd[world_rank] + j));
+        break;
+    case C_REDUCE_SCATTER:
+    case C_ALLTOALL:
+    case C_ALLTOALLV: /* element x of the send buffer: gen(rank, x) */
+        for (size_t j = 0; j < v_in; j++)
+            set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, j));
+        break;
     case C_ALLGATHER:
         for (size_t j = 0; j < per_rank; j++)
             set_elem(&o->dt, sbuf, j, gen(o->op, world_rank, (size_t)world_rank * per_rank + j));
@@ -697,7 +843,28 @@ static size_t fill_expected(const struct opts *o, int coll, char *exp, size_t co
         for (size_t j = 0; j < count; j++)
             set_elem(&o->dt, exp, j, reduce_all(o->op, j));
         return count;
+    case C_ALLGATHERV:
+        for (int r = 0; r < world_size; r++)
+            for (size_t j = 0; j < (size_t)v_rc[r]; j++)
+                set_elem(&o->dt, exp, (size_t)v_rd[r] + j,
+                         gen(o->op, r, (size_t)v_rd[r] + j));
+        return v_out;
     case C_REDUCE_SCATTER:
+        for (size_t j = 0; j < v_out; j++)
+            set_elem(&o->dt, exp, j, reduce_all(o->op, (size_t)v_rd[world_rank] + j));
+        return v_out;
+    case C_ALLTOALL:
+    case C_ALLTOALLV: /* the block from rank r: r's send elements to this rank */
+        for (int r = 0; r < world_size; r++) {
+            size_t sd = 0; /* where r's block for this rank starts in r's send buffer */
+            for (int q = 0; q < world_rank; q++)
+                sd += coll == C_ALLTOALL ? v_m : v_pair(v_m, r, q);
+            size_t rd = coll == C_ALLTOALL ? (size_t)r * v_m : (size_t)v_rd[r];
+            for (size_t j = 0; j < (size_t)v_rc[r]; j++)
+                set_elem(&o->dt, exp, rd + j, gen(o->op, r, sd + j));
+        }
+        return v_out;
+    case C_RSB:
         for (size_t j = 0; j < per_rank; j++)
             set_elem(&o->dt, exp, j, reduce_all(o->op, (size_t)world_rank * per_rank + j));
         return per_rank;
@@ -717,7 +884,7 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
 {
     const int ts = o->dt.size, p = world_size;
     const int rooted = coll == C_BCAST || coll == C_REDUCE;
-    const int reduction = coll != C_BCAST && coll != C_ALLGATHER;
+    const int reduction = is_reduction(coll);
     const int nt = o->warmup + o->iters;
     double *tl = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
     double *tg = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
@@ -729,7 +896,9 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
         long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
         int check_here;
 
-        if (coll == C_REDUCE_SCATTER || coll == C_ALLGATHER) {
+        if (is_vcoll(coll)) {
+            count = per_rank = v_setup(coll, size, ts);
+        } else if (coll == C_RSB || coll == C_ALLGATHER) {
             per_rank = size / ((size_t)ts * (size_t)p);
             count = per_rank * (size_t)p;
         } else {
@@ -738,7 +907,8 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
         if (count == 0) {
             if (world_rank == 0)
                 printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
-                       coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ? " per rank" : "");
+                       coll == C_RSB || coll == C_ALLGATHER || is_vcoll(coll) ? " per rank"
+                                                                              : "");
             goto next;
         }
         /* inputs (none in shared simulation buffers: 1024 ranks writing 256 MiB
@@ -749,10 +919,12 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
         check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
         if (check_here)
             nexp = fill_expected(o, coll, exp, count, per_rank);
-        size_t out_bytes = (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts;
+        size_t in_elems, out_elems;
+        io_elems(coll, count, per_rank, &in_elems, &out_elems);
+        size_t out_bytes = out_elems * (size_t)ts;
 #ifdef MXH_BENCH_CUDA
         if (o->cuda) {
-            to_dev(dev_sbuf, sbuf, (coll == C_ALLGATHER ? per_rank : count) * (size_t)ts);
+            to_dev(dev_sbuf, sbuf, in_elems * (size_t)ts);
             if (coll == C_BCAST)
                 for (int k = 0; k < NIMPL; k++)
                     if (o->impl[k])
@@ -823,7 +995,7 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                     continue;
                 double t = median(tg + k * o->iters, o->iters);
                 r.time_us[k] = t * 1e6;
-                r.algbw[k] = t > 0 ? (double)r.bytes / t / 1e9 : 0.0;
+                r.algbw[k] = t > 0 ? (double)alg_bytes(&r, ts) / t / 1e9 : 0.0;
                 r.busbw[k] = r.algbw[k] * bus_factor(coll);
                 r.wrong[k] = o->check ? wg[k] : -1;
                 if (wg[k])
@@ -855,9 +1027,11 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
 
 static const char *const nb_names[NIMPL][NCOLL] = {
     {"MPIX_Hier_Iallreduce", "MPIX_Hier_Ireduce_scatter_block", "MPIX_Hier_Iallgather",
-     "MPIX_Hier_Ibcast", "MPIX_Hier_Ireduce"},
+     "MPIX_Hier_Ibcast", "MPIX_Hier_Ireduce", "MPIX_Hier_Iallgatherv",
+     "MPIX_Hier_Ireduce_scatter", "MPIX_Hier_Ialltoall", "MPIX_Hier_Ialltoallv"},
     {"MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather", "MPI_Ibcast",
-     "MPI_Ireduce"}};
+     "MPI_Ireduce", "MPI_Iallgatherv", "MPI_Ireduce_scatter", "MPI_Ialltoall",
+     "MPI_Ialltoallv"}};
 
 /* Posts collective @coll of implementation @impl (host buffers). */
 static void post_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
@@ -877,20 +1051,38 @@ static void post_one(int impl, int coll, const struct opts *o, const void *sbuf,
     if (impl == IMPL_HIER) {
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
-        case C_REDUCE_SCATTER:
+        case C_RSB:
             CHECK_MPI(MPIX_Hier_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
         case C_ALLGATHER:
             CHECK_MPI(MPIX_Hier_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
         case C_BCAST: CHECK_MPI(MPIX_Hier_Ibcast(rbuf, n, t, o->root, w, req)); break;
+        case C_ALLGATHERV:
+            CHECK_MPI(MPIX_Hier_Iallgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w, req));
+            break;
+        case C_REDUCE_SCATTER:
+            CHECK_MPI(MPIX_Hier_Ireduce_scatter(sbuf, rbuf, v_rc, t, op, w, req)); break;
+        case C_ALLTOALL:
+            CHECK_MPI(MPIX_Hier_Ialltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w, req)); break;
+        case C_ALLTOALLV:
+            CHECK_MPI(MPIX_Hier_Ialltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w, req));
+            break;
         default: CHECK_MPI(MPIX_Hier_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
         }
     } else {
         switch (coll) {
         case C_ALLREDUCE: CHECK_MPI(MPI_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
-        case C_REDUCE_SCATTER:
+        case C_RSB:
             CHECK_MPI(MPI_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
         case C_ALLGATHER: CHECK_MPI(MPI_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
         case C_BCAST: CHECK_MPI(MPI_Ibcast(rbuf, n, t, o->root, w, req)); break;
+        case C_ALLGATHERV:
+            CHECK_MPI(MPI_Iallgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w, req));
+            break;
+        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Ireduce_scatter(sbuf, rbuf, v_rc, t, op, w, req)); break;
+        case C_ALLTOALL: CHECK_MPI(MPI_Ialltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w, req)); break;
+        case C_ALLTOALLV:
+            CHECK_MPI(MPI_Ialltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w, req));
+            break;
         default: CHECK_MPI(MPI_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
         }
     }
@@ -954,7 +1146,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
 {
     const int ts = o->dt.size, p = world_size;
     const int rooted = coll == C_BCAST || coll == C_REDUCE;
-    const int reduction = coll != C_BCAST && coll != C_ALLGATHER;
+    const int reduction = is_reduction(coll);
     const int nt = o->warmup + o->iters;
     /* per iteration: t_pure sample, t_total, t_compute */
     double *tl = xmalloc(sizeof(double) * 3 * (size_t)o->iters);
@@ -968,7 +1160,9 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
         double pure[NIMPL] = {0, 0}, total[NIMPL] = {0, 0}, comp[NIMPL] = {0, 0};
         int check_here;
 
-        if (coll == C_REDUCE_SCATTER || coll == C_ALLGATHER) {
+        if (is_vcoll(coll)) {
+            count = per_rank = v_setup(coll, size, ts);
+        } else if (coll == C_RSB || coll == C_ALLGATHER) {
             per_rank = size / ((size_t)ts * (size_t)p);
             count = per_rank * (size_t)p;
         } else {
@@ -977,7 +1171,8 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
         if (count == 0) {
             if (world_rank == 0)
                 printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
-                       coll == C_REDUCE_SCATTER || coll == C_ALLGATHER ? " per rank" : "");
+                       coll == C_RSB || coll == C_ALLGATHER || is_vcoll(coll) ? " per rank"
+                                                                              : "");
             goto next;
         }
         if (!buf_shared(o->check))
@@ -985,7 +1180,9 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
         check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
         if (check_here)
             nexp = fill_expected(o, coll, exp, count, per_rank);
-        size_t out_bytes = (coll == C_REDUCE_SCATTER ? per_rank : count) * (size_t)ts;
+        size_t in_elems, out_elems;
+        io_elems(coll, count, per_rank, &in_elems, &out_elems);
+        size_t out_bytes = out_elems * (size_t)ts;
 
         for (int k = 0; k < NIMPL; k++) {
             if (!o->impl[k])
@@ -1047,7 +1244,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                     continue;
                 double ov = pure[k] > 0 ? 100.0 * (1.0 - (total[k] - comp[k]) / pure[k]) : 0.0;
                 r.time_us[k] = pure[k] * 1e6;
-                r.algbw[k] = pure[k] > 0 ? (double)r.bytes / pure[k] / 1e9 : 0.0;
+                r.algbw[k] = pure[k] > 0 ? (double)alg_bytes(&r, ts) / pure[k] / 1e9 : 0.0;
                 r.busbw[k] = r.algbw[k] * bus_factor(coll);
                 r.total_us[k] = total[k] * 1e6;
                 r.compute_us[k] = comp[k] * 1e6;
@@ -1134,7 +1331,10 @@ static void print_header(const struct opts *o)
                "MPI_Test calls);\n#   overlap = max(0, 100 (1 - (t_total - t_compute) / t_pure)) "
                "%%; a barrier before every call\n", o->test_us);
     printf("# times: median over iterations of the max over ranks; GB = 1e9 B; busbw factors:\n"
-           "#   allreduce 2(p-1)/p, reduce_scatter/allgather (p-1)/p, bcast/reduce 1\n");
+           "#   allreduce 2(p-1)/p, reduce_scatter_block/allgather/allgatherv/reduce_scatter/"
+           "alltoall/alltoallv (p-1)/p, bcast/reduce 1\n"
+           "#   allgatherv/reduce_scatter/alltoall/alltoallv: size = bytes each rank sends (mean); "
+           "allgatherv's algbw: all ranks' bytes\n");
     fflush(stdout);
     free(desc);
 }
@@ -1163,7 +1363,7 @@ static int write_csv(const char *path, const struct opts *o)
     for (size_t i = 0; i < nresults; i++) {
         const struct result *r = &results[i];
         int rooted = r->coll == C_BCAST || r->coll == C_REDUCE;
-        int red = r->coll != C_BCAST && r->coll != C_ALLGATHER;
+        int red = is_reduction(r->coll);
         fprintf(f, "%s,%zu,%zu,%s,%s,%d", coll_names[r->coll], r->bytes, r->count, o->dt.name,
                 red ? op_name(o->op) : "none", rooted ? o->root : -1);
         for (int k = 0; k < NIMPL; k++) {
@@ -1375,14 +1575,27 @@ int main(int argc, char **argv)
         printf("# warning: --plot: gnuplot not found in PATH: the data will be written but not "
                "drawn, and the exit status will be 3\n");
 
-    sbuf = buf_alloc(o.maxb, o.check);
+    /* the v-forms' uneven counts need up to 1.5 times the size (allgatherv's
+     * receive buffer: 1.5 times the size per rank) */
+    size_t cap = o.maxb;
+    for (int i = 0; i < o.ncolls; i++) {
+        if (is_vcoll(o.colls[i]) && cap < 2 * o.maxb)
+            cap = 2 * o.maxb;
+        if (o.colls[i] == C_ALLGATHERV && cap < 2 * o.maxb * (size_t)world_size)
+            cap = 2 * o.maxb * (size_t)world_size;
+    }
+    v_sc = xmalloc(sizeof(int) * (size_t)world_size);
+    v_sd = xmalloc(sizeof(int) * (size_t)world_size);
+    v_rc = xmalloc(sizeof(int) * (size_t)world_size);
+    v_rd = xmalloc(sizeof(int) * (size_t)world_size);
+    sbuf = buf_alloc(cap, o.check);
     for (int k = 0; k < NIMPL; k++)
         if (o.impl[k])
-            rbuf[k] = buf_alloc(o.maxb, o.check);
+            rbuf[k] = buf_alloc(cap, o.check);
     if (o.check)
-        exp = xmalloc(o.maxb);
+        exp = xmalloc(cap);
     if (!buf_shared(o.check))
-        memset(sbuf, 0, o.maxb);
+        memset(sbuf, 0, cap);
 #ifdef MXH_BENCH_CUDA
     if (o.cuda) {
         int ndev = 0, none;
@@ -1394,12 +1607,12 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 2;
         }
-        CUDA_CHECK(cudaMalloc((void **)&dev_sbuf, o.maxb));
+        CUDA_CHECK(cudaMalloc((void **)&dev_sbuf, cap));
         for (int k = 0; k < NIMPL; k++)
             if (o.impl[k])
-                CUDA_CHECK(cudaMalloc((void **)&dev_rbuf[k], o.maxb));
-        stage_s = xmalloc(o.maxb);
-        stage_r = xmalloc(o.maxb);
+                CUDA_CHECK(cudaMalloc((void **)&dev_rbuf[k], cap));
+        stage_s = xmalloc(cap);
+        stage_r = xmalloc(cap);
     }
 #endif
 
@@ -1423,6 +1636,10 @@ int main(int argc, char **argv)
     buf_free(rbuf[0], o.check);
     buf_free(rbuf[1], o.check);
     free(exp);
+    free(v_sc);
+    free(v_sd);
+    free(v_rc);
+    free(v_rd);
     if (half_uop != MPI_OP_NULL)
         MPI_Op_free(&half_uop);
     CHECK_MPI(MPI_Bcast(&any_wrong, 1, MPI_INT, 0, MPI_COMM_WORLD));

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-PANELS = ["allreduce", "reduce_scatter", "allgather", "bcast"]
+PANELS = ["allreduce", "reduce_scatter_block", "allgather", "bcast"]
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
 
@@ -46,6 +46,11 @@ def main(argv=None):
         return 1
     with open(a.csv) as f:
         rows = list(csv.DictReader(f))
+    # CSVs written before mpix_bench named it reduce_scatter_block call it reduce_scatter
+    if not any(r["collective"] == "reduce_scatter_block" for r in rows):
+        for r in rows:
+            if r["collective"] == "reduce_scatter":
+                r["collective"] = "reduce_scatter_block"
     colls = a.colls.split(",")
     os.makedirs(a.out, exist_ok=True)
     keys = []

@@ -50,7 +50,9 @@ SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0
 # Also the order of --jobs runs: slowest to simulate first (1024 ranks, 8 B..256
 # MiB, hier and mpi, dde6409: allreduce 993 s, reduce_scatter 748, allgather 603,
 # bcast 252)
-COLLS = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
+# reduce_scatter_block: mpix_bench's name of MPI_Reduce_scatter_block (its
+# "reduce_scatter" is MPI_Reduce_scatter, with per-rank counts)
+COLLS = ["allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce"]
 
 
 def parse_size(s):
@@ -205,7 +207,7 @@ def bench_rows(out, coll):
 # ---- analytic bounds -----------------------------------------------------------
 
 def bus_factor(coll, p):
-    if coll in ("reduce_scatter", "allgather"):
+    if coll in ("reduce_scatter_block", "allgather"):
         return (p - 1.0) / p
     if coll == "allreduce":
         return 2.0 * (p - 1) / p
@@ -214,7 +216,7 @@ def bus_factor(coll, p):
 
 def bound_terms(plat, coll, n):
     """{term: seconds} of the bound for @coll of n bytes (allreduce, bcast, reduce:
-    bytes per rank; reduce_scatter, allgather: the whole vector, as mpix_bench and
+    bytes per rank; reduce_scatter_block, allgather: the whole vector, as mpix_bench and
     nccl-tests count). One term per cut of the platform (Platform.cuts(): NVLink
     inside a node, node injection, spine / dragonfly global links / torus
     bisection) and the latency of the longest path."""
@@ -223,7 +225,7 @@ def bound_terms(plat, coll, n):
         c = cap * 1e9
         if coll == "allreduce":
             t[name] = 2.0 * (parties - 1) / parties * n / c
-        elif coll in ("reduce_scatter", "allgather"):
+        elif coll in ("reduce_scatter_block", "allgather"):
             t[name] = (parties - 1.0) / parties * n / c
         else:
             t[name] = n / c
@@ -384,7 +386,7 @@ def run_check_fold(a):
     plat.write(prefix, gen_platform.topology_argv(a))
     p = a.nodes * a.gpus
     bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    args = [bench, "-c", "all", "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+    args = [bench, "-c", ",".join(COLLS), "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
             "-n", str(a.iters), "-w", str(a.warmup)]
     env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
     res = {}

@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 import gen_platform  # noqa: E402
 import run_sim  # noqa: E402
 
-DEFAULT_COLLS = "allreduce,reduce_scatter,allgather,bcast"
+DEFAULT_COLLS = "allreduce,reduce_scatter_block,allgather,bcast"
 
 
 def platform_options():

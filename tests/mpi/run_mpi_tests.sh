@@ -129,9 +129,9 @@ L=MXH_TEST_EXPECT_LEAF
 # errors on the layouts that change the hierarchy's shape. Fast binaries first.
 # MXH_TEST_QUICK=1 (exported by the caller) trims test_colls' matrix.
 for bin in test_hier test_errors test_colls test_vcolls; do
-    # test_vcolls: its mixed-type-signature tests run separately (below)
+    # test_vcolls: its contract tests that fail today run separately (below)
     flt='*'
-    [ $bin = test_vcolls ] && flt='-Comms/Signatures.*'
+    [ $bin = test_vcolls ] && flt='-Comms/Signatures.*:*AllgathervOneRankKeepsDispls*'
 
     # one node
     run 1rank $bin "$flt" MXH_TEST_EXPECT_NODES=1 -- -n 1 BIN
@@ -222,11 +222,15 @@ run 1+2+3 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=host,delay=5 MXH_TEST_QUI
     -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
 tag=
 
-# test_vcolls' type signature tests (even ranks MPI_INT, odd ranks a contiguous
-# or vector type of 2 ints): a rank whose path differs from its peers' hangs,
-# so they run on their own (a hang is reported here, not in the matrix above)
-tag=sig
-sigf='Comms/Signatures.*'
+# test_vcolls' contract tests, on their own so that a hang or a known
+# deviation is reported here and not in the matrix above: type signatures (even
+# ranks MPI_INT, odd ranks a contiguous or vector type of 2 ints; a rank whose
+# path differs from its peers' hangs) and allgatherv's displacements on
+# one-rank communicators (MPICH 4.0.2 ignores them; evenodd is one rank on
+# 1node-2, world on 1rank)
+tag=contract
+sigf='Comms/Signatures.*:*AllgathervOneRankKeepsDispls*'
+run 1rank test_vcolls "$sigf" -- -n 1 BIN
 run 1node-2 test_vcolls "$sigf" -- -n 2 BIN
 run 2x2 test_vcolls "$sigf" -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
 run 1+2+3 test_vcolls "$sigf" -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN

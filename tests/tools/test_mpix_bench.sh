@@ -28,15 +28,19 @@ check "header version" '^# mpix_bench: mpix-hier [0-9]+\.[0-9]+\.[0-9]+' "$out"
 check "header ranks" '^# ranks: 4,' "$out"
 check "header hierarchy" 'level 1 rail' "$out"
 check "header config" '^#   MPIX_HIER_HOSTNAME=a$' "$out"
-for c in allreduce reduce_scatter allgather bcast reduce; do
+for c in allreduce reduce_scatter_block allgather bcast reduce allgatherv reduce_scatter \
+         alltoall alltoallv; do
     check "section $c" "^# Collective: $c\$" "$out"
 done
 check "check verdict" '^# check: all results correct$' "$out"
 check "skip note" 'skipped \(0 elements of float per rank\)' "$out"
-# data rows: size count type redop root, then 4 columns per implementation, then the ratio
+# data rows: size count type redop root, then 4 columns per implementation, then the ratio;
+# 14 sizes (8 B .. 64 KiB): 14 rows for allreduce, bcast, reduce and allgatherv (size per
+# rank), 13 for reduce_scatter_block, allgather, reduce_scatter, alltoall and alltoallv
+# (8 B is 0 floats per rank, or per pair, on 4 ranks)
 rows=$(grep -E '^ +[0-9]+ +[0-9]+ +float ' <<<"$out")
 nrows=$(grep -c . <<<"$rows")
-[ "$nrows" -eq 68 ] && ok || bad "expected 68 table rows, got $nrows"
+[ "$nrows" -eq 121 ] && ok || bad "expected 121 table rows, got $nrows"
 wrong=$(awk '{ if ($9 != "0" || $13 != "0") n++ } END { print n + 0 }' <<<"$rows")
 [ "$wrong" -eq 0 ] && ok || bad "$wrong rows with a non-zero #wrong"
 
@@ -44,11 +48,17 @@ if [ -f "$csv" ]; then
     ok
     check "csv header" '^collective,size_bytes,count,type,redop,root,hier_time_us,hier_algbw_gbs,hier_busbw_gbs,hier_wrong,mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,mpi_wrong,hier_over_mpi$' "$(head -n 1 "$csv")"
     n=$(($(wc -l <"$csv") - 1))
-    [ "$n" -eq 68 ] && ok || bad "expected 68 CSV rows, got $n"
-    for c in allreduce reduce_scatter allgather bcast reduce; do
+    [ "$n" -eq 121 ] && ok || bad "expected 121 CSV rows, got $n"
+    for c in allreduce reduce_scatter_block allgather bcast reduce allgatherv reduce_scatter \
+             alltoall alltoallv; do
         check "csv $c" "^$c,65536,[0-9]+,float," "$(cat "$csv")"
     done
+    check "csv rsb count" '^reduce_scatter_block,16,4,float,sum,-1,' "$(cat "$csv")"
+    # the v-forms: size = bytes per rank; count = its elements (reduce_scatter: 1 per rank
+    # on average at 16 B; allgatherv: 4)
     check "csv rs count" '^reduce_scatter,16,4,float,sum,-1,' "$(cat "$csv")"
+    check "csv agv count" '^allgatherv,16,4,float,none,-1,' "$(cat "$csv")"
+    check "csv a2av count" '^alltoallv,64,16,float,none,-1,' "$(cat "$csv")"
     nw=$(awk -F, 'NR > 1 && ($10 != "0" || $14 != "0") { n++ } END { print n + 0 }' "$csv")
     [ "$nw" -eq 0 ] && ok || bad "$nw CSV rows with a non-zero wrong count"
 else
@@ -65,25 +75,27 @@ out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$bench" "${args[@]}" : \
 [ $rc -eq 0 ] && ok || { bad "-N run exit status $rc"; echo "$out" | tail -n 15; }
 check "-N mode line" '^# mode: nonblocking \(-N\): t_pure = post \+ MPI_Wait; .*MPI_Test every 50 us' "$out"
 check "-N overlap formula" '^#   overlap = max\(0, 100 \(1 - \(t_total - t_compute\) / t_pure\)\) %' "$out"
-for c in allreduce:Iallreduce reduce_scatter:Ireduce_scatter_block allgather:Iallgather \
-         bcast:Ibcast reduce:Ireduce; do
+for c in allreduce:Iallreduce reduce_scatter_block:Ireduce_scatter_block allgather:Iallgather \
+         bcast:Ibcast reduce:Ireduce allgatherv:Iallgatherv reduce_scatter:Ireduce_scatter \
+         alltoall:Ialltoall alltoallv:Ialltoallv; do
     check "-N section ${c%%:*}" "^# Collective: ${c%%:*} \\(nonblocking: MPIX_Hier_${c#*:} vs MPI_${c#*:}; MPI_Test every 50 us of computation\\)\$" "$out"
 done
 check "-N columns" '^# +size +count +type +redop +root +t_total t_compute +t_pure overlap +#wrong +t_total t_compute +t_pure overlap +#wrong +hier/mpi$' "$out"
 check "-N units" '^# +\(B\) +\(elements\) +\(us\) +\(us\) +\(us\) +\(%\) +\(us\) +\(us\) +\(us\) +\(%\) +\(t_pure\)$' "$out"
 check "-N check verdict" '^# check: all results correct$' "$out"
-# rows: 4 sizes (8, 64, 512, 4096 B) for allreduce, bcast, reduce; 3 for reduce_scatter
-# and allgather (8 B is 0 floats per rank on 4 ranks): 18 rows of 16 fields
+# rows: 4 sizes (8, 64, 512, 4096 B) for allreduce, bcast, reduce, allgatherv; 3 for
+# reduce_scatter_block, allgather, reduce_scatter, alltoall, alltoallv (8 B is 0 floats
+# per rank on 4 ranks): 31 rows of 16 fields
 rows=$(grep -E '^ +[0-9]+ +[0-9]+ +float ' <<<"$out")
 nrows=$(grep -c . <<<"$rows")
-[ "$nrows" -eq 18 ] && ok || bad "-N: expected 18 table rows, got $nrows"
+[ "$nrows" -eq 31 ] && ok || bad "-N: expected 31 table rows, got $nrows"
 nbad=$(awk 'NF != 16 || $10 != "0" || $15 != "0" || $9 < 0 || $9 > 100 || $14 < 0 || $14 > 100 ||
             $8 <= 0 || $13 <= 0 { n++ } END { print n + 0 }' <<<"$rows")
 [ "$nbad" -eq 0 ] && ok || { bad "-N: $nbad malformed rows (16 fields, #wrong 0, 0 <= overlap <= 100, t_pure > 0)"; echo "$rows"; }
 if [ -f "$nbcsv" ]; then
     check "-N csv header" '^collective,size_bytes,count,type,redop,root,hier_total_us,hier_compute_us,hier_pure_us,hier_overlap_pct,hier_wrong,mpi_total_us,mpi_compute_us,mpi_pure_us,mpi_overlap_pct,mpi_wrong,hier_over_mpi$' "$(head -n 1 "$nbcsv")"
     n=$(($(wc -l <"$nbcsv") - 1))
-    [ "$n" -eq 18 ] && ok || bad "-N: expected 18 CSV rows, got $n"
+    [ "$n" -eq 31 ] && ok || bad "-N: expected 31 CSV rows, got $n"
     # per implementation (columns 7-11 hier, 12-16 mpi): t_compute >= t_pure and the
     # overlap column recomputed from the times (0.5 % for the rounding)
     nbad=$(awk -F, 'NR > 1 { for (b = 7; b <= 12; b += 5) {
