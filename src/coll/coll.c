@@ -164,8 +164,28 @@ static mxh_status_t plain_reduce(mxh_coll_args_t *a, const void *s, void *r)
     return st;
 }
 
+/* allgatherv on one rank: MPICH 4.0.2 ignores displs[0] there (the block lands
+ * at the start of recvbuf); the copy is made here. */
+static int allgatherv_self(mxh_coll_args_t *a, const void *s, void *r)
+{
+    MPI_Aint lb, ext;
+    if (s == MPI_IN_PLACE)
+        return MPI_SUCCESS;
+    MPI_Type_get_extent(a->dt, &lb, &ext);
+    return MPI_Sendrecv(s, a->sendcount, a->sendtype, 0, 0, (char *)r + (MPI_Aint)a->rdispls[0] * ext,
+                        a->rcounts[0], a->dt, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
 static mxh_status_t plain_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
 {
+    if (a->size == 1) {
+        int rc = allgatherv_self(a, s, r);
+        if (rc != MPI_SUCCESS) {
+            a->mpi_rc = rc;
+            return MXH_ERR_MPI;
+        }
+        return MXH_OK;
+    }
     PLAIN(a,
           MPI_Allgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
                          a->comm),
@@ -1288,10 +1308,10 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
         u.recv_count = a->rank == a->root ? a->count : 0;
         u.recv_in    = in_place;
         break;
-    case MXH_COLL_ALLGATHERV:
+    case MXH_COLL_ALLGATHERV: /* the mirror holds the gaps between blocks too: copied in */
         u.send_count = in_place ? 0 : a->sendcount;
         u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = in_place;
+        u.recv_in    = 1;
         break;
     case MXH_COLL_REDUCE_SCATTER:
         u.send_count = in_place ? 0 : v_total(a->rcounts, a->size);
@@ -1303,14 +1323,18 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
         u.recv_count = (size_t)a->count * (size_t)a->size;
         u.recv_in    = in_place;
         break;
-    case MXH_COLL_ALLTOALLV:
+    case MXH_COLL_ALLTOALLV: /* gaps, as allgatherv */
         u.send_count = in_place ? 0 : v_span(a->scounts, a->sdispls, a->size);
         u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = in_place;
+        u.recv_in    = 1;
         break;
     default:
         break;
     }
+    /* a mirror of a type with holes is copied back whole: the holes must hold
+     * the user's bytes, so it is copied in too */
+    if (u.recv_count > 0 && !u.recv_in && u.recv_out && !mxh_dtype_dense(a->dt))
+        u.recv_in = 1;
     return u;
 }
 
@@ -1632,9 +1656,14 @@ static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *
         return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
     case MXH_COLL_REDUCE:
         return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
-    case MXH_COLL_ALLGATHERV:
-        return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
-                               a->comm, req);
+    case MXH_COLL_ALLGATHERV: {
+        int rc;
+        if (a->size > 1)
+            return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls,
+                                   a->dt, a->comm, req);
+        rc = allgatherv_self(a, s, r); /* done now; a request that is complete */
+        return rc != MPI_SUCCESS ? rc : MPI_Ibarrier(MPI_COMM_SELF, req);
+    }
     case MXH_COLL_REDUCE_SCATTER:
         return MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, req);
     case MXH_COLL_ALLTOALL:
