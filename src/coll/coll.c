@@ -608,13 +608,16 @@ static mxh_status_t get_vsched(mxh_coll_args_t *a, const size_t *counts,
     return MXH_OK;
 }
 
-/* Run a v-schedule on @work (pieces moved in before, out after, by the caller). */
-static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work)
+/* Run a v-schedule on @work; @in/@out (or NULL) move a fragment's pieces as
+ * the executor admits and retires it (overlapping the other fragments'
+ * transfers), @arg: their v_io_t. */
+static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work,
+                               mxh_frag_fn in, mxh_frag_fn out, void *arg)
 {
     mxh_coll_args_t v = *a;
     mxh_status_t st;
     v.dt = a->vdt;
-    st   = run_sched_io(&v, sched, work, a->mpi_op, NULL, NULL, NULL);
+    st   = run_sched_io(&v, sched, work, a->mpi_op, in, out, arg);
     a->mpi_rc = v.mpi_rc;
     return st;
 }
@@ -636,6 +639,21 @@ static void v_pieces(const mxh_sched_t *s, const int *at, v_piece_fn fn, void *a
                 fn(arg, d, (size_t)f * q, woff, len);
             woff += len;
         }
+    }
+}
+
+/* The pieces of fragment @f only (v_pieces). */
+static void v_frag_pieces(const mxh_sched_t *s, const int *at, int f, v_piece_fn fn, void *arg)
+{
+    int n       = s->nranks;
+    size_t woff = s->vfrag_off[f];
+    for (int p = 0; p < n; p++) {
+        int d      = at[p];
+        size_t q   = s->vpiece[d];
+        size_t len = f < s->nfrag - 1 ? q : s->vpiece[n + d];
+        if (len > 0)
+            fn(arg, d, (size_t)f * q, woff, len);
+        woff += len;
     }
 }
 
@@ -678,6 +696,9 @@ typedef struct v_io {
      * whole vector, whose real blocks are [P[j], P[j+1]); NULL: d is real */
     const size_t *V, *P;
     int         n;
+    const int  *at;   /* the rank at each block position */
+    const mxh_sched_t *sched;
+    size_t      moved; /* bytes the fragment functions copied (simulation charge) */
 } v_io_t;
 
 static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
@@ -812,6 +833,45 @@ static void v_mine_out(void *arg, int d, size_t boff, size_t woff, size_t len)
         memcpy(io->out + boff * io->ts, io->work + woff * io->ts, len * io->ts);
 }
 
+/* Executor fragment functions (exec.h: mxh_frag_fn): a fragment's pieces in one
+ * go (the first call does the whole job). */
+static size_t v_frag_all_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                             size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0) {
+        v_frag_pieces(s, io->at, f, v_all_out, io);
+        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
+    }
+    return 0;
+}
+
+static size_t v_frag_all_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                            size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0) {
+        v_frag_pieces(s, io->at, f, v_all_in, io);
+        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
+    }
+    return 0;
+}
+
+static size_t v_frag_mine_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                              size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0)
+        v_frag_pieces(s, io->at, f, v_mine_out, io);
+    return 0;
+}
+
 /* allgatherv: my block into the work buffer (blocks in block_pos order), the
  * allgather plan, every block out to recvbuf at its displacement. */
 static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
@@ -926,13 +986,9 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
         for (int j = 0; j < n; j++)
             bdisp[j] = rdense ? (size_t)((MPI_Aint)a->rdispls[j] * ext) : pref[j];
         v_io_t io = {work, V ? evenbuf : mine, rdense ? (char *)r : dense, bdisp, me, 1,
-                     V, pref, n};
+                     V, pref, n, at, sched, 0};
         v_pieces(sched, at, v_mine_in, &io);
-        st = run_vsched(a, sched, work);
-        if (st == MXH_OK && !direct) {
-            v_pieces(sched, at, v_all_out, &io);
-            mxh_copy_charge(pref[n]);
-        }
+        st = run_vsched(a, sched, work, NULL, direct ? NULL : v_frag_all_out, &io);
         for (int j = 0; j < n && st == MXH_OK && !rdense; j++)
             if (unpack_dense(dense + pref[j], cnt[j], (char *)r + (MPI_Aint)a->rdispls[j] * ext,
                              (size_t)a->rcounts[j], a->dt) != MPI_SUCCESS)
@@ -1029,14 +1085,16 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
         }
         for (int j = 0; j < n; j++)
             bdisp[j] = pref[j] * ts;
-        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n};
-        v_pieces(sched, at, v_all_in, &io);
-        mxh_copy_charge(total * ts);
-        run = run_vsched(a, sched, work);
+        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n, at, sched, 0};
+        /* in place the results overwrite the input: it all goes in first */
+        int in_first = s == MPI_IN_PLACE && !V && dense;
+        if (in_first) {
+            v_pieces(sched, at, v_all_in, &io);
+            mxh_copy_charge(total * ts);
+        }
+        run = run_vsched(a, sched, work, in_first ? NULL : v_frag_all_in, v_frag_mine_out, &io);
         if (st == MXH_OK)
             st = run;
-        if (st == MXH_OK)
-            v_pieces(sched, at, v_mine_out, &io);
         /* my even block to the ranks whose real blocks it holds (every rank
          * takes part, whatever happened here: the peers wait for it) */
         if (V != NULL) {
