@@ -71,6 +71,21 @@ static int entry_start(mxh_coll_args_t *a, int hier_op, MPI_Request *req)
     return entry_done(a, mxh_coll_start(a, req));
 }
 
+/* On an intercommunicator MPI's collective runs as it is; the checks whose
+ * failure MPICH 4.0.2 turns into an abort (a negative count, a null or
+ * uncommitted datatype, a null op) come first (MPI_BYTE, MPI_SUM: unused). */
+static int inter_check(MPI_Comm comm, const char *func, int c1, int c2, MPI_Datatype t1,
+                       MPI_Datatype t2, MPI_Op op)
+{
+    CHECK(mxh_check_count(comm, c1, "count", func));
+    CHECK(mxh_check_count(comm, c2, "count", func));
+    CHECK(mxh_check_dtype(comm, t1, "datatype", func));
+    CHECK(mxh_check_dtype(comm, t2, "datatype", func));
+    if (op == MPI_OP_NULL)
+        return mxh_raise(comm, MPI_ERR_OP, func, "op is MPI_OP_NULL");
+    return MPI_SUCCESS;
+}
+
 static int check_request(MPI_Comm comm, MPI_Request *req, const char *func)
 {
     if (req == NULL)
@@ -109,8 +124,10 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_allreduce"));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, "MPIX_Hier_allreduce", count, 0, datatype, MPI_BYTE, op));
         return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, "MPIX_Hier_allreduce", &a,
                          &hier_op));
     return entry_run(&a, hier_op);
@@ -123,8 +140,10 @@ int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
         return MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
     CHECK(check_request(comm, request, F));
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
@@ -154,8 +173,10 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce_scatter_block"));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, "MPIX_Hier_reduce_scatter_block", recvcount, 0, datatype, MPI_BYTE, op));
         return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    }
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm,
                    "MPIX_Hier_reduce_scatter_block", &a, &hier_op));
     return entry_run(&a, hier_op);
@@ -169,9 +190,11 @@ int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, recvcount, 0, datatype, MPI_BYTE, op));
         return MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                          request);
+    }
     CHECK(check_request(comm, request, F));
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
@@ -205,8 +228,10 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 {
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_allgather"));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, "MPIX_Hier_allgather", sendcount, recvcount, sendtype, recvtype, MPI_SUM));
         return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                          "MPIX_Hier_allgather", &a));
     return entry_run(&a, 0);
@@ -219,9 +244,11 @@ int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     static const char F[] = "MPIX_Hier_Iallgather";
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
         return MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                               request);
+    }
     CHECK(check_request(comm, request, F));
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                          &a));
@@ -247,8 +274,10 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
 {
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_bcast"));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, "MPIX_Hier_bcast", count, 0, datatype, MPI_BYTE, MPI_SUM));
         return MPI_Bcast(buffer, count, datatype, root, comm);
+    }
     CHECK(bcast_args(buffer, count, datatype, root, comm, "MPIX_Hier_bcast", &a));
     return entry_run(&a, 0);
 }
@@ -259,8 +288,10 @@ int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, M
     static const char F[] = "MPIX_Hier_Ibcast";
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, MPI_SUM));
         return MPI_Ibcast(buffer, count, datatype, root, comm, request);
+    }
     CHECK(check_request(comm, request, F));
     CHECK(bcast_args(buffer, count, datatype, root, comm, F, &a));
     return entry_start(&a, 0, request);
@@ -302,8 +333,10 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce"));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, "MPIX_Hier_reduce", count, 0, datatype, MPI_BYTE, op));
         return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    }
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, "MPIX_Hier_reduce", &a,
                       &hier_op));
     return entry_run(&a, hier_op);
@@ -316,8 +349,10 @@ int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
         return MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    }
     CHECK(check_request(comm, request, F));
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
     return entry_start(&a, hier_op, request);
@@ -388,9 +423,11 @@ int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
     static const char F[] = "MPIX_Hier_allgatherv";
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
         return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                               recvtype, comm);
+    }
     CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, F, &a));
     return entry_run(&a, 0);
@@ -404,9 +441,11 @@ int MPIX_Hier_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
     CHECK(check_request(comm, request, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
         return MPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                recvtype, comm, request);
+    }
     CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, F, &a));
     return entry_start(&a, 0, request);
@@ -447,8 +486,10 @@ int MPIX_Hier_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvc
     mxh_coll_args_t a;
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
         return MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    }
     CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
                               &hier_op));
     return entry_run(&a, hier_op);
@@ -463,8 +504,10 @@ int MPIX_Hier_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recv
     int hier_op = 0;
     CHECK(mxh_check_comm(comm, F));
     CHECK(check_request(comm, request, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
         return MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    }
     CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
                               &hier_op));
     return entry_start(&a, hier_op, request);
@@ -499,8 +542,10 @@ int MPIX_Hier_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     static const char F[] = "MPIX_Hier_alltoall";
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
         return MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
     CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                         &a));
     return entry_run(&a, 0);
@@ -514,9 +559,11 @@ int MPIX_Hier_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
     CHECK(check_request(comm, request, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
         return MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                              request);
+    }
     CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                         &a));
     return entry_start(&a, 0, request);
@@ -557,9 +604,11 @@ int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[], const int s
     static const char F[] = "MPIX_Hier_alltoallv";
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
         return MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                              rdispls, recvtype, comm);
+    }
     CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                          recvtype, comm, F, &a));
     return entry_run(&a, 0);
@@ -574,9 +623,11 @@ int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[], const int 
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, F));
     CHECK(check_request(comm, request, F));
-    if (mxh_comm_is_inter(comm))
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
         return MPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                               rdispls, recvtype, comm, request);
+    }
     CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                          recvtype, comm, F, &a));
     return entry_start(&a, 0, request);

@@ -164,8 +164,28 @@ static mxh_status_t plain_reduce(mxh_coll_args_t *a, const void *s, void *r)
     return st;
 }
 
+/* allgatherv on one rank: MPICH 4.0.2 ignores displs[0] there (the block lands
+ * at the start of recvbuf); the copy is made here. */
+static int allgatherv_self(mxh_coll_args_t *a, const void *s, void *r)
+{
+    MPI_Aint lb, ext;
+    if (s == MPI_IN_PLACE)
+        return MPI_SUCCESS;
+    MPI_Type_get_extent(a->dt, &lb, &ext);
+    return MPI_Sendrecv(s, a->sendcount, a->sendtype, 0, 0, (char *)r + (MPI_Aint)a->rdispls[0] * ext,
+                        a->rcounts[0], a->dt, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
 static mxh_status_t plain_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
 {
+    if (a->size == 1) {
+        int rc = allgatherv_self(a, s, r);
+        if (rc != MPI_SUCCESS) {
+            a->mpi_rc = rc;
+            return MXH_ERR_MPI;
+        }
+        return MXH_OK;
+    }
     PLAIN(a,
           MPI_Allgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
                          a->comm),
@@ -588,13 +608,16 @@ static mxh_status_t get_vsched(mxh_coll_args_t *a, const size_t *counts,
     return MXH_OK;
 }
 
-/* Run a v-schedule on @work (pieces moved in before, out after, by the caller). */
-static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work)
+/* Run a v-schedule on @work; @in/@out (or NULL) move a fragment's pieces as
+ * the executor admits and retires it (overlapping the other fragments'
+ * transfers), @arg: their v_io_t. */
+static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work,
+                               mxh_frag_fn in, mxh_frag_fn out, void *arg)
 {
     mxh_coll_args_t v = *a;
     mxh_status_t st;
     v.dt = a->vdt;
-    st   = run_sched_io(&v, sched, work, a->mpi_op, NULL, NULL, NULL);
+    st   = run_sched_io(&v, sched, work, a->mpi_op, in, out, arg);
     a->mpi_rc = v.mpi_rc;
     return st;
 }
@@ -616,6 +639,21 @@ static void v_pieces(const mxh_sched_t *s, const int *at, v_piece_fn fn, void *a
                 fn(arg, d, (size_t)f * q, woff, len);
             woff += len;
         }
+    }
+}
+
+/* The pieces of fragment @f only (v_pieces). */
+static void v_frag_pieces(const mxh_sched_t *s, const int *at, int f, v_piece_fn fn, void *arg)
+{
+    int n       = s->nranks;
+    size_t woff = s->vfrag_off[f];
+    for (int p = 0; p < n; p++) {
+        int d      = at[p];
+        size_t q   = s->vpiece[d];
+        size_t len = f < s->nfrag - 1 ? q : s->vpiece[n + d];
+        if (len > 0)
+            fn(arg, d, (size_t)f * q, woff, len);
+        woff += len;
     }
 }
 
@@ -658,6 +696,9 @@ typedef struct v_io {
      * whole vector, whose real blocks are [P[j], P[j+1]); NULL: d is real */
     const size_t *V, *P;
     int         n;
+    const int  *at;   /* the rank at each block position */
+    const mxh_sched_t *sched;
+    size_t      moved; /* bytes the fragment functions copied (simulation charge) */
 } v_io_t;
 
 static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
@@ -792,6 +833,45 @@ static void v_mine_out(void *arg, int d, size_t boff, size_t woff, size_t len)
         memcpy(io->out + boff * io->ts, io->work + woff * io->ts, len * io->ts);
 }
 
+/* Executor fragment functions (exec.h: mxh_frag_fn): a fragment's pieces in one
+ * go (the first call does the whole job). */
+static size_t v_frag_all_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                             size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0) {
+        v_frag_pieces(s, io->at, f, v_all_out, io);
+        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
+    }
+    return 0;
+}
+
+static size_t v_frag_all_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                            size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0) {
+        v_frag_pieces(s, io->at, f, v_all_in, io);
+        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
+    }
+    return 0;
+}
+
+static size_t v_frag_mine_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
+                              size_t max)
+{
+    v_io_t *io = arg;
+    (void)work;
+    (void)max;
+    if (off == 0)
+        v_frag_pieces(s, io->at, f, v_mine_out, io);
+    return 0;
+}
+
 /* allgatherv: my block into the work buffer (blocks in block_pos order), the
  * allgather plan, every block out to recvbuf at its displacement. */
 static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
@@ -906,13 +986,9 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
         for (int j = 0; j < n; j++)
             bdisp[j] = rdense ? (size_t)((MPI_Aint)a->rdispls[j] * ext) : pref[j];
         v_io_t io = {work, V ? evenbuf : mine, rdense ? (char *)r : dense, bdisp, me, 1,
-                     V, pref, n};
+                     V, pref, n, at, sched, 0};
         v_pieces(sched, at, v_mine_in, &io);
-        st = run_vsched(a, sched, work);
-        if (st == MXH_OK && !direct) {
-            v_pieces(sched, at, v_all_out, &io);
-            mxh_copy_charge(pref[n]);
-        }
+        st = run_vsched(a, sched, work, NULL, direct ? NULL : v_frag_all_out, &io);
         for (int j = 0; j < n && st == MXH_OK && !rdense; j++)
             if (unpack_dense(dense + pref[j], cnt[j], (char *)r + (MPI_Aint)a->rdispls[j] * ext,
                              (size_t)a->rcounts[j], a->dt) != MPI_SUCCESS)
@@ -1009,14 +1085,16 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
         }
         for (int j = 0; j < n; j++)
             bdisp[j] = pref[j] * ts;
-        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n};
-        v_pieces(sched, at, v_all_in, &io);
-        mxh_copy_charge(total * ts);
-        run = run_vsched(a, sched, work);
+        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n, at, sched, 0};
+        /* in place the results overwrite the input: it all goes in first */
+        int in_first = s == MPI_IN_PLACE && !V && dense;
+        if (in_first) {
+            v_pieces(sched, at, v_all_in, &io);
+            mxh_copy_charge(total * ts);
+        }
+        run = run_vsched(a, sched, work, in_first ? NULL : v_frag_all_in, v_frag_mine_out, &io);
         if (st == MXH_OK)
             st = run;
-        if (st == MXH_OK)
-            v_pieces(sched, at, v_mine_out, &io);
         /* my even block to the ranks whose real blocks it holds (every rank
          * takes part, whatever happened here: the peers wait for it) */
         if (V != NULL) {
@@ -1288,10 +1366,10 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
         u.recv_count = a->rank == a->root ? a->count : 0;
         u.recv_in    = in_place;
         break;
-    case MXH_COLL_ALLGATHERV:
+    case MXH_COLL_ALLGATHERV: /* the mirror holds the gaps between blocks too: copied in */
         u.send_count = in_place ? 0 : a->sendcount;
         u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = in_place;
+        u.recv_in    = 1;
         break;
     case MXH_COLL_REDUCE_SCATTER:
         u.send_count = in_place ? 0 : v_total(a->rcounts, a->size);
@@ -1303,14 +1381,18 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
         u.recv_count = (size_t)a->count * (size_t)a->size;
         u.recv_in    = in_place;
         break;
-    case MXH_COLL_ALLTOALLV:
+    case MXH_COLL_ALLTOALLV: /* gaps, as allgatherv */
         u.send_count = in_place ? 0 : v_span(a->scounts, a->sdispls, a->size);
         u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = in_place;
+        u.recv_in    = 1;
         break;
     default:
         break;
     }
+    /* a mirror of a type with holes is copied back whole: the holes must hold
+     * the user's bytes, so it is copied in too */
+    if (u.recv_count > 0 && !u.recv_in && u.recv_out && !mxh_dtype_dense(a->dt))
+        u.recv_in = 1;
     return u;
 }
 
@@ -1632,9 +1714,14 @@ static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *
         return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
     case MXH_COLL_REDUCE:
         return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
-    case MXH_COLL_ALLGATHERV:
-        return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
-                               a->comm, req);
+    case MXH_COLL_ALLGATHERV: {
+        int rc;
+        if (a->size > 1)
+            return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls,
+                                   a->dt, a->comm, req);
+        rc = allgatherv_self(a, s, r); /* done now; a request that is complete */
+        return rc != MPI_SUCCESS ? rc : MPI_Ibarrier(MPI_COMM_SELF, req);
+    }
     case MXH_COLL_REDUCE_SCATTER:
         return MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, req);
     case MXH_COLL_ALLTOALL:

@@ -296,8 +296,9 @@ TEST_F(Half, MpichFloat16IsReducedLikeOurs)
     ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_allreduce(a, ours, 4, MPIX_HIER_FLOAT16, MPI_SUM, comm));
     for (int i = 0; i < 4; i++) {
         EXPECT_EQ(ours[i], b[i]) << i;
-        if (size < 9)
+        if (size < 9) {
             EXPECT_EQ(kInt[size], b[i]) << i;
+        }
     }
     for (MPI_Op op : {MPI_MAX, MPI_MIN}) {
         ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_allreduce(a, b, 4, MPIX_C_FLOAT16, op, comm));

@@ -261,6 +261,8 @@ int ref_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
     MPI_Comm_size(comm, &size);
     if (size != 1)
         return MPI_Allgatherv(sb, sc, st, rb, rc, displs, rt, comm);
+    if (sb == MPI_IN_PLACE)  // the block is where it belongs already
+        return MPI_SUCCESS;
     MPI_Aint lb, ext;
     MPI_Type_get_extent(rt, &lb, &ext);
     return MPI_Sendrecv(sb, sc, st, 0, 4711, (char *)rb + (MPI_Aint)displs[0] * ext, rc[0], rt, 0,
@@ -397,7 +399,7 @@ VCasePtr vprepare(Checker &ck, const VSpec &s, uint64_t salt, const std::string 
     int rc = MPI_SUCCESS;
     switch (s.coll) {
     case kAgv:
-        rc = MPI_Allgatherv(sb, c->rcounts[(size_t)ck.rank], ty, rb, c->rcounts.data(),
+        rc = ref_allgatherv(sb, c->rcounts[(size_t)ck.rank], ty, rb, c->rcounts.data(),
                             c->rdispls.data(), ty, ck.comm);
         break;
     case kRs:
@@ -1309,6 +1311,10 @@ uint16_t half_of_int(int v)
 
 TEST_P(VColls, CFloat16SameBitsAsHierFloat16)
 {
+#if MXH_TEST_PLAIN
+    GTEST_SKIP() << "plain stand-in: no MPIX_HIER_FLOAT16, and MPICH 4.0.2 aborts when it "
+                    "reduces MPIX_C_FLOAT16";
+#else
     Checker ck(get_comm(GetParam()), GetParam());
     MPI_Datatype c16 = MPIX_C_FLOAT16, h16 = MPIX_HIER_FLOAT16;
     int p = ck.size, root = p - 1;
@@ -1418,6 +1424,7 @@ TEST_P(VColls, CFloat16SameBitsAsHierFloat16)
                 }
             }
     ck.finish();
+#endif
 }
 
 // ---- the plain path on the new collectives: MINLOC, non-commutative user
@@ -1529,7 +1536,7 @@ TEST_P(VColls, PlainPathMatchesMpi)
             std::vector<double> in;
             vfill(in, mine, 2);
             std::vector<double> got(5 * ne + 1, kHole), ref(got);
-            ck.rc(MPI_Allgatherv(in.data(), (int)mine, vec, ref.data(), rc.data(), displs.data(), vec, ck.comm),
+            ck.rc(ref_allgatherv(in.data(), (int)mine, vec, ref.data(), rc.data(), displs.data(), vec, ck.comm),
                   "reference " + label);
             ck.rc(MPIX_Hier_allgatherv(in.data(), (int)mine, vec, got.data(), rc.data(), displs.data(), vec,
                                        ck.comm),
@@ -1748,7 +1755,7 @@ void Signatures::run(const std::string &which)
                 int mine_ints = 2 * c[(size_t)ck.rank];
                 std::vector<int> sv = sig_pack(T, logical((size_t)mine_ints, ck.rank, 4));
                 std::vector<int> got((size_t)(off + 1) * (size_t)T.ext + 1, kSigHole), ref = got;
-                ck.rc(MPI_Allgatherv(sv.data(), cnt(mine_ints), T.dt, ref.data(), rcounts.data(),
+                ck.rc(ref_allgatherv(sv.data(), cnt(mine_ints), T.dt, ref.data(), rcounts.data(),
                                      displs.data(), T.dt, ck.comm),
                       "reference " + label);
                 trace(label + ": MPICH done");

@@ -928,6 +928,76 @@ int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
+/* v-collectives and all-to-all: MPICH's own; corrupt: the last received
+ * element of an allgatherv wrong on rank 1. */
+int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int displs[],
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rc = MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                            comm);
+    int rank, size;
+    if (inject("corrupt") && MPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == 1 &&
+        MPI_Comm_size(comm, &size) == MPI_SUCCESS && recvcounts[size - 1] > 0) {
+        MPI_Aint lb, extent;
+        MPI_Type_get_extent(recvtype, &lb, &extent);
+        ((unsigned char *)recvbuf)[(size_t)displs[size - 1] * (size_t)extent] ^= 1;
+    }
+    return rc;
+}
+
+int MPIX_Hier_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+int MPIX_Hier_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                         recvtype, comm);
+}
+
+int MPIX_Hier_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, const int recvcounts[], const int displs[],
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return MPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           comm, request);
+}
+
+int MPIX_Hier_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    return MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+}
+
+int MPIX_Hier_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request)
+{
+    return MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                         request);
+}
+
+int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                         MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request)
+{
+    return MPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                          recvtype, comm, request);
+}
+
 /* The test memory kind (src/mem/mem.h) for the harness: plain host memory, no
  * copies ever counted (the tests do not assert staging in this build). */
 void *mxh_mem_test_alloc(size_t n);
