@@ -53,6 +53,8 @@ SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0
 # reduce_scatter_block: mpix_bench's name of MPI_Reduce_scatter_block (its
 # "reduce_scatter" is MPI_Reduce_scatter, with per-rank counts)
 COLLS = ["allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce"]
+# also measurable with -c (not in "all": the v-collectives and all-to-all)
+VCOLLS = ["allgatherv", "reduce_scatter", "alltoall", "alltoallv"]
 
 
 def parse_size(s):
@@ -206,8 +208,19 @@ def bench_rows(out, coll):
 
 # ---- analytic bounds -----------------------------------------------------------
 
+# the collectives whose bus factor is (p-1)/p (nccl-tests' allgather convention)
+SPREAD = ("reduce_scatter_block", "allgather", "allgatherv", "reduce_scatter", "alltoall",
+          "alltoallv")
+
+
+def algbw_bytes(coll, n, p):
+    """The bytes mpix_bench's algbw divides by for size n: allgatherv's size is
+    what each rank sends, its algbw counts all ranks' bytes (the whole vector)."""
+    return n * p if coll == "allgatherv" else n
+
+
 def bus_factor(coll, p):
-    if coll in ("reduce_scatter_block", "allgather"):
+    if coll in SPREAD:
         return (p - 1.0) / p
     if coll == "allreduce":
         return 2.0 * (p - 1) / p
@@ -221,11 +234,25 @@ def bound_terms(plat, coll, n):
     inside a node, node injection, spine / dragonfly global links / torus
     bisection) and the latency of the longest path."""
     t = {}
+    p = plat.N * plat.g
+    if coll in ("alltoall", "alltoallv"):
+        # n: bytes each rank sends, 1/p of it to every rank. A cut of P parties
+        # (p/P ranks each) carries (P-1)/P of each party's p/P * n; inside the
+        # node each GPU moves at least (g-1)/p of its n over NVLink
+        for name, parties, cap in plat.cuts():
+            c = cap * 1e9
+            if name == "nvlink":
+                t[name] = (plat.g - 1.0) / p * n / c
+            else:
+                t[name] = (parties - 1.0) / parties * (float(p) / parties) * n / c
+        t["latency"] = plat.diameter_us() * 1e-6
+        return t
+    n = algbw_bytes(coll, n, p)
     for name, parties, cap in plat.cuts():
         c = cap * 1e9
         if coll == "allreduce":
             t[name] = 2.0 * (parties - 1) / parties * n / c
-        elif coll in ("reduce_scatter_block", "allgather"):
+        elif coll in SPREAD:
             t[name] = (parties - 1.0) / parties * n / c
         else:
             t[name] = n / c
@@ -291,8 +318,9 @@ def run_compare(a):
     print("|" + "---|" * len(hdr))
     for n in sorted(res["auto"]):
         ti, tx = model(a, n, plat)
-        b_bound = n / max(ti, tx) / 1e9 * fac if max(ti, tx) > 0 else float("nan")
-        b_seq = n / (ti + tx) / 1e9 * fac if ti + tx > 0 else float("nan")
+        nb = algbw_bytes(a.coll, n, p)
+        b_bound = nb / max(ti, tx) / 1e9 * fac if max(ti, tx) > 0 else float("nan")
+        b_seq = nb / (ti + tx) / 1e9 * fac if ti + tx > 0 else float("nan")
         mpi = float(res["auto"][n][6])
         auto = float(res["auto"][n][2])
         hier = float(res["hier"].get(n, ["nan"] * 3)[2])
@@ -497,7 +525,7 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
                     mt, mb = float(f[0]), float(f[2])
                     wrong = f[3]
                 tb, term = bound(plat, coll, n)
-                bb = n / tb / 1e9 * bus_factor(coll, p)
+                bb = algbw_bytes(coll, n, p) / tb / 1e9 * bus_factor(coll, p)
                 rows.append({"topology": b.topology, "ranks": p, "nodes": b.nodes,
                              "gpus": b.gpus, "selector": sel, "collective": coll,
                              "size_bytes": n, "hier_time_us": ht, "hier_busbw": hb,
