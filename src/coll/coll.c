@@ -1129,10 +1129,30 @@ out:
 
 /* ---- all-to-all: rail-aligned, aggregated per node (coll/alltoall.h) ---------------------- */
 
-/* alltoall in the view (bytes, dense): block p of @count bytes at p * count */
+/* alltoall in the view (bytes, dense): block p of @count bytes at p * count.
+ * One node, small messages (select.c): every rank's whole send buffer is
+ * gathered through shared memory and each rank takes its column (p times the
+ * data, but one exchange instead of p - 1 messages). */
 static mxh_status_t hier_alltoall(mxh_coll_args_t *a, const void *s, void *r)
 {
-    return mxh_alltoall_hier(a->hier, s == MPI_IN_PLACE ? NULL : s, r, (size_t)a->count);
+    mxh_hier_t *h = a->hier;
+    if (a->path == MXH_PATH_SHM) {
+        size_t blk = (size_t)a->count, row = blk * (size_t)a->size;
+        char *all  = mxh_hier_scratch(h, row * (size_t)a->size);
+        mxh_status_t st;
+        if (all == NULL)
+            return no_memory(row * (size_t)a->size);
+        block_parts(h, (int)row);
+        st = mxh_shm_allgather(h->shm_all, s == MPI_IN_PLACE ? r : s, all, h->blk_counts,
+                               h->blk_displs, MPI_BYTE, 1);
+        if (st != MXH_OK)
+            return st;
+        for (int q = 0; q < a->size; q++)
+            memcpy((char *)r + (size_t)q * blk, all + (size_t)q * row + (size_t)a->rank * blk, blk);
+        mxh_copy_charge(row);
+        return MXH_OK;
+    }
+    return mxh_alltoall_hier(h, s == MPI_IN_PLACE ? NULL : s, r, (size_t)a->count);
 }
 
 /* alltoallv: byte counts and displacements; blocks of types with holes are
@@ -1662,7 +1682,7 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
         return;
     a->rank = a->hier->rank; /* the private dup of a->comm: the same rank and size */
     a->size = a->hier->size;
-    bytes    = (size_t)a->count * a->tsize;
+    bytes    = (size_t)a->count * a->vn * a->tsize; /* the view's bytes (coll.h: vdt) */
     work     = ci->blocks ? bytes * (size_t)a->size : bytes;
     if (ci->vector && a->coll != MXH_COLL_ALLTOALLV) { /* the whole vector, its mean */
         work  = v_total(a->rcounts, a->size) * a->vn * a->tsize;
@@ -1680,6 +1700,8 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     /* all-to-all: the rail-aligned algorithm where the layout allows it (its
      * communicators are made here, outside any task, collectively: every rank
      * takes this decision) */
+    if (a->coll == MXH_COLL_ALLTOALLV && a->path == MXH_PATH_SHM)
+        a->path = MXH_PATH_PLAIN; /* its shared-memory form would need every rank's counts */
     if ((a->coll == MXH_COLL_ALLTOALL || a->coll == MXH_COLL_ALLTOALLV) &&
         a->path == MXH_PATH_SCHED &&
         (!mxh_alltoall_applicable(a->hier->layout) || mxh_alltoall_setup(a->hier) != MXH_OK))

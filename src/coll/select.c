@@ -18,6 +18,10 @@ size_t mxh_select_shm_max(mxh_coll_t coll)
     case MXH_COLL_ALLGATHER:
     case MXH_COLL_ALLGATHERV:
         return (size_t)2 << 20;
+    case MXH_COLL_ALLTOALL: /* every rank's whole send buffer through the segment */
+        return MXH_SELECT_ALLTOALL_SHM_MAX;
+    case MXH_COLL_ALLTOALLV:
+        return 0;
     default:
         return SIZE_MAX;
     }
@@ -71,12 +75,9 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
     }
-    /* all-to-all runs unfragmented and has no shared-memory algorithm of its
-     * own (MPICH's is the single-node one) */
+    /* all-to-all runs unfragmented; alltoallv has no shared-memory form (coll.c) */
     if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_PIPELINE)
         c.algo = MXH_ALGO_HIER;
-    if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_SHM)
-        c.algo = MXH_ALGO_MPI;
     if (c.algo == MXH_ALGO_PIPELINE) {
         c.frag_bytes = cfg->frag_size;
         c.depth      = cfg->pipeline_depth;

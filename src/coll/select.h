@@ -41,6 +41,13 @@ const char *mxh_algo_name(mxh_algo_t algo);
 /* Largest message (bytes of the whole vector) the shared-memory algorithm of
  * @coll serves by default: above it MPICH's single-copy (CMA) transfers win on
  * a node (measured, benchmarks/RESULTS.md). SIZE_MAX: every size. */
+/* alltoall on one node through shared memory below this many bytes of a rank's
+ * whole send buffer (every rank reads all of them: p times the data). Measured
+ * (2 ranks, mpix_bench -c alltoall -n 1000, RESULTS.md section 8): 8 B-2 KiB
+ * 0.58-0.84 of MPICH's time, 8 KiB 2.4x slower. */
+#ifndef MXH_SELECT_ALLTOALL_SHM_MAX
+#define MXH_SELECT_ALLTOALL_SHM_MAX ((size_t)4 << 10)
+#endif
 size_t mxh_select_shm_max(mxh_coll_t coll);
 
 /* @bytes: the per-rank message (count * element size; the block for
