@@ -120,9 +120,10 @@ MPIX_HIER_API int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count
  * reduce-scatter plans of the hierarchy with per-rank block sizes;
  * alltoall(v) on a regular multi-node layout aggregates inside the node by
  * destination (one exchange per pair of nodes along each rail, so every
- * byte crosses the network once, on its rail). Elsewhere (one node, an
- * intercommunicator, a non-commutative or user op on a reduction, ...) the
- * plain MPI collective runs.
+ * byte crosses the network once, on its rail); on one node allgatherv,
+ * reduce_scatter and small alltoalls go through shared memory. Elsewhere
+ * (an intercommunicator, a user op, a layout the hierarchy cannot help, ...)
+ * the plain MPI collective runs.
  */
 MPIX_HIER_API int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                        void *recvbuf, const int recvcounts[], const int displs[],
