@@ -626,23 +626,7 @@ static mxh_status_t run_vsched(mxh_coll_args_t *a, const mxh_sched_t *sched, voi
  * block_pos order (@at: the rank at each position), @fn(arg, block, first
  * element of the piece in its block, its work offset, its length). */
 typedef void (*v_piece_fn)(void *arg, int d, size_t boff, size_t woff, size_t len);
-static void v_pieces(const mxh_sched_t *s, const int *at, v_piece_fn fn, void *arg)
-{
-    int n = s->nranks;
-    for (int f = 0; f < s->nfrag; f++) {
-        size_t woff = s->vfrag_off[f];
-        for (int p = 0; p < n; p++) {
-            int d      = at[p];
-            size_t q   = s->vpiece[d];
-            size_t len = f < s->nfrag - 1 ? q : s->vpiece[n + d];
-            if (len > 0)
-                fn(arg, d, (size_t)f * q, woff, len);
-            woff += len;
-        }
-    }
-}
-
-/* The pieces of fragment @f only (v_pieces). */
+/* The pieces of fragment @f. */
 static void v_frag_pieces(const mxh_sched_t *s, const int *at, int f, v_piece_fn fn, void *arg)
 {
     int n       = s->nranks;
@@ -655,6 +639,12 @@ static void v_frag_pieces(const mxh_sched_t *s, const int *at, int f, v_piece_fn
             fn(arg, d, (size_t)f * q, woff, len);
         woff += len;
     }
+}
+
+static void v_pieces(const mxh_sched_t *s, const int *at, v_piece_fn fn, void *arg)
+{
+    for (int f = 0; f < s->nfrag; f++)
+        v_frag_pieces(s, at, f, fn, arg);
 }
 
 /* The rank at each block position of @sched (caller frees). */
@@ -697,8 +687,6 @@ typedef struct v_io {
     const size_t *V, *P;
     int         n;
     const int  *at;   /* the rank at each block position */
-    const mxh_sched_t *sched;
-    size_t      moved; /* bytes the fragment functions copied (simulation charge) */
 } v_io_t;
 
 static void v_mine_in(void *arg, int d, size_t boff, size_t woff, size_t len)
@@ -834,42 +822,42 @@ static void v_mine_out(void *arg, int d, size_t boff, size_t woff, size_t len)
 }
 
 /* Executor fragment functions (exec.h: mxh_frag_fn): a fragment's pieces in one
- * go (the first call does the whole job). */
+ * go (the first call does the whole job); @all: every block's pieces are
+ * copied, charged in the simulation. */
+static size_t v_frag_move(void *arg, const mxh_sched_t *s, int f, size_t off, v_piece_fn fn,
+                          int all)
+{
+    v_io_t *io = arg;
+    if (off == 0) {
+        v_frag_pieces(s, io->at, f, fn, io);
+        if (all)
+            mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
+    }
+    return 0;
+}
+
 static size_t v_frag_all_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
                              size_t max)
 {
-    v_io_t *io = arg;
     (void)work;
     (void)max;
-    if (off == 0) {
-        v_frag_pieces(s, io->at, f, v_all_out, io);
-        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
-    }
-    return 0;
+    return v_frag_move(arg, s, f, off, v_all_out, 1);
 }
 
 static size_t v_frag_all_in(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
                             size_t max)
 {
-    v_io_t *io = arg;
     (void)work;
     (void)max;
-    if (off == 0) {
-        v_frag_pieces(s, io->at, f, v_all_in, io);
-        mxh_copy_charge((s->vfrag_off[f + 1] - s->vfrag_off[f]) * io->ts);
-    }
-    return 0;
+    return v_frag_move(arg, s, f, off, v_all_in, 1);
 }
 
 static size_t v_frag_mine_out(void *arg, const mxh_sched_t *s, int f, char *work, size_t off,
                               size_t max)
 {
-    v_io_t *io = arg;
     (void)work;
     (void)max;
-    if (off == 0)
-        v_frag_pieces(s, io->at, f, v_mine_out, io);
-    return 0;
+    return v_frag_move(arg, s, f, off, v_mine_out, 0);
 }
 
 /* allgatherv: my block into the work buffer (blocks in block_pos order), the
@@ -986,7 +974,7 @@ static mxh_status_t hier_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
         for (int j = 0; j < n; j++)
             bdisp[j] = rdense ? (size_t)((MPI_Aint)a->rdispls[j] * ext) : pref[j];
         v_io_t io = {work, V ? evenbuf : mine, rdense ? (char *)r : dense, bdisp, me, 1,
-                     V, pref, n, at, sched, 0};
+                     V, pref, n, at};
         v_pieces(sched, at, v_mine_in, &io);
         st = run_vsched(a, sched, work, NULL, direct ? NULL : v_frag_all_out, &io);
         for (int j = 0; j < n && st == MXH_OK && !rdense; j++)
@@ -1085,7 +1073,7 @@ static mxh_status_t hier_reduce_scatter(mxh_coll_args_t *a, const void *s, void 
         }
         for (int j = 0; j < n; j++)
             bdisp[j] = pref[j] * ts;
-        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n, at, sched, 0};
+        v_io_t io = {work, in, V ? evenbuf : out, bdisp, me, ts, V, pref, n, at};
         /* in place the results overwrite the input: it all goes in first */
         int in_first = s == MPI_IN_PLACE && !V && dense;
         if (in_first) {
