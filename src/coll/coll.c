@@ -1540,21 +1540,11 @@ static mxh_status_t body(mxh_coll_args_t *a)
 
 /* ---- decision ------------------------------------------------------------------------------ */
 
-/* MPI's own reductions (a user function is written for the datatype it is
- * given, holes and all: it must see the user's type, not our view). */
-static int op_predefined(MPI_Op op)
-{
-    static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX,  MPI_MIN, MPI_LAND,
-                                 MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        if (op == ops[i])
-            return 1;
-    return 0;
-}
-
 /* The view of the data the hierarchical paths take (vdt, vn, vsn, tsize,
  * vpack), from the type signatures. 0: none (a signature that mixes basic
- * types in a reduction: plain MPI on every rank, as they all see it). */
+ * types in a reduction: plain MPI on every rank, as they all see it).
+ * Reductions get here with MPI's own ops only (user ops are MPI's:
+ * mpix/errors.c), which see elements of the basic type alike. */
 static int view(mxh_coll_args_t *a)
 {
     const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
@@ -1568,8 +1558,6 @@ static int view(mxh_coll_args_t *a)
             a->vn  = 1;
         } else {
             size_t bsize = 0;
-            if (!op_predefined(a->op))
-                return 0; /* never: user ops are MPI's (mpix/errors.c) */
             if (mxh_dtype_signature(a->dt, &a->vdt, &a->vn) != 0 || a->vdt == MPI_DATATYPE_NULL ||
                 MPI_Type_size(a->vdt, &size) != MPI_SUCCESS || size <= 0 ||
                 !mxh_dtype_dense(a->vdt))
