@@ -106,7 +106,11 @@ probe_netem() { # yes when this kernel has the netem qdisc (tried on a scratch v
 }
 
 # ---- up -------------------------------------------------------------------
-addns() { ip netns add "$1"; ip -n "$1" link set lo up; }
+addns() { # addns NS: a net namespace, lo up, no IPv6 (no neighbour discovery noise in the counters)
+    ip netns add "$1"
+    ip -n "$1" link set dev lo up
+    nsx "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+}
 veth() { # veth NS1 IF1 NS2 IF2: a veth pair between two namespaces, both ends up
     ip -n "$1" link add name "$2" type veth peer name "$4" netns "$3"
     ip -n "$1" link set dev "$2" up
