@@ -247,10 +247,11 @@ cmd_up() {
     fi
     for ((h = 0; h < HOSTS; h++)); do start_host "$h"; done
 
-    # the MPI_Finalize marker (emu_fini.c), when an MPI compiler is there
+    # the ranks' preload (emu_preload.c: MPI_Finalize marker, polite polling),
+    # when an MPI compiler is there
     if command -v mpicc >/dev/null 2>&1; then
-        mpicc -shared -fPIC -O2 -o "$STATE/fini.so" "$(dirname "$SELF")/emu_fini.c" -ldl ||
-            note "could not build emu_fini.c: a finalize hang will read as a timeout"
+        mpicc -shared -fPIC -O2 -o "$STATE/preload.so" "$(dirname "$SELF")/emu_preload.c" -ldl ||
+            note "could not build emu_preload.c: a finalize hang will read as a timeout"
     fi
     # Hydra's launcher and the rank wrapper: one executable each (mpiexec takes
     # a path for -launcher-exec)
@@ -549,9 +550,10 @@ cmd_rank() {
     ns=$(host_ns "$h" "$r")
     dev=$(host_if "$r")
     export UCX_NET_DEVICES=${EMU_UCX_NET_DEVICES:-$dev}
-    if [ -n "${EMU_JOB:-}" ] && [ -f "$STATE/fini.so" ]; then
+    if [ -n "${EMU_JOB:-}" ] && [ -f "$STATE/preload.so" ]; then
         export EMU_FINI_FILE=$EMU_JOB/fini.${PMI_RANK:-$lr}
-        export LD_PRELOAD=$STATE/fini.so${LD_PRELOAD:+:$LD_PRELOAD}
+        export EMU_YIELD=${EMU_YIELD:-1} EMU_FINALIZE=${EMU_FINALIZE:-skip-close}
+        export LD_PRELOAD=$STATE/preload.so${LD_PRELOAD:+:$LD_PRELOAD}
     fi
     # a mount namespace of its own (a slave copy of the host's: same /dev/shm)
     # with sysfs remounted: UCX lists network devices from /sys/class/net, which
