@@ -31,6 +31,8 @@ export DEBIAN_FRONTEND=noninteractive
 #   gnuplot    mpix_bench --plot (tests/tools/test_mpix_bench.sh)
 #   binutils   nm (make check's exported-symbol check; also pulled in by g++)
 #   xz-utils   contrib/gpu-run.sh pack (tar -J)
+#   iproute2   ip and tc (/sbin/tc is iproute2's on Debian 12): the emulated cluster,
+#              benchmarks/emu/emu.sh and its test tests/emu/test_emu.sh
 #   python3-numpy python3-pytest  the Python package's tests (tests/python/run_python_tests.sh)
 # Not python3-mpi4py: Debian 12 builds it on Open MPI, which cannot share a process
 # with MPICH, and installing it raises Open MPI above MPICH in the mpicc/mpiexec
@@ -39,7 +41,8 @@ export DEBIAN_FRONTEND=noninteractive
 # (awk, timeout, mktemp, od, sha256sum, find, sed, grep: coreutils & co., always present.)
 PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev googletest libgtest-dev
           autoconf automake libtool pkg-config make g++ binutils valgrind gnuplot-nox
-          python3 python3-numpy python3-pytest xz-utils)
+          python3 python3-numpy python3-pytest xz-utils
+          iproute2)
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
