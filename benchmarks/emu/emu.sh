@@ -484,9 +484,8 @@ cmd_run() {
             if [ -z "$fin" ]; then fin=$t; fi
             if ((t - fin >= grace)); then
                 note "results complete: all $np ranks reached MPI_Finalize; teardown hung for ${grace}s (UCX TCP, see README): killing the job"
-                kill_job "$mp"
+                kill_job "$mp" "$job"
                 wait "$mp" 2>/dev/null || true
-                rc=0
                 finish_run "$job" "$stats"
                 return 0
             fi
@@ -497,18 +496,22 @@ cmd_run() {
     n=$(find "$job" -name 'fini.*' 2>/dev/null | wc -l)
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         note "TIMEOUT after ${tmo}s: $n of $np ranks reached MPI_Finalize (a real hang)"
+        kill_job "$mp" "$job"
     fi
     finish_run "$job" "$stats"
     return $rc
 }
-kill_job() { # the mpiexec, then every rank still in this cluster's namespaces
-    local mp=$1 ns pid
+kill_job() { # kill_job PID JOB: mpiexec, then what is left of job JOB's processes
+    local mp=$1 job=$2 ns pid
     kill -TERM "$mp" 2>/dev/null || true
     sleep 1
+    # the job's proxies and ranks: the processes in this cluster's namespaces
+    # whose environment names the job (another job on this cluster survives)
     for ns in $(ip netns list | awk -v p="$P-" 'index($1, p) == 1 { print $1 }'); do
         for pid in $(ip netns pids "$ns" 2>/dev/null); do
-            # only MPI processes: the host holders are not in a net namespace of ours
-            kill -9 "$pid" 2>/dev/null || true
+            if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "EMU_JOB=$job"; then
+                kill -9 "$pid" 2>/dev/null || true
+            fi
         done
     done
 }
