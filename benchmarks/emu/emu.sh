@@ -466,7 +466,10 @@ cmd_run() {
     [ $# -gt 0 ] || die "usage: emu.sh run [--timeout S] [--grace S] [--np N] [--stats] -- PROG ARGS..."
     local job
     job=$(mktemp -d "$STATE/job.XXXXXX")
-    if [ $stats = 1 ]; then cmd_stats >"$job/stats.before"; fi
+    if [ $stats = 1 ]; then
+        cmd_stats >"$job/stats.before"
+        mark "$job/t0"
+    fi
     # mpiexec runs in the management namespace; -iface: the proxies connect to
     # its control port over the management bridge
     nsx "$P-mgmt" env EMU_ID="$EMU_ID" EMU_JOB="$job" \
@@ -481,7 +484,10 @@ cmd_run() {
         local n
         n=$(find "$job" -name 'fini.*' 2>/dev/null | wc -l)
         if [ "$n" -ge "$np" ]; then
-            if [ -z "$fin" ]; then fin=$t; fi
+            if [ -z "$fin" ]; then
+                fin=$t
+                mark "$job/t1"
+            fi
             if ((t - fin >= grace)); then
                 note "results complete: all $np ranks reached MPI_Finalize; teardown hung for ${grace}s (UCX TCP, see README): killing the job"
                 kill_job "$mp" "$job"
@@ -515,16 +521,34 @@ kill_job() { # kill_job PID JOB: mpiexec, then what is left of job JOB's process
         done
     done
 }
+mark() { # mark FILE: the time and the machine's CPU counters (/proc/stat) now
+    { date +%s.%N; head -n 1 /proc/stat; } >"$1"
+}
 finish_run() {
     local job=$1 stats=$2
     if [ "$stats" = 1 ]; then
         cmd_stats >"$job/stats.after"
-        echo "bytes sent on each shaped link during the run:"
+        # the end: when the last rank reached MPI_Finalize, else the job's exit
+        if [ ! -e "$job/t1" ]; then mark "$job/t1"; fi
+        local el busy
+        # elapsed seconds; CPU busy = 1 - (idle + iowait) / all, over every core
+        read -r el busy < <(cat "$job/t0" "$job/t1" | awk '
+            NR == 1 { t0 = $1 } NR == 3 { t1 = $1 }
+            /^cpu / { a = 0; for (i = 2; i <= NF; i++) a += $i; id = $5 + $6
+                      if (NR == 2) { a0 = a; i0 = id } else { a1 = a; i1 = id } }
+            END { printf "%.2f %.0f\n", t1 - t0, 100 * (1 - (i1 - i0) / (a1 - a0)) }')
+        echo "during the run: ${el} s (mpiexec start to the last rank's MPI_Finalize or exit)," \
+            "machine CPU busy ${busy}% of $(nproc) cores"
+        echo "bytes sent on each shaped link (util: bytes x 8 / (${el} s x rate)):"
         # the same rows before and after: print after - before
-        awk 'NR == FNR { b6[FNR] = $6; b7[FNR] = $7; b8[FNR] = $8; next }
-             FNR == 1 { print; next }
-             { printf "%-8s %-5s %-6s %-22s %-10s %14d %10d %6d\n", $1, $2, $3, $4, $5,
-                 $6 - b6[FNR], $7 - b7[FNR], $8 - b8[FNR] }' "$job/stats.before" "$job/stats.after"
+        awk -v el="$el" '
+            function bps(r) { return r ~ /Gbit/ ? r * 1e9 : r ~ /Mbit/ ? r * 1e6 : r * 1e3 }
+            NR == FNR { b6[FNR] = $6; b7[FNR] = $7; b8[FNR] = $8; next }
+            FNR == 1 { print $0 "  util"; next }
+            { d = $6 - b6[FNR]
+              printf "%-8s %-5s %-6s %-22s %-10s %14d %10d %6d %5.0f%%\n", $1, $2, $3, $4, $5,
+                 d, $7 - b7[FNR], $8 - b8[FNR], (el > 0 ? 100 * d * 8 / (el * bps($5)) : 0) }' \
+            "$job/stats.before" "$job/stats.after"
     fi
     rm -rf "$job"
 }
