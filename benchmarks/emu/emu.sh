@@ -580,13 +580,19 @@ cmd_rank() {
     if [ -n "${EMU_JOB:-}" ] && [ -f "$STATE/preload.so" ]; then
         export EMU_FINI_FILE=$EMU_JOB/fini.${PMI_RANK:-$lr}
         export EMU_YIELD=${EMU_YIELD:-1} EMU_FINALIZE=${EMU_FINALIZE:-skip-close}
-        export LD_PRELOAD=$STATE/preload.so${LD_PRELOAD:+:$LD_PRELOAD}
+        export EMU_PRELOAD=$STATE/preload.so
     fi
     # a mount namespace of its own (a slave copy of the host's: same /dev/shm)
     # with sysfs remounted: UCX lists network devices from /sys/class/net, which
-    # shows the net namespace that mounted sysfs, not the caller's
+    # shows the net namespace that mounted sysfs, not the caller's. The preload
+    # goes to PROG only (not to nsenter, unshare, sh).
+    # shellcheck disable=SC2016 # $@, $EMU_PRELOAD: expanded by that sh
     exec nsenter --net="/run/netns/$ns" -- unshare -m --propagation slave -- /bin/sh -c \
-        'umount -l /sys && mount -t sysfs -o ro emu-sysfs /sys && exec "$@"' emu-rank "$@"
+        'umount -l /sys && mount -t sysfs -o ro emu-sysfs /sys || exit 1
+         if [ -n "${EMU_PRELOAD:-}" ]; then
+             LD_PRELOAD=$EMU_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}; export LD_PRELOAD
+         fi
+         exec "$@"' emu-rank "$@"
 }
 
 # ---- main -----------------------------------------------------------------
