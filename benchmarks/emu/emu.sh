@@ -476,6 +476,9 @@ cmd_run() {
         timeout -k 5 "$tmo" mpiexec -launcher ssh -launcher-exec "$STATE/launch" -iface br0 \
         -hosts "$(cmd_hosts)" -n "$np" "$SELF" _rank "$@" &
     local mp=$! rc=0 t=0 fin=
+    # interrupted: the job goes too (mpiexec runs in the background)
+    # shellcheck disable=SC2064 # mp and job: expanded now
+    trap "kill_job $mp '$job'; rm -rf '$job'; exit 130" INT TERM
     # wait for mpiexec; when every rank has reached MPI_Finalize (the preloaded
     # marker) and the job is still there after $grace s, teardown hung
     while kill -0 "$mp" 2>/dev/null; do
@@ -515,7 +518,7 @@ kill_job() { # kill_job PID JOB: mpiexec, then what is left of job JOB's process
     # whose environment names the job (another job on this cluster survives)
     for ns in $(ip netns list | awk -v p="$P-" 'index($1, p) == 1 { print $1 }'); do
         for pid in $(ip netns pids "$ns" 2>/dev/null); do
-            if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "EMU_JOB=$job"; then
+            if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "EMU_JOB=$job"; then
                 kill -9 "$pid" 2>/dev/null || true
             fi
         done
