@@ -541,7 +541,12 @@ finish_run() {
                       if (NR == 2) { a0 = a; i0 = id } else { a1 = a; i1 = id } }
             END { printf "%.2f %.0f\n", t1 - t0, 100 * (1 - (i1 - i0) / (a1 - a0)) }')
         echo "during the run: ${el} s (mpiexec start to the last rank's MPI_Finalize or exit)," \
-            "machine CPU busy ${busy}% of $(nproc) cores"
+            "machine CPU busy ${busy}% of $(nproc) cores (every process, not only this job's)"
+        # the ranks' own CPU time up to MPI_Finalize (written by the preload)
+        cat "$job"/fini.* 2>/dev/null | awk -v el="$el" -v n="$(nproc)" '
+            NF == 2 { u += $1; s += $2; k++ }
+            END { if (k) printf "ranks (%d) used %.1f s user + %.1f s system = %.2f of %d cores\n",
+                               k, u, s, (el > 0 ? (u + s) / el : 0), n }'
         echo "bytes sent on each shaped link (util: bytes x 8 / (${el} s x rate)):"
         # the same rows before and after: print after - before
         awk -v el="$el" '
