@@ -11,6 +11,8 @@
 #   emu.sh heal [HOST RAIL tx|rx]   undo degradations (all, or one)
 #   emu.sh status                   hosts, rails, rates, degradations
 #   emu.sh hosts                    the mpiexec host list (h0:g,h1:g,...)
+#   emu.sh exec HOST RAIL -- CMD... run CMD on HOST in RAIL's net namespace
+#                                   (e.g. ss -tin; generic variant: RAIL 0)
 #   emu.sh down                     remove everything of this EMU_ID (idempotent)
 #
 # Parameters also come from the environment: EMU_ID (0..7, default 0; picks the
@@ -561,6 +563,24 @@ finish_run() {
     rm -rf "$job"
 }
 
+cmd_exec() { # exec HOST RAIL -- CMD: CMD inside host HOST, in rail RAIL's net namespace
+    load_params
+    [ $# -ge 3 ] || die "usage: emu.sh exec HOST RAIL -- CMD..."
+    local h=${1#h} r=${2#rail} pid ns
+    shift 2
+    if [ "${1:-}" = -- ]; then shift; fi
+    ((h >= 0 && h < HOSTS)) || die "host must be 0..$((HOSTS - 1))"
+    if [ "$VARIANT" = rail ]; then ((r >= 0 && r < GPUS)) || die "rail must be 0..$((GPUS - 1))"
+    else [ "$r" = 0 ] || die "the generic variant has one NIC: rail must be 0"; fi
+    pid=$(host_pid "$h") || die "host $h is not running"
+    ns=$(host_ns "$h" "$r")
+    # as a rank: the host's UTS, IPC and mount namespaces, the rail's net
+    # namespace, sysfs of that net namespace
+    # shellcheck disable=SC2016 # $@: expanded by that sh
+    exec nsenter -t "$pid" -u -i -m --net="/run/netns/$ns" -- unshare -m --propagation slave -- \
+        /bin/sh -c 'umount -l /sys && mount -t sysfs -o ro emu-sysfs /sys && exec "$@"' emu-exec "$@"
+}
+
 # ---- internal: Hydra's launcher and the rank wrapper -----------------------
 cmd_launch() {
     # Hydra calls: launch -x HOST CMD... (as ssh would: CMD is run by a shell)
@@ -614,10 +634,11 @@ case $cmd in
     stats) cmd_stats ;;
     run) cmd_run "$@" ;;
     hosts) cmd_hosts ;;
+    exec) cmd_exec "$@" ;;
     degrade) cmd_degrade "$@" ;;
     heal) cmd_heal "$@" ;;
     _launch) cmd_launch "$@" ;;
     _rank) cmd_rank "$@" ;;
     -h | --help | help) sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//' ;;
-    *) die "unknown command '$cmd' (up|run|stats|degrade|heal|status|hosts|down)" ;;
+    *) die "unknown command '$cmd' (up|run|stats|degrade|heal|status|hosts|exec|down)" ;;
 esac
