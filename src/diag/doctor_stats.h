@@ -43,12 +43,13 @@ typedef struct mxh_dr_level_stats {
 double mxh_dr_median(double *v, int n);
 
 /* Attribute the @ns samples of one level among @nranks ranks. @ports has
- * 2 * nranks entries. Iterative: the worst port that passes both tests is
- * flagged, the samples that crossed it are dropped from the other ports (they
- * are explained), and the rest is tested again, so one slow link does not also
- * flag its peers (which matters with few hosts). Level median and MAD come from
- * the first pass over all ports (with at least one sample). Returns the number
- * of outliers. */
+ * 2 * nranks entries. Iterative: each port below the level median is tested against the
+ * other ports with the samples that crossed it taken out (leave one out: a slow tx drags
+ * the medians of its peers' rx down, which must not hide it); the worst that passes both
+ * tests is flagged, the samples through it are explained (dropped from the other ports)
+ * and the rest is tested again, so one slow link does not flag its peers too. The level
+ * median and MAD returned are those of the ports not flagged. Returns the number of
+ * outliers. */
 int mxh_dr_attribute(const mxh_dr_sample_t *s, int ns, int nranks, const mxh_dr_params_t *p,
                      mxh_dr_port_t *ports, mxh_dr_level_stats_t *stats);
 

@@ -959,7 +959,7 @@ static void write_png(const char *path, level_t *lv)
     fprintf(f, "set terminal pngcairo size %d,420 noenhanced\nset output '%s'\n"
                "set multiplot layout 1,%d\nset xlabel 'dst rank'\nset ylabel 'src rank'\n"
                "set cblabel 'MB/s'\nset palette defined (0 'red', 0.5 'yellow', 1 'green')\n"
-               "set datafile missing 'nan'\nset size ratio -1\n",
+               "set datafile missing 'nan'\nset size ratio -1\nset cbrange [0:*]\nset xtics 1\nset ytics 1\n",
             nl * 460 + 40, path, nl ? nl : 1);
     for (int k = 0; k < NLV; k++) {
         level_t *L = &lv[k];
