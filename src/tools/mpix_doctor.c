@@ -58,7 +58,7 @@ typedef struct {
     size_t      max_size;
     int         reps;
     double      target; /* seconds per transfer */
-    double      k, floor;
+    double      k, floor, node_floor;
     int         poll_us;
     int         lat_iters;
     int         busbw;
@@ -625,7 +625,7 @@ static void confirm(level_t *lv, outlier_t *out, int nout)
             }
             out[o].confirm_bw   = mxh_dr_median(v, nv);
             out[o].reference_bw = nw ? mxh_dr_median(w, nw) : lv[out[o].level].st.median;
-            out[o].confirmed    = nv > 0 && out[o].confirm_bw < O.floor * out[o].reference_bw;
+            out[o].confirmed    = nv > 0 && out[o].confirm_bw < (out[o].level == LV_NODE ? O.node_floor : O.floor) * out[o].reference_bw;
         }
         free(v);
         free(w);
@@ -777,6 +777,11 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+static const char *iface_of(int lv, int r)
+{
+    return lv == LV_NODE ? "shm" : R[r].iface;
+}
+
 static const char *dir_name(int lv, int dir)
 {
     if (lv == LV_NODE)
@@ -812,7 +817,7 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
             if (p->nsamples == 0 && !p->outlier)
                 continue;
             fprintf(f, "  %-4d %-20s %-4d %-12s %-3s %10.2f %7.2f%s\n", r, R[r].host, R[r].rail,
-                    R[r].iface, dir_name(k, q % 2), MBPS(p->median), p->ratio,
+                    iface_of(k, r), dir_name(k, q % 2), MBPS(p->median), p->ratio,
                     p->outlier ? "  <- suspect" : "");
         }
     }
@@ -823,9 +828,28 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
         fprintf(f, "%s level=%s host=%s rail=%d iface=%s dir=%s rank=%d node=%s bw=%.2fMB/s "
                    "level_median=%.2fMB/s ratio=%.2f confirm=%.2fMB/s reference=%.2fMB/s\n",
                 x->confirmed ? "OUTLIER" : "cleared", lv_names[x->level], ri->host, ri->rail,
-                ri->iface, dir_name(x->level, x->dir), x->rank, ri->node, MBPS(x->median),
+                iface_of(x->level, x->rank), dir_name(x->level, x->dir), x->rank, ri->node, MBPS(x->median),
                 MBPS(lv[x->level].st.median), x->ratio, MBPS(x->confirm_bw),
                 MBPS(x->reference_bw));
+    }
+    /* one line per (host, rail, interface, direction), whatever levels saw it */
+    for (int o = 0; o < nout; o++) {
+        const outlier_t *x = &out[o];
+        int seen = 0;
+        if (!x->confirmed)
+            continue;
+        for (int q = 0; q < o; q++)
+            seen |= out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
+                    (out[q].level == LV_NODE) == (x->level == LV_NODE);
+        if (seen)
+            continue;
+        fprintf(f, "FINDING host=%s rail=%d iface=%s dir=%s ratio=%.2f levels=", R[x->rank].host,
+                R[x->rank].rail, iface_of(x->level, x->rank), dir_name(x->level, x->dir), x->ratio);
+        for (int q = o, n = 0; q < nout; q++)
+            if (out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
+                (out[q].level == LV_NODE) == (x->level == LV_NODE))
+                fprintf(f, "%s%s", n++ ? "," : "", lv_names[out[q].level]);
+        fprintf(f, "\n");
     }
     if (nexcl) {
         fprintf(f, "recommend: MPIX_HIER_EXCLUDE_RAILS=");
@@ -851,8 +875,8 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
     fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
             nkeys, sweep);
     fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
-               "\"max_size\": %zu, \"confirm\": %s},\n",
-            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false");
+               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
+            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
     fprintf(f, "\"rank_info\": [");
     for (int r = 0; r < np; r++) {
         fprintf(f, "%s\n  {\"rank\": %d, \"host\": ", r ? "," : "", r);
@@ -888,7 +912,7 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
             fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
             json_str(f, R[r].host);
             fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
-            json_str(f, R[r].iface);
+            json_str(f, iface_of(k, r));
             fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
                        "\"suspect\": %s}",
                     dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
@@ -915,11 +939,34 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
         fprintf(f, ", \"node\": ");
         json_str(f, R[x->rank].node);
         fprintf(f, ", \"rail\": %d, \"iface\": ", R[x->rank].rail);
-        json_str(f, R[x->rank].iface);
+        json_str(f, iface_of(x->level, x->rank));
         fprintf(f, ", \"dir\": \"%s\", \"rank\": %d, \"median_bw\": %.6g, \"level_median_bw\": %.6g, "
                    "\"ratio\": %.4f, \"confirm_bw\": %.6g, \"reference_bw\": %.6g}",
                 dir_name(x->level, x->dir), x->rank, x->median, lv[x->level].st.median, x->ratio,
                 x->confirm_bw, x->reference_bw);
+    }
+    fprintf(f, "],\n\"findings\": [");
+    for (int o = 0, n = 0; o < nout; o++) {
+        const outlier_t *x = &out[o];
+        int seen = 0;
+        if (!x->confirmed)
+            continue;
+        for (int q = 0; q < o; q++)
+            seen |= out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
+                    (out[q].level == LV_NODE) == (x->level == LV_NODE);
+        if (seen)
+            continue;
+        fprintf(f, "%s\n {\"host\": ", n++ ? "," : "");
+        json_str(f, R[x->rank].host);
+        fprintf(f, ", \"rail\": %d, \"iface\": ", R[x->rank].rail);
+        json_str(f, iface_of(x->level, x->rank));
+        fprintf(f, ", \"dir\": \"%s\", \"rank\": %d, \"ratio\": %.4f, \"levels\": [",
+                dir_name(x->level, x->dir), x->rank, x->ratio);
+        for (int q = o, m = 0; q < nout; q++)
+            if (out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
+                (out[q].level == LV_NODE) == (x->level == LV_NODE))
+                fprintf(f, "%s\"%s\"", m++ ? ", " : "", lv_names[out[q].level]);
+        fprintf(f, "]}");
     }
     fprintf(f, "],\n\"cleared\": [");
     for (int o = 0, n = 0; o < nout; o++) {
@@ -1010,6 +1057,8 @@ static void usage(FILE *f)
             "  --reps N           transfers per direction and pair, median (default 3)\n"
             "  --k K              outlier: median - x > K * 1.4826 * MAD (default 4)\n"
             "  --floor F          ... and x < F * median; confirmed below F x reference (default 0.6)\n"
+            "  --node-floor F     the floor of the node level (shared memory on busy cores is\n"
+            "                     noisy; default 0.35)\n"
             "  --poll-us N        sleep between tests while waiting (default 100; 0: busy)\n"
             "  --lat-iters N      ping-pong iterations per pair (default 10; 0: none)\n"
             "  --no-busbw         skip the allreduce bus bandwidth per level\n"
@@ -1045,6 +1094,7 @@ static int parse_args(int argc, char **argv)
     O.max_size = 64u << 20;
     O.k = 4.0;
     O.floor = 0.6;
+    O.node_floor = 0.35;
     O.poll_us = 100;
     O.lat_iters = 10;
     O.busbw = 1;
@@ -1061,6 +1111,7 @@ static int parse_args(int argc, char **argv)
         else if (ARG("--reps")) O.reps = atoi(v);
         else if (ARG("--k")) O.k = atof(v);
         else if (ARG("--floor")) O.floor = atof(v);
+        else if (ARG("--node-floor")) O.node_floor = atof(v);
         else if (ARG("--poll-us")) O.poll_us = atoi(v);
         else if (ARG("--lat-iters")) O.lat_iters = atoi(v);
         else if (ARG("--finalize-wait")) O.finalize_wait = atoi(v);
@@ -1167,7 +1218,6 @@ int main(int argc, char **argv)
 
     /* analysis on rank 0 */
     if (me == 0) {
-        mxh_dr_params_t p = {O.k, O.floor};
         out = calloc((size_t)(2 * np * NLV + 1), sizeof(outlier_t));
         for (int k = 0; k < NLV; k++) {
             level_t *L = &lv[k];
@@ -1181,6 +1231,7 @@ int main(int argc, char **argv)
                 lt[i] = L->lat[i].bw;
             L->lat_median = mxh_dr_median(lt, L->nlat);
             L->ports = calloc((size_t)(2 * np), sizeof(mxh_dr_port_t));
+            mxh_dr_params_t p = {O.k, k == LV_NODE ? O.node_floor : O.floor};
             mxh_dr_attribute(s, L->nbw, np, &p, L->ports, &L->st);
             for (int q = 0; q < 2 * np; q++)
                 if (L->ports[q].outlier)
