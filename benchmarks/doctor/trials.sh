@@ -44,8 +44,13 @@ PY
     printf '%-10s expect %-22s %s wall=%.1fs\n' "$name" "$expect" "$verdict" "$(echo "$t1 - $t0" | bc)"
     case $verdict in PASS*) pass=$((pass + 1)) ;; *) fail=$((fail + 1)) ;; esac
 }
+used=" "
 for ((i = 1; i <= N; i++)); do
-    h=$((RANDOM % HOSTS)) r=$((RANDOM % GPUS)) d=$([ $((RANDOM % 2)) = 0 ] && echo tx || echo rx)
+    while :; do # a different random (host, rail, direction) each trial, while there are some
+        h=$((RANDOM % HOSTS)) r=$((RANDOM % GPUS)) d=$([ $((RANDOM % 2)) = 0 ] && echo tx || echo rx)
+        [[ $used == *" $h.$r.$d "* ]] && ((${#used} < HOSTS * GPUS * 2 * 8)) || break
+    done
+    used+="$h.$r.$d "
     "$EMU" heal
     "$EMU" degrade "$h" "$r" "$d" "$F" 2>/dev/null
     trial "deg$i" "$prefix$h $r $d"
