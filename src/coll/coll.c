@@ -451,15 +451,9 @@ static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void
     if (a->path == MXH_PATH_SHM)
         return mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
                                  (size_t)a->count, a->dt, a->tsize, a->mpi_op);
-    if (a->path == MXH_PATH_RAILX) {
-        void *scratch = NULL;
-        if (sendbuf == MPI_IN_PLACE &&
-            (scratch = mxh_hier_scratch(h, (size_t)a->count * a->tsize)) == NULL)
-            return no_memory((size_t)a->count * a->tsize);
-        return mxh_xrail_allreduce(&h->xrail, h->level_comm, h->layout->coord[0][h->rank], sendbuf,
-                                   recvbuf, a->count, a->dt, a->tsize, a->mpi_op, scratch,
+    if (a->path == MXH_PATH_RAILX)
+        return mxh_xrail_allreduce(h, sendbuf, recvbuf, a->count, a->dt, a->tsize, a->mpi_op,
                                    &a->mpi_rc);
-    }
     if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
         return st;
     frag_io_t io = {sendbuf, NULL, 0, 0, 0};

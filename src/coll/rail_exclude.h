@@ -12,8 +12,8 @@
  *   3. node:  allgatherv of the pieces
  * Each element is reduced once per level, by one rank, in a fixed order, and then copied:
  * the results are the same on every rank. The decision (mxh_xrail_plan) is a pure function
- * of the layout and the agreed mask; the body uses MPI's nonblocking collectives on the
- * level communicators (waited with mxh_task_wait: usable inside tasks). */
+ * of the layout and the agreed mask; the body (rail_exclude.c) reuses the node's shared
+ * segment and the executor's point-to-point allreduce (task-safe waits throughout). */
 #ifndef MXH_COLL_RAIL_EXCLUDE_H
 #define MXH_COLL_RAIL_EXCLUDE_H
 
@@ -47,11 +47,12 @@ mxh_status_t mxh_xrail_plan(const mxh_layout_t *layout, uint64_t mask, mxh_xrail
 void mxh_xrail_free(mxh_xrail_t *x);
 
 /* The allreduce (count elements of the basic type @dt of @tsize bytes, op @op) on the
- * level communicators @level_comm; @scratch holds count * tsize bytes (in place only).
- * @mpi_rc: the MPI error code on failure. */
-mxh_status_t mxh_xrail_allreduce(mxh_xrail_t *x, MPI_Comm *level_comm, int node_coord,
-                                 const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                                 size_t tsize, MPI_Op op, void *scratch, int *mpi_rc);
+ * hierarchy @h (its level communicators, node shared segment, scratch). @mpi_rc: the MPI
+ * error code on failure. */
+struct mxh_hier;
+mxh_status_t mxh_xrail_allreduce(struct mxh_hier *h, const void *sendbuf, void *recvbuf,
+                                 int count, MPI_Datatype dt, size_t tsize, MPI_Op op,
+                                 int *mpi_rc);
 
 #ifdef __cplusplus
 }
