@@ -5,8 +5,16 @@
 #include <random>
 #include <vector>
 
+#include <mpi.h>  // before the C headers that include it (MPICH's C++ bindings)
+
+#include <cstdio>
+#include <string>
+
 extern "C" {
+#include "coll/rail_exclude.h"
 #include "diag/doctor_stats.h"
+#include "hier/levels.h"
+#include "hier/record.h"
 }
 
 namespace {
@@ -113,4 +121,70 @@ TEST(DoctorStats, UnmeasuredSamplesIgnored)
     EXPECT_EQ(mxh_dr_attribute(s.data(), (int)s.size(), 2, &p, ports.data(), &st), 0);
     EXPECT_EQ(ports[0].nsamples, 0);
     EXPECT_EQ(ports[1].nsamples, 1);
+}
+
+// ---- MPIX_HIER_EXCLUDE_RAILS: the decision (coll/rail_exclude.h), pure ---------------------
+
+namespace {
+
+struct XLayout {
+    std::vector<mxh_record_t> recs;
+    mxh_layout_t *L = nullptr;
+    // @nodes nodes x @g ranks, rank order node-major; leaf per node when @leaves
+    XLayout(int nodes, int g, int leaves = 0)
+    {
+        for (int v = 0; v < nodes; v++)
+            for (int k = 0; k < g; k++) {
+                mxh_record_t r;
+                mxh_record_init(&r);
+                snprintf(r.node, sizeof(r.node), "n%d", v);
+                if (leaves)
+                    snprintf(r.leaf, sizeof(r.leaf), "l%d", v % leaves);
+                recs.push_back(r);
+            }
+        EXPECT_EQ(MXH_OK, mxh_layout_create(recs.data(), (int)recs.size(), 0xF, &L));
+    }
+    ~XLayout() { mxh_layout_destroy(L); }
+};
+
+}  // namespace
+
+TEST(RailExclude, Plan)
+{
+    XLayout a(4, 2);
+    mxh_xrail_t x;
+    char why[128];
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(a.L, 0, &x, why, sizeof(why)));
+    EXPECT_FALSE(x.active);  // nothing excluded
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(a.L, 1u << 1, &x, why, sizeof(why)));
+    EXPECT_TRUE(x.active);
+    EXPECT_EQ(x.nhealthy, 1);
+    EXPECT_EQ(x.piece[0], 0);
+    EXPECT_EQ(x.piece[1], -1);
+    EXPECT_EQ(x.spine_level, -1);
+    mxh_xrail_free(&x);
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(a.L, 3, &x, why, sizeof(why)));  // every rail
+    EXPECT_FALSE(x.active);
+    EXPECT_TRUE(x.ignored_all);
+    EXPECT_NE(std::string(why).find("every rail"), std::string::npos);
+    mxh_xrail_free(&x);
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(a.L, 1u << 5, &x, why, sizeof(why)));  // rail nobody uses
+    EXPECT_FALSE(x.active);
+    mxh_xrail_free(&x);
+
+    XLayout b(4, 4, 2);  // with a spine: 4 rails, exclude 0 and 2
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(b.L, 5, &x, why, sizeof(why)));
+    EXPECT_TRUE(x.active);
+    EXPECT_EQ(x.nhealthy, 2);
+    EXPECT_EQ(x.piece[0], -1);
+    EXPECT_EQ(x.piece[1], 0);
+    EXPECT_EQ(x.piece[2], -1);
+    EXPECT_EQ(x.piece[3], 1);
+    EXPECT_EQ(x.spine_level, 2);
+    mxh_xrail_free(&x);
+
+    XLayout c(1, 4);  // one node: one level, no network
+    ASSERT_EQ(MXH_OK, mxh_xrail_plan(c.L, 1, &x, why, sizeof(why)));
+    EXPECT_FALSE(x.active);
+    mxh_xrail_free(&x);
 }
