@@ -417,13 +417,22 @@ static size_t clamp_size(double bw)
  * over all ranks sizes the level's transfers. */
 static size_t probe_size(int (*partner)(int, int *), size_t probe)
 {
-    int nr, p = -1;
+    int nr = 0, p = -1, rr, any = 0;
     double bw = 0, mx = 0, v;
     MPI_Request r;
-    for (int rr = 0; rr < 4 && p < 0; rr++)
-        p = partner(rr, &nr);
+    /* the first round in which some pair exists, the same round on every rank (a rank with
+     * a bye there must not probe with its partner of another round: that one is busy) */
+    for (rr = 0; rr < 64; rr++) {
+        int have;
+        p    = partner(rr, &nr);
+        have = p >= 0;
+        MPI_Iallreduce(&have, &any, 1, MPI_INT, MPI_MAX, comm, &r);
+        waitq(&r);
+        if (any)
+            break;
+    }
     need_bufs(probe);
-    if (p >= 0) {
+    if (any && p >= 0) {
         int a = me < p ? me : p, b = me < p ? p : me;
         if ((v = one_way(a, b, probe, 1)) > bw) bw = v;
         if ((v = one_way(b, a, probe, 1)) > bw) bw = v;
