@@ -413,7 +413,8 @@ static size_t clamp_size(double bw)
     return b ? b : 4096;
 }
 
-/* Probe: round 0's pairs, one transfer each way of @probe bytes; the largest bandwidth
+/* Probe: one round's pairs, one transfer each way of @probe bytes (4 MiB on the network:
+ * several times a shaper's burst, which would make a short probe look fast); the largest bandwidth
  * over all ranks sizes the level's transfers. */
 static size_t probe_size(int (*partner)(int, int *), size_t probe)
 {
@@ -455,7 +456,7 @@ static void run_network_level(level_t *L, int (*partner)(int, int *))
         L->active = 0;
         return;
     }
-    L->bytes  = O.size ? O.size : probe_size(partner, 1 << 20);
+    L->bytes  = O.size ? O.size : probe_size(partner, 4 << 20);
     L->rounds = maxr;
     need_bufs(L->bytes);
     for (int r = 0; r < maxr; r++) {
