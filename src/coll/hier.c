@@ -434,7 +434,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
             mxh_error("configuration differs between rank 0 and rank %d: the variables that "
                            "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
-                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK; "
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
                            "environment or MPI_Info) must be equal on all ranks",
                            r);
             hier_destroy(h);
