@@ -451,6 +451,9 @@ static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void
     if (a->path == MXH_PATH_SHM)
         return mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
                                  (size_t)a->count, a->dt, a->tsize, a->mpi_op);
+    if (a->path == MXH_PATH_RAILX)
+        return mxh_xrail_allreduce(h, sendbuf, recvbuf, a->count, a->dt, a->tsize, a->mpi_op,
+                                   &a->mpi_rc);
     if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
         return st;
     frag_io_t io = {sendbuf, NULL, 0, 0, 0};
@@ -1678,6 +1681,10 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
      * takes this decision) */
     if (a->coll == MXH_COLL_ALLTOALLV && a->path == MXH_PATH_SHM)
         a->path = MXH_PATH_PLAIN; /* its shared-memory form would need every rank's counts */
+    /* excluded rails (MPIX_HIER_EXCLUDE_RAILS): allreduces that would cross the network
+     * hierarchically keep those rails silent */
+    if (a->coll == MXH_COLL_ALLREDUCE && a->path == MXH_PATH_SCHED && a->hier->xrail.active)
+        a->path = MXH_PATH_RAILX;
     if ((a->coll == MXH_COLL_ALLTOALL || a->coll == MXH_COLL_ALLTOALLV) &&
         a->path == MXH_PATH_SCHED &&
         (!mxh_alltoall_applicable(a->hier->layout) || mxh_alltoall_setup(a->hier) != MXH_OK))

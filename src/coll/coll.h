@@ -9,6 +9,7 @@
  *           non-commutative ops, no hierarchy, MPIX_HIER_ENABLE=no, ...)
  *   shm     the whole communicator on one node: shared-memory direct exchange
  *   sched   a hierarchical schedule (levels, fragments, pipeline/stream)
+ *   railx   allreduce that keeps excluded rails off the network (MPIX_HIER_EXCLUDE_RAILS)
  * Memory kinds are a local matter on top of any path: a buffer that is not
  * host memory is staged (its kind's ops copy it into a host mirror before the
  * path runs and the results back after), so device buffers get every level,
@@ -36,7 +37,8 @@ typedef enum mxh_coll_path {
     MXH_PATH_NONE = 0, /* nothing to move (count 0) */
     MXH_PATH_PLAIN,
     MXH_PATH_SHM,
-    MXH_PATH_SCHED
+    MXH_PATH_SCHED,
+    MXH_PATH_RAILX    /* allreduce with excluded rails (coll/rail_exclude.h) */
 } mxh_coll_path_t;
 
 typedef struct mxh_coll_args {

@@ -139,6 +139,7 @@ static void hier_destroy(mxh_hier_t *h)
     mxh_shm_destroy(h->shm_all);
     mxh_ipc_cache_release_owner(h); /* peer device mappings opened for this communicator */
     mxh_alltoall_destroy(h->a2a);   /* its communicators: collective too */
+    mxh_xrail_free(&h->xrail);
     hier_free_comms(h);
     if (h->scheds) {
         for (int i = 0; i < h->config.plan_cache_size; i++)
@@ -433,7 +434,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
             mxh_error("configuration differs between rank 0 and rank %d: the variables that "
                            "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
-                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK; "
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
                            "environment or MPI_Info) must be equal on all ranks",
                            r);
             hier_destroy(h);
@@ -471,6 +472,29 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         return MXH_ERR_NO_MEMORY;
     }
     mxh_layout_describe(h->layout, h->recs, h->description, dlen + 1);
+    if (h->config.exclude_rails != 0) {
+        /* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash) */
+        char why[128], line[512], *d;
+        size_t off = 0;
+        if (mxh_xrail_plan(h->layout, h->config.exclude_rails, &h->xrail, why, sizeof(why)) !=
+            MXH_OK) {
+            hier_destroy(h);
+            return MXH_ERR_NO_MEMORY;
+        }
+        off += (size_t)snprintf(line + off, sizeof(line) - off, "  rails excluded:");
+        for (int r = 0; r < 64 && off < sizeof(line); r++)
+            if (h->config.exclude_rails >> r & 1)
+                off += (size_t)snprintf(line + off, sizeof(line) - off, " %d", r);
+        if (off < sizeof(line))
+            snprintf(line + off, sizeof(line) - off, " (MPIX_HIER_EXCLUDE_RAILS): %s\n",
+                     h->xrail.active ? "allreduce sends over the other rails" : why);
+        if ((d = realloc(h->description, dlen + strlen(line) + 1)) != NULL) {
+            h->description = d;
+            strcat(h->description, line);
+        }
+        if (h->rank == 0 && !h->xrail.active)
+            mxh_warn("MPIX_HIER_EXCLUDE_RAILS ignored on this communicator: %s", why);
+    }
     if (h->rank == 0) {
         char cname[MPI_MAX_OBJECT_NAME] = "";
         int clen = 0;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "coll/plan.h"
+#include "coll/rail_exclude.h"
 #include "coll/sched.h"
 #include "coll/select.h"
 #include "coll/shm.h"
@@ -72,6 +73,7 @@ typedef struct mxh_hier {
                                                      communicator, FIFO (mxh_comm_queue) */
     struct mxh_comm_queue *cq;
     struct mxh_a2a   *a2a;                        /* mxh_alltoall_setup, or NULL */
+    mxh_xrail_t       xrail;                      /* MPIX_HIER_EXCLUDE_RAILS (rail_exclude.h) */
 } mxh_hier_t;
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */

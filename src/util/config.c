@@ -79,6 +79,12 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_SHM_CHUNK", "128k",
      "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
      "it chunk by chunk).", 1},
+    /* mpix_doctor's feedback (README: mpix_doctor) */
+    {"MPIX_HIER_EXCLUDE_RAILS", "",
+     "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
+     "or the path of an mpix_doctor --json report (its exclude_rails). allreduce on node + rail "
+     "layouts routes their node's data over the healthy rails; ignored (warning) when every rail "
+     "is excluded.", 1},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
@@ -210,6 +216,63 @@ static int parse_levels(const char *s, int *mask)
     return 0;
 }
 
+/* MPIX_HIER_EXCLUDE_RAILS: "" | "1,3" | a file holding '"exclude_rails": [1, 3]' (the
+ * doctor's JSON). The rails as a mask, so ranks reading equal lists from different paths
+ * agree (the plan hash covers the mask). */
+static int parse_rail_list(const char *s, const char *end, uint64_t *mask)
+{
+    uint64_t m = 0;
+    while (s < end) {
+        char *e;
+        long v;
+        while (s < end && (isspace((unsigned char)*s) || *s == ','))
+            s++;
+        if (s >= end)
+            break;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v = strtol(s, &e, 10);
+        if (e > end || v < 0 || v > 63)
+            return -1;
+        m |= (uint64_t)1 << v;
+        s = e;
+    }
+    *mask = m;
+    return 0;
+}
+
+static int parse_exclude_rails(const char *s, uint64_t *mask)
+{
+    const char *p = s;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == '\0' || isdigit((unsigned char)*p))
+        return parse_rail_list(p, p + strlen(p), mask);
+    {
+        FILE *f = fopen(s, "r");
+        char *buf, *k, *open, *close;
+        long n;
+        int rc = -1;
+        if (f == NULL) {
+            mxh_error("MPIX_HIER_EXCLUDE_RAILS: cannot open '%s'", s);
+            return -1;
+        }
+        buf = malloc(1 << 22);
+        n   = buf ? (long)fread(buf, 1, (1 << 22) - 1, f) : 0;
+        fclose(f);
+        if (buf == NULL)
+            return -1;
+        buf[n] = '\0';
+        if ((k = strstr(buf, "\"exclude_rails\"")) != NULL && (open = strchr(k, '[')) != NULL &&
+            (close = strchr(open, ']')) != NULL)
+            rc = parse_rail_list(open + 1, close, mask);
+        else
+            mxh_error("MPIX_HIER_EXCLUDE_RAILS: '%s' has no \"exclude_rails\": [...]", s);
+        free(buf);
+        return rc;
+    }
+}
+
 void mxh_config_init_defaults(mxh_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -296,6 +359,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_size(value, &cfg->shm_chunk);
         if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
             rc = -1;
+    } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
+        rc = parse_exclude_rails(value, &cfg->exclude_rails);
     }
     if (rc != 0) {
         mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
@@ -397,6 +462,11 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
         snprintf(buf, len, "%zu", cfg->shm_chunk);
+    } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
+        size_t off = 0;
+        for (int r = 0; r < 64 && off < len; r++)
+            if (cfg->exclude_rails >> r & 1)
+                off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "", r);
     }
 }
 
@@ -427,6 +497,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));
+        h = mxh_hash_bytes(h, &cfg->exclude_rails, sizeof(cfg->exclude_rails));
     }
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;

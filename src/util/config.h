@@ -39,6 +39,7 @@ typedef struct mxh_config {
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
+    uint64_t exclude_rails;                 /* MPIX_HIER_EXCLUDE_RAILS: bit per rail (< 64) */
 } mxh_config_t;
 
 typedef struct mxh_config_var {

@@ -66,3 +66,11 @@ mpi_test_alltoall_hier_LDFLAGS = $(MXH_MPI_NOINST)
 TESTS += mpi/run_mpi_tests.sh
 EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf
 CLEANFILES += mpi/mxh-*.log
+
+# MPIX_HIER_EXCLUDE_RAILS (mpi/test_xrail.c, a plain MPI program with PMPI byte counters)
+check_PROGRAMS += mpi/test_xrail
+mpi_test_xrail_SOURCES = mpi/test_xrail.c
+mpi_test_xrail_LDADD = $(top_builddir)/libmpixhier.la
+mpi_test_xrail_LDFLAGS = $(MXH_MPI_NOINST)
+TESTS += mpi/run_xrail_tests.sh
+EXTRA_DIST += mpi/run_xrail_tests.sh
