@@ -92,6 +92,8 @@ mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm);
 /* Process-wide set-up (keyvals, configuration from the environment); every
  * entry point calls it. */
 mxh_status_t mxh_lib_init(void);
+/* The process-wide configuration (the environment's; valid after mxh_lib_init). */
+const mxh_config_t *mxh_lib_config(void);
 /* @fn runs in MPI_Finalize after the hierarchies are freed (the entry layer's
  * cleanup). */
 void mxh_lib_on_finalize(void (*fn)(void));

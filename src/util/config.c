@@ -79,6 +79,15 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_SHM_CHUNK", "128k",
      "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
      "it chunk by chunk).", 1},
+    /* metrics (coll/metrics.h) */
+    {"MPIX_HIER_METRICS_FILE", "",
+     "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
+     "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
+     "rank, %h the host name, %p the process id, %% a percent sign; without %r or %p, jobs of "
+     "several ranks get .rank<r> appended. Written to a temporary file, then renamed.", 0},
+    {"MPIX_HIER_METRICS_INTERVAL", "0",
+     "Seconds between writes of MPIX_HIER_METRICS_FILE (checked in library calls and in the "
+     "progress of nonblocking collectives; 0: only at MPI_Finalize).", 0},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
@@ -296,6 +305,14 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_size(value, &cfg->shm_chunk);
         if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
             rc = -1;
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
+        return copy_str(cfg->metrics_file, sizeof(cfg->metrics_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
+        char *end;
+        errno                 = 0;
+        cfg->metrics_interval = strtod(value, &end);
+        rc = errno || end == value || *end != '\0' || !(cfg->metrics_interval >= 0) ||
+             cfg->metrics_interval > 1e9;
     }
     if (rc != 0) {
         mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
@@ -397,6 +414,10 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
         snprintf(buf, len, "%zu", cfg->shm_chunk);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
+        snprintf(buf, len, "%s", cfg->metrics_file);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
+        snprintf(buf, len, "%g", cfg->metrics_interval);
     }
 }
 
