@@ -66,3 +66,11 @@ mpi_test_alltoall_hier_LDFLAGS = $(MXH_MPI_NOINST)
 TESTS += mpi/run_mpi_tests.sh
 EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf
 CLEANFILES += mpi/mxh-*.log
+
+# metrics (MPIX_Hier_comm_get_stats, the Prometheus text); run_mpi_tests.sh
+# also checks the files written at MPI_Finalize (check_prometheus.py)
+check_PROGRAMS += mpi/test_metrics
+mpi_test_metrics_SOURCES = mpi/test_metrics.cc $(MXH_MPI_COMMON)
+mpi_test_metrics_LDADD = $(MXH_MPI_LIBS)
+mpi_test_metrics_LDFLAGS = $(MXH_MPI_NOINST)
+EXTRA_DIST += mpi/check_prometheus.py
