@@ -36,12 +36,15 @@ __attribute__((constructor)) static void clock_ctor(void)
 
 double mxh_clock_seconds_per_tick(void)
 {
+    static double spt; /* once: the same values in every report of the process */
     uint64_t ns, ticks;
 
     if (!clock_ready)
         mxh_clock_init();
     if (!mxh_clock_tsc)
         return 1e-9;
+    if (spt > 0)
+        return spt;
     /* the rate over the whole time since init: the longer, the more exact */
     while ((ns = mxh_clock_ns()) - t0_ns < 20000000u) {
         struct timespec ts = {0, (long)(20000000u - (ns - t0_ns))};
@@ -51,5 +54,6 @@ double mxh_clock_seconds_per_tick(void)
     ticks = mxh_ticks();
     if (ticks <= t0_ticks)
         return 1e-9;
-    return (double)(ns - t0_ns) * 1e-9 / (double)(ticks - t0_ticks);
+    spt = (double)(ns - t0_ns) * 1e-9 / (double)(ticks - t0_ticks);
+    return spt;
 }

@@ -37,8 +37,9 @@ static inline uint64_t mxh_ticks(void)
 
 /* Choose the tick source (idempotent; before the first mxh_ticks that counts). */
 void mxh_clock_init(void);
-/* Seconds per tick: calibrated against CLOCK_MONOTONIC over the time since
- * mxh_clock_init (at least 20 ms: the first call may wait that long). */
+/* Seconds per tick: calibrated once, on the first call, against CLOCK_MONOTONIC
+ * over the time since mxh_clock_init (at least 20 ms: that call may wait that
+ * long; relative error about 1e-4). */
 double mxh_clock_seconds_per_tick(void);
 
 #ifdef __cplusplus

@@ -269,7 +269,7 @@ run 1node-3 test_alltoall_hier '*' -- -n 3 BIN
 # metrics: the API's exact counts, the text on demand; then the files written at
 # MPI_Finalize (MPIX_HIER_METRICS_FILE, %r per rank) must exist and parse
 mdir=$logdir/metrics-2x2
-if want 2x2 "${MXH_TEST_LAYOUTS:-}" && want test_metrics "${MXH_TEST_BINARIES:-}"; then
+if want test_metrics "${MXH_TEST_BINARIES:-}"; then
     rm -rf "$mdir" && mkdir -p "$mdir"
 fi
 run 2x2 test_metrics '*' MXH_TEST_METRICS_DIR="$mdir" MPIX_HIER_METRICS_FILE="$mdir/final-%r.prom" \
@@ -287,6 +287,10 @@ if want 2x2 "${MXH_TEST_LAYOUTS:-}" && want test_metrics "${MXH_TEST_BINARIES:-}
     fi
 fi
 run 1node-2 test_metrics '*' -- -n 2 BIN
+tag=periodic
+run 1node-2 test_metrics '*PeriodicFile*' MPIX_HIER_METRICS_FILE="$mdir/periodic-%r.prom" \
+    MPIX_HIER_METRICS_INTERVAL=0.2 MXH_TEST_METRICS_PERIODIC="$mdir/periodic-%r.prom" -- -n 2 BIN
+tag=
 run 1rank test_metrics '*' -- -n 1 BIN
 
 echo "$npass passed, $nfail failed"

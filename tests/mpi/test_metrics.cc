@@ -6,6 +6,7 @@
 // by run_mpi_tests.sh after the job (tests/mpi/check_prometheus.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -151,11 +152,12 @@ std::vector<Sample> parse_prom(const std::string &text)
 
 std::string text_now()
 {
-    int len = 0;
+    int len = 0, len2 = 0;
     EXPECT_EQ(MPIX_Hier_metrics_text(nullptr, 0, &len), MPI_SUCCESS);
     std::vector<char> buf((size_t)len + 1);
-    EXPECT_EQ(MPIX_Hier_metrics_text(buf.data(), len + 1, &len), MPI_SUCCESS);
-    return std::string(buf.data(), (size_t)len);
+    EXPECT_EQ(MPIX_Hier_metrics_text(buf.data(), len + 1, &len2), MPI_SUCCESS);
+    EXPECT_EQ(len, len2) << "the text changed without calls in between";
+    return std::string(buf.data(), std::min(len, len2));
 }
 
 TEST(Metrics, KnownCallsExact)
@@ -314,6 +316,40 @@ TEST(Metrics, TextParsesFreedAndEscaped)
         EXPECT_TRUE(freed_seen) << "the freed communicator's series";
         EXPECT_TRUE(world_seen);
     }
+}
+
+// MPIX_HIER_METRICS_INTERVAL: the file appears while the program runs (checked
+// in library calls). Runs where run_mpi_tests.sh sets MXH_TEST_METRICS_PERIODIC
+// (the expected file, %r for the rank) with MPIX_HIER_METRICS_FILE and a short
+// interval.
+TEST(Metrics, PeriodicFile)
+{
+    const char *want = getenv("MXH_TEST_METRICS_PERIODIC");
+    if (want == nullptr || getenv("MPIX_HIER_METRICS_INTERVAL") == nullptr)
+        GTEST_SKIP() << "MXH_TEST_METRICS_PERIODIC not set";
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string path = want;
+    size_t at        = path.find("%r");
+    if (at != std::string::npos)
+        path.replace(at, 2, std::to_string(rank));
+    std::remove(path.c_str());
+    int x = 1, y = 0, seen = 0;
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 10) {
+        ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+        std::ifstream f(path);
+        int mine = f.good() ? 1 : 0;
+        MPIX_Hier_allreduce(&mine, &seen, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (seen)
+            break;
+    }
+    ASSERT_TRUE(seen) << path << " not written within 10 s";
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::vector<Sample> all = parse_prom(ss.str());
+    EXPECT_FALSE(all.empty());
 }
 
 } // namespace
