@@ -250,6 +250,67 @@ TEST(Metrics, FallbackOnlyCommunicator)
     MPI_Comm_free(&c);
 }
 
+// The reason label of each kind of fallback the test can provoke portably.
+TEST(Metrics, FallbackReasons)
+{
+    int size, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::vector<float> a(1000, 1.0f), b(1000);
+
+    // configuration: MIN_BYTES above the message (per-communicator info key)
+    MPI_Comm c;
+    MPI_Info info;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_min_bytes", "1m");
+    ASSERT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    ASSERT_EQ(MPIX_Hier_allreduce(a.data(), b.data(), 1000, MPI_FLOAT, MPI_SUM, c), MPI_SUCCESS);
+    EXPECT_EQ(stat(c, std::string("mpix_hier_fallbacks_total{reason=\"") +
+                          (size > 1 ? "below_min_bytes" : "single_rank") + "\"}"),
+              1);
+    MPI_Comm_free(&c);
+
+    // MPIX_HIER_ENABLE=no
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_enable", "no");
+    ASSERT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    ASSERT_EQ(MPIX_Hier_bcast(a.data(), 10, MPI_FLOAT, 0, c), MPI_SUCCESS);
+    EXPECT_EQ(stat(c, "mpix_hier_fallbacks_total{coll=\"bcast\",reason=\"disabled\"}"), 1);
+    MPI_Comm_free(&c);
+
+    // MPI_MAXLOC
+    struct {
+        float v;
+        int i;
+    } in = {1.0f, rank}, out;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    ASSERT_EQ(MPIX_Hier_allreduce(&in, &out, 1, MPI_FLOAT_INT, MPI_MAXLOC, c), MPI_SUCCESS);
+    EXPECT_EQ(stat(c, "mpix_hier_fallbacks_total{reason=\"loc_op\"}"), 1);
+    MPI_Comm_free(&c);
+
+    // an intercommunicator (blocking: timed; nonblocking: counted)
+    if (size >= 2) {
+        MPI_Comm half, inter;
+        int color = rank < size / 2;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? size / 2 : 0, 7, &inter);
+        int x = 1, y = 0;
+        ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter), MPI_SUCCESS);
+        MPI_Request r;
+        ASSERT_EQ(MPIX_Hier_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter, &r), MPI_SUCCESS);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        EXPECT_EQ(stat(inter, "mpix_hier_fallbacks_total{reason=\"intercomm\"}"), 2);
+        EXPECT_EQ(stat(inter, "mpix_hier_calls_total{path=\"plain\"}"), 2);
+        EXPECT_EQ(stat(inter, "mpix_hier_bytes_total"), 8);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+}
+
 TEST(Metrics, Errors)
 {
     double v = 0;
