@@ -83,12 +83,31 @@ def parse(text):
         samples.append((name, labels, float(line[i + 1:])))
     if set(types) != helps:
         raise ValueError('HELP and TYPE differ: %s' % (set(types) ^ helps))
+    parser = official_parser()
+    if parser is not None:
+        official = sum(len(f.samples) for f in parser(text))
+        if official != len(samples):
+            raise ValueError('prometheus_client reads %d samples, this checker %d'
+                             % (official, len(samples)))
+    return samples
+
+
+def official_parser():
+    """prometheus_client's parser, also from Debian's python3-prometheus-client
+    when this python is another one (pure Python: any 3.x)."""
     try:
         from prometheus_client.parser import text_string_to_metric_families
-        list(text_string_to_metric_families(text))
     except ImportError:
-        pass
-    return samples
+        sys.path.append('/usr/lib/python3/dist-packages')
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            return None
+    return text_string_to_metric_families
+
+
+def USED():
+    return ', prometheus_client agrees' if official_parser() else ''
 
 
 def main(argv):
@@ -101,10 +120,10 @@ def main(argv):
                 raise ValueError('%s: no samples, or not all of rank %d' % (path, r))
             if not any(s[0] == 'mpix_hier_calls_total' and s[2] > 0 for s in samples):
                 raise ValueError('%s: no calls counted' % path)
-            print('ok %s (%d samples)' % (path, len(samples)))
+            print('ok %s (%d samples%s)' % (path, len(samples), USED()))
         return 0
     for path in argv:
-        print('ok %s (%d samples)' % (path, len(parse(open(path).read()))))
+        print('ok %s (%d samples%s)' % (path, len(parse(open(path).read())), USED()))
     return 0
 
 
