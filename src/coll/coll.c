@@ -1734,8 +1734,9 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
     mxh_status_t st;
-    a->t0    = mxh_ticks();
-    a->lvl_p = &a->lvl;
+    a->mstats = mxh_metrics_of(a);
+    a->t0     = mxh_ticks();
+    a->lvl_p  = &a->lvl;
     /* collectives on one communicator complete in order, and its objects serve
      * one at a time: what is in flight on it goes first */
     if (mxh_task_in_flight() > 0) {
@@ -1933,6 +1934,7 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     mxh_status_t st;
     mxh_task_t *t;
 
+    ((mxh_coll_args_t *)a)->mstats = mxh_metrics_of(a); /* before the queue's attribute */
     if (a->path == MXH_PATH_NONE) {
         ((mxh_coll_args_t *)a)->t0 = mxh_ticks();
         mxh_metrics_record(a, 0);

@@ -83,6 +83,8 @@ typedef struct mxh_coll_args {
     uint64_t     t0;       /* when it started (util/clock.h ticks) */
     mxh_lvl_time_t lvl;    /* the executor's step times per level index */
     mxh_lvl_time_t *lvl_p; /* &lvl of the record that counts (views are copies) */
+    struct mxh_mstats *mstats; /* the communicator's counters, looked up when the call
+                                  starts (never from inside MPI_Comm_free), or NULL */
     /* a nonblocking plain-MPI call: MPI's own collective posted at once (so that
      * every rank starts MPI's collectives on the user's communicator in call
      * order), completed by its task; what its completion must undo */

@@ -72,6 +72,8 @@ typedef struct mxh_hier {
                                                      communicator, FIFO (mxh_comm_queue) */
     struct mxh_comm_queue *cq;
     struct mxh_a2a   *a2a;                        /* mxh_alltoall_setup, or NULL */
+    struct mxh_mstats    *mstats;                     /* the communicator's metrics (coll/metrics.c,
+                                                     set on its first count; outlive this) */
 } mxh_hier_t;
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */

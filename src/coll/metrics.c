@@ -9,6 +9,7 @@
 #include "util/prom.h"
 #include "util/str.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,8 @@ typedef struct cell {
     uint64_t calls, bytes, ticks;
 } cell_t;
 
-typedef struct mstats {
-    int      index;  /* creation order in this process */
+struct mxh_mstats {
+    int      index;  /* creation order in this process; -1: the sum of freed ones */
     int      size;
     int      live;
     MPI_Comm comm;   /* while live */
@@ -61,7 +62,11 @@ typedef struct mstats {
     uint64_t fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
     uint64_t lvl_ticks[MXH_COLL_COUNT][MXH_LEVEL_TYPE_COUNT];
     uint64_t lvl_steps[MXH_COLL_COUNT][MXH_LEVEL_TYPE_COUNT];
-} mstats_t;
+};
+typedef struct mxh_mstats mstats_t;
+_Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % sizeof(uint64_t) == 0 &&
+                   offsetof(struct mxh_mstats, c) % sizeof(uint64_t) == 0,
+               "the counters are an array of uint64_t (fold_oldest_freed)");
 
 static mstats_t **reg; /* every communicator's, in creation order */
 static int nreg, capreg;
@@ -82,11 +87,50 @@ static void refresh_name(mstats_t *m, MPI_Comm comm)
         memcpy(m->name, buf, sizeof(m->name));
 }
 
+/* Freed communicators kept one by one at most; older ones are summed into one
+ * entry, comm="freed" (programs that split communicators in a loop keep a
+ * bounded registry and file). */
+#define MAX_FREED 256
+static mstats_t *freed_sum;
+static int nfreed;
+
+static void fold_oldest_freed(void)
+{
+    int i;
+    for (i = 0; i < nreg && (reg[i]->live || reg[i] == freed_sum); i++)
+        ;
+    if (i == nreg)
+        return;
+    mstats_t *m = reg[i];
+    if (freed_sum == NULL) {
+        /* reuse the slot: the first folded entry becomes the sum */
+        freed_sum        = m;
+        m->index         = -1;
+        m->size          = 0;
+        m->name[0]       = '\0';
+        nfreed--;
+        return;
+    }
+    const uint64_t *src = (const uint64_t *)&m->c;
+    uint64_t *dst       = (uint64_t *)&freed_sum->c;
+    /* the counters are uint64_t from c to the end of the struct */
+    size_t n = (sizeof(mstats_t) - offsetof(mstats_t, c)) / sizeof(uint64_t);
+    for (size_t k = 0; k < n; k++)
+        dst[k] += src[k];
+    memmove(&reg[i], &reg[i + 1], (size_t)(nreg - i - 1) * sizeof(*reg));
+    nreg--;
+    nfreed--;
+    free(m);
+}
+
 static int stats_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     mstats_t *m = attr;
     (void)keyval;
     (void)extra;
+    /* collectives still queued on the communicator complete later in
+     * MPI_Comm_free (MPICH deletes the attributes last set first): they count
+     * through the pointer their call took when it started */
     refresh_name(m, comm);
     m->live = 0;
     m->comm = MPI_COMM_NULL;
@@ -94,6 +138,8 @@ static int stats_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
         last_comm  = MPI_COMM_NULL;
         last_stats = NULL;
     }
+    if (!finalized && ++nfreed > MAX_FREED)
+        fold_oldest_freed();
     return MPI_SUCCESS;
 }
 
@@ -188,9 +234,21 @@ void mxh_metrics_poll(void)
     }
 }
 
+mstats_t *mxh_metrics_of(const mxh_coll_args_t *a)
+{
+    /* the hierarchy's pointer: no attribute lookup when calls alternate communicators */
+    mstats_t *m;
+    if (a->hier != NULL && a->hier->mstats != NULL)
+        return a->hier->mstats;
+    m = stats_of(a->comm);
+    if (a->hier != NULL)
+        a->hier->mstats = m;
+    return m;
+}
+
 void mxh_metrics_record(const mxh_coll_args_t *a, int blocking)
 {
-    mstats_t *m = stats_of(a->comm);
+    mstats_t *m = a->mstats;
     uint64_t dt = mxh_ticks() - a->t0;
     int alg;
 
@@ -255,7 +313,10 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
     char idx[16], size[16], rank[16];
     series_t s;
 
-    snprintf(idx, sizeof(idx), "%d", m->index);
+    if (m->index >= 0)
+        snprintf(idx, sizeof(idx), "%d", m->index);
+    else
+        snprintf(idx, sizeof(idx), "freed");
     snprintf(size, sizeof(size), "%d", m->size);
     snprintf(rank, sizeof(rank), "%d", world_rank);
     s.key[0] = "comm", s.val[0] = idx;
@@ -493,6 +554,8 @@ void mxh_metrics_finalize(void)
     free(reg);
     reg        = NULL;
     nreg       = capreg = 0;
+    freed_sum  = NULL;
+    nfreed     = 0;
     last_comm  = MPI_COMM_NULL;
     last_stats = NULL;
     next_write = interval_ticks = 0;

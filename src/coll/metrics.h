@@ -38,9 +38,12 @@ extern const mxh_metric_family_t mxh_metric_families[]; /* terminated by a NULL 
 extern const char *const mxh_metrics_algo_names[]; /* algo label, NULL-terminated */
 extern const char *const mxh_metrics_path_names[]; /* path label, NULL-terminated */
 
-/* A call done: count it on its communicator (@blocking: the blocking form).
- * a->t0 is when it started. Blocking calls also write the periodic file when
- * it is due. */
+/* The counters of the call's communicator (created on its first call; NULL
+ * if they cannot be): looked up when the call starts, on the caller's stack. */
+struct mxh_mstats *mxh_metrics_of(const mxh_coll_args_t *a);
+/* A call done: count it in a->mstats (@blocking: the blocking form). a->t0
+ * is when it started. Blocking calls also write the periodic file when it is
+ * due. */
 void mxh_metrics_record(const mxh_coll_args_t *a, int blocking);
 /* A call served by MPI before the library looked at it (intercommunicator):
  * counted as a fallback with @why; @t0 its start, 0 for a nonblocking post

@@ -379,6 +379,44 @@ TEST(Metrics, TextParsesFreedAndEscaped)
     }
 }
 
+double sum_of(const std::vector<Sample> &all, const std::string &name, const char *comm_name)
+{
+    double v = 0;
+    for (const Sample &s : all)
+        if (s.name == name && (comm_name == nullptr || s.labels.at("comm_name") == comm_name))
+            v += s.value;
+    return v;
+}
+
+// Communicators created and freed in a loop: the registry stays bounded (the
+// oldest freed ones are summed into comm="freed"), no count is lost.
+TEST(Metrics, ManyFreedCommunicatorsFolded)
+{
+    std::vector<Sample> before = parse_prom(text_now());
+    double calls0 = sum_of(before, "mpix_hier_calls_total", nullptr);
+    MPI_Op op;
+    MPI_Op_create(sum_op, 1, &op);
+    float a = 1, b;
+    for (int i = 0; i < 300; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Comm_set_name(c, "loop");
+        ASSERT_EQ(MPIX_Hier_allreduce(&a, &b, 1, MPI_FLOAT, op, c), MPI_SUCCESS);
+        MPI_Comm_free(&c);
+    }
+    MPI_Op_free(&op);
+    std::vector<Sample> all = parse_prom(text_now());
+    EXPECT_EQ(sum_of(all, "mpix_hier_calls_total", nullptr), calls0 + 300);
+    int comms = 0, folded = 0;
+    for (const Sample &s : all)
+        if (s.name == "mpix_hier_comm_live") {
+            comms++;
+            folded += s.labels.at("comm") == "freed";
+        }
+    EXPECT_EQ(folded, 1);
+    EXPECT_LE(comms, 256 + 2 + 1); // the freed ones kept, the live ones, the sum
+}
+
 // MPIX_HIER_METRICS_INTERVAL: the file appears while the program runs (checked
 // in library calls). Runs where run_mpi_tests.sh sets MXH_TEST_METRICS_PERIODIC
 // (the expected file, %r for the rank) with MPIX_HIER_METRICS_FILE and a short
