@@ -299,7 +299,8 @@ MPIX_HIER_API int MPIX_Hier_comm_reset_stats(MPI_Comm comm);
 
 /**
  * Write the metrics of every communicator of this process (freed ones too,
- * with mpix_hier_comm_live 0) in the Prometheus text exposition format to
+ * with mpix_hier_comm_live 0; beyond 256 freed communicators the oldest are
+ * summed into comm="freed") in the Prometheus text exposition format to
  * @p path, now: placeholders %r (MPI_COMM_WORLD rank), %h (host name), %p
  * (process id), %% ('%'); without %r or %p, jobs of several ranks get
  * ".rank<r>" appended. Atomic: a temporary file renamed. NULL: the file of

@@ -44,7 +44,8 @@ const mxh_metric_family_t mxh_metric_families[] = {
      "(the whole communicator on one node) counts on level node."},
     {"mpix_hier_level_steps_total", "counter", "coll,level", "Steps run on a level."},
     {"mpix_hier_comm_live", "gauge", "",
-     "1 while the communicator exists, 0 once freed (its counters stay)."},
+     "1 while the communicator exists, 0 once freed (its counters stay; past 256 freed "
+     "communicators the oldest are summed into comm=\"freed\")."},
     {NULL, NULL, NULL, NULL}};
 enum { F_CALLS, F_BYTES, F_SECONDS, F_FALLBACKS, F_LVL_SECONDS, F_LVL_STEPS, F_LIVE, NFAM };
 
