@@ -540,10 +540,14 @@ mxh_status_t mxh_metrics_reset(MPI_Comm comm)
 
 void mxh_metrics_finalize(void)
 {
-    if (stats_keyval == MPI_KEYVAL_INVALID)
+    if (finalized)
         return;
+    /* every rank that used the library writes its file, calls or not */
     if (mxh_lib_config()->metrics_file[0] != '\0')
         mxh_metrics_write(NULL);
+    finalized = 1; /* from here on: no new counters, no folding */
+    if (stats_keyval == MPI_KEYVAL_INVALID)
+        return;
     /* detach from the communicators still alive (their delete callbacks mark them) */
     for (int i = 0; i < nreg; i++)
         if (reg[i]->live)
@@ -560,5 +564,4 @@ void mxh_metrics_finalize(void)
     last_comm  = MPI_COMM_NULL;
     last_stats = NULL;
     next_write = interval_ticks = 0;
-    finalized  = 1;
 }
