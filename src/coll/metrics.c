@@ -38,11 +38,12 @@ const mxh_metric_family_t mxh_metric_families[] = {
      "the hierarchy's first build) to its completion (nonblocking: post to completion)."},
     {"mpix_hier_fallbacks_total", "counter", "coll,blocking,reason",
      "Calls served by MPI's own collective (path plain), by reason."},
-    {"mpix_hier_level_seconds_total", "counter", "coll,level",
+    {"mpix_hier_level_seconds_total", "counter", "coll,algo,level",
      "Time of the hierarchical schedule's steps on a level (island, node, rail, spine): the "
      "sum of the steps' durations (steps of overlapping fragments each count); the shm path "
      "(the whole communicator on one node) counts on level node."},
-    {"mpix_hier_level_steps_total", "counter", "coll,level", "Steps run on a level."},
+    {"mpix_hier_level_steps_total", "counter", "coll,algo,level",
+     "Steps run on a level (the shm path: one per call)."},
     {"mpix_hier_comm_live", "gauge", "",
      "1 while the communicator exists, 0 once freed (its counters stay; past 256 freed "
      "communicators the oldest are summed into comm=\"freed\")."},
@@ -61,8 +62,8 @@ struct mxh_mstats {
     char     name[MPI_MAX_OBJECT_NAME];
     cell_t   c[MXH_COLL_COUNT][2][NALG];
     uint64_t fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
-    uint64_t lvl_ticks[MXH_COLL_COUNT][MXH_LEVEL_TYPE_COUNT];
-    uint64_t lvl_steps[MXH_COLL_COUNT][MXH_LEVEL_TYPE_COUNT];
+    uint64_t lvl_ticks[MXH_COLL_COUNT][NALG][MXH_LEVEL_TYPE_COUNT];
+    uint64_t lvl_steps[MXH_COLL_COUNT][NALG][MXH_LEVEL_TYPE_COUNT];
 };
 typedef struct mxh_mstats mstats_t;
 _Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % sizeof(uint64_t) == 0 &&
@@ -268,14 +269,14 @@ void mxh_metrics_record(const mxh_coll_args_t *a, int blocking)
     if (a->path == MXH_PATH_PLAIN)
         m->fb[a->coll][blocking][a->why]++;
     if (a->path == MXH_PATH_SHM) {
-        m->lvl_ticks[a->coll][MXH_LEVEL_NODE] += dt;
-        m->lvl_steps[a->coll][MXH_LEVEL_NODE]++;
+        m->lvl_ticks[a->coll][alg][MXH_LEVEL_NODE] += dt;
+        m->lvl_steps[a->coll][alg][MXH_LEVEL_NODE]++;
     } else if (a->path == MXH_PATH_SCHED && a->hier != NULL) {
         for (int l = 0; l < a->hier->layout->nlevels; l++)
             if (a->lvl.steps[l] != 0) {
                 int t = a->hier->layout->type[l];
-                m->lvl_ticks[a->coll][t] += a->lvl.ticks[l];
-                m->lvl_steps[a->coll][t] += a->lvl.steps[l];
+                m->lvl_ticks[a->coll][alg][t] += a->lvl.ticks[l];
+                m->lvl_steps[a->coll][alg][t] += a->lvl.steps[l];
             }
     }
     if (blocking)
@@ -333,12 +334,15 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
     for (int c = 0; c < MXH_COLL_COUNT; c++) {
         s.key[5] = "coll", s.val[5] = mxh_config_coll_names[c];
         if (f == F_LVL_SECONDS || f == F_LVL_STEPS) {
-            s.n = 7;
-            for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-                s.key[6] = "level", s.val[6] = mxh_level_type_name((mxh_level_type_t)t);
-                if (all || m->lvl_steps[c][t])
-                    fn(arg, &s, f == F_LVL_STEPS ? (double)m->lvl_steps[c][t]
-                                                 : (double)m->lvl_ticks[c][t] * spt);
+            s.n = 8;
+            for (int g = ALG_SHM; g < NALG; g++) { /* the algorithms that have levels */
+                s.key[6] = "algo", s.val[6] = mxh_metrics_algo_names[g];
+                for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
+                    s.key[7] = "level", s.val[7] = mxh_level_type_name((mxh_level_type_t)t);
+                    if (all || m->lvl_steps[c][g][t])
+                        fn(arg, &s, f == F_LVL_STEPS ? (double)m->lvl_steps[c][g][t]
+                                                     : (double)m->lvl_ticks[c][g][t] * spt);
+                }
             }
             continue;
         }

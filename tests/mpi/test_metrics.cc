@@ -225,6 +225,17 @@ TEST(Metrics, KnownCallsExact)
             EXPECT_EQ(stat(c, "mpix_hier_level_seconds_total" + sel), 0) << lv;
         }
     EXPECT_EQ(stat(c, "mpix_hier_level_seconds_total{coll=\"alltoall\"}"), 0);
+    // per algorithm: the small allreduces are not pipelined; the shm path counts on node
+    EXPECT_EQ(stat(c, "mpix_hier_level_seconds_total{coll=\"allreduce\",algo=\"pipeline\"}"), 0);
+    if (nlevels >= 2) {
+        EXPECT_EQ(stat(c, "mpix_hier_level_seconds_total{coll=\"allreduce\",algo=\"hier\"}"),
+                  stat(c, "mpix_hier_level_seconds_total{coll=\"allreduce\"}"));
+    }
+    if (stat(c, "mpix_hier_calls_total{coll=\"allreduce\",path=\"shm\"}") > 0) {
+        EXPECT_GT(stat(c, "mpix_hier_level_seconds_total{algo=\"shm\",level=\"node\"}"), 0);
+        EXPECT_EQ(stat(c, "mpix_hier_level_steps_total{algo=\"shm\",level=\"node\"}"),
+                  stat(c, "mpix_hier_calls_total{path=\"shm\"}"));
+    }
 
     ASSERT_EQ(MPIX_Hier_comm_reset_stats(c), MPI_SUCCESS);
     EXPECT_EQ(stat(c, "mpix_hier_calls_total"), 0);
