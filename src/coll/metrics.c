@@ -71,7 +71,7 @@ _Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % si
                "the counters are an array of uint64_t (fold_oldest_freed)");
 
 static mstats_t **reg; /* every communicator's, in creation order */
-static int nreg, capreg;
+static int nreg, capreg, next_index; /* next_index: never reused (entries get folded) */
 static int stats_keyval = MPI_KEYVAL_INVALID;
 static MPI_Comm last_comm = MPI_COMM_NULL;
 static mstats_t *last_stats;
@@ -204,7 +204,7 @@ static mstats_t *stats_of(MPI_Comm comm)
         }
         if ((m = calloc(1, sizeof(*m))) == NULL)
             return NULL;
-        m->index = nreg;
+        m->index = next_index++;
         m->live  = 1;
         m->comm  = comm;
         int inter = 0;
