@@ -17,10 +17,9 @@
 
 /* The algorithm a call ran: its path, and the schedule's algorithm on the
  * hierarchical path. */
-enum { ALG_NONE, ALG_MPI, ALG_SHM, ALG_HIER, ALG_PIPELINE, NALG };
 const char *const mxh_metrics_algo_names[] = {"none", "mpi", "shm", "hier", "pipeline", NULL};
 const char *const mxh_metrics_path_names[] = {"none", "plain", "shm", "sched", NULL};
-static const int alg_path[NALG] = {0, 1, 2, 3, 3};
+static const int alg_path[MXH_NALG] = {0, 1, 2, 3, 3};
 
 const mxh_metric_family_t mxh_metric_families[] = {
     {"mpix_hier_calls_total", "counter", "coll,blocking,path,algo",
@@ -50,21 +49,6 @@ const mxh_metric_family_t mxh_metric_families[] = {
     {NULL, NULL, NULL, NULL}};
 enum { F_CALLS, F_BYTES, F_SECONDS, F_FALLBACKS, F_LVL_SECONDS, F_LVL_STEPS, F_LIVE, NFAM };
 
-typedef struct cell {
-    uint64_t calls, bytes, ticks;
-} cell_t;
-
-struct mxh_mstats {
-    int      index;  /* creation order in this process; -1: the sum of freed ones */
-    int      size;
-    int      live;
-    MPI_Comm comm;   /* while live */
-    char     name[MPI_MAX_OBJECT_NAME];
-    cell_t   c[MXH_COLL_COUNT][2][NALG];
-    uint64_t fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
-    uint64_t lvl_ticks[MXH_COLL_COUNT][NALG][MXH_LEVEL_TYPE_COUNT];
-    uint64_t lvl_steps[MXH_COLL_COUNT][NALG][MXH_LEVEL_TYPE_COUNT];
-};
 typedef struct mxh_mstats mstats_t;
 _Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % sizeof(uint64_t) == 0 &&
                    offsetof(struct mxh_mstats, c) % sizeof(uint64_t) == 0,
@@ -77,7 +61,8 @@ static MPI_Comm last_comm = MPI_COMM_NULL;
 static mstats_t *last_stats;
 static int world_rank = -1, world_size = 1;
 static char host[256];
-static uint64_t next_write, interval_ticks; /* periodic file: 0 = none */
+uint64_t mxh_metrics_next_write; /* periodic file: 0 = none */
+static uint64_t interval_ticks;
 static int writing;
 static int finalized; /* after MPI_Finalize's write: nothing is counted any more */
 
@@ -164,7 +149,7 @@ static void setup_once(void)
     }
     if (cfg->metrics_file[0] != '\0' && cfg->metrics_interval > 0) {
         interval_ticks = (uint64_t)(cfg->metrics_interval / mxh_clock_seconds_per_tick());
-        next_write     = mxh_ticks() + (interval_ticks ? interval_ticks : 1);
+        mxh_metrics_next_write = mxh_ticks() + (interval_ticks ? interval_ticks : 1);
     }
 }
 
@@ -225,62 +210,33 @@ static mstats_t *stats_of(MPI_Comm comm)
     return m;
 }
 
-void mxh_metrics_poll(void)
+void mxh_metrics_poll_due(void)
 {
-    if (next_write != 0 && !writing) {
+    if (mxh_metrics_next_write != 0 && !writing) {
         uint64_t now = mxh_ticks();
-        if (now >= next_write) {
-            next_write = now + interval_ticks;
+        if (now >= mxh_metrics_next_write) {
+            mxh_metrics_next_write = now + interval_ticks;
             mxh_metrics_write(NULL);
         }
     }
 }
 
-mstats_t *mxh_metrics_of(const mxh_coll_args_t *a)
+mstats_t *mxh_metrics_of_slow(const mxh_coll_args_t *a)
 {
-    /* the hierarchy's pointer: no attribute lookup when calls alternate communicators */
-    mstats_t *m;
-    if (a->hier != NULL && a->hier->mstats != NULL)
-        return a->hier->mstats;
-    m = stats_of(a->comm);
+    mstats_t *m = stats_of(a->comm);
     if (a->hier != NULL)
         a->hier->mstats = m;
     return m;
 }
 
-void mxh_metrics_record(const mxh_coll_args_t *a, int blocking)
+void mxh_metrics_record_levels(mstats_t *m, const mxh_coll_args_t *a, int alg)
 {
-    mstats_t *m = a->mstats;
-    uint64_t dt = mxh_ticks() - a->t0;
-    int alg;
-
-    if (m == NULL)
-        return;
-    switch (a->path) {
-    case MXH_PATH_NONE:  alg = ALG_NONE; break;
-    case MXH_PATH_PLAIN: alg = ALG_MPI; break;
-    case MXH_PATH_SHM:   alg = ALG_SHM; break;
-    default:             alg = a->choice.algo == MXH_ALGO_PIPELINE ? ALG_PIPELINE : ALG_HIER;
-    }
-    cell_t *c = &m->c[a->coll][blocking][alg];
-    c->calls++;
-    c->bytes += a->mbytes;
-    c->ticks += dt;
-    if (a->path == MXH_PATH_PLAIN)
-        m->fb[a->coll][blocking][a->why]++;
-    if (a->path == MXH_PATH_SHM) {
-        m->lvl_ticks[a->coll][alg][MXH_LEVEL_NODE] += dt;
-        m->lvl_steps[a->coll][alg][MXH_LEVEL_NODE]++;
-    } else if (a->path == MXH_PATH_SCHED && a->hier != NULL) {
-        for (int l = 0; l < a->hier->layout->nlevels; l++)
-            if (a->lvl.steps[l] != 0) {
-                int t = a->hier->layout->type[l];
-                m->lvl_ticks[a->coll][alg][t] += a->lvl.ticks[l];
-                m->lvl_steps[a->coll][alg][t] += a->lvl.steps[l];
-            }
-    }
-    if (blocking)
-        mxh_metrics_poll();
+    for (int l = 0; l < a->hier->layout->nlevels; l++)
+        if (a->lvl.steps[l] != 0) {
+            int t = a->hier->layout->type[l];
+            m->lvl_ticks[a->coll][alg][t] += a->lvl.ticks[l];
+            m->lvl_steps[a->coll][alg][t] += a->lvl.steps[l];
+        }
 }
 
 void mxh_metrics_record_plain(MPI_Comm comm, mxh_coll_t coll, int blocking, size_t bytes,
@@ -289,7 +245,7 @@ void mxh_metrics_record_plain(MPI_Comm comm, mxh_coll_t coll, int blocking, size
     mstats_t *m = stats_of(comm);
     if (m == NULL)
         return;
-    cell_t *c = &m->c[coll][blocking][ALG_MPI];
+    mxh_mcell_t *c = &m->c[coll][blocking][MXH_ALG_MPI];
     c->calls++;
     c->bytes += bytes;
     if (t0 != 0)
@@ -335,7 +291,7 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
         s.key[5] = "coll", s.val[5] = mxh_config_coll_names[c];
         if (f == F_LVL_SECONDS || f == F_LVL_STEPS) {
             s.n = 8;
-            for (int g = ALG_SHM; g < NALG; g++) { /* the algorithms that have levels */
+            for (int g = MXH_ALG_SHM; g < MXH_NALG; g++) { /* the algorithms that have levels */
                 s.key[6] = "algo", s.val[6] = mxh_metrics_algo_names[g];
                 for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
                     s.key[7] = "level", s.val[7] = mxh_level_type_name((mxh_level_type_t)t);
@@ -358,8 +314,8 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
                 continue;
             }
             s.n = 9;
-            for (int g = 0; g < NALG; g++) {
-                const cell_t *x = &m->c[c][b][g];
+            for (int g = 0; g < MXH_NALG; g++) {
+                const mxh_mcell_t *x = &m->c[c][b][g];
                 s.key[7] = "path", s.val[7] = mxh_metrics_path_names[alg_path[g]];
                 s.key[8] = "algo", s.val[8] = mxh_metrics_algo_names[g];
                 if (!all && x->calls == 0)
@@ -567,5 +523,5 @@ void mxh_metrics_finalize(void)
     nfreed     = 0;
     last_comm  = MPI_COMM_NULL;
     last_stats = NULL;
-    next_write = interval_ticks = 0;
+    mxh_metrics_next_write = interval_ticks = 0;
 }

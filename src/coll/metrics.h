@@ -38,21 +38,85 @@ extern const mxh_metric_family_t mxh_metric_families[]; /* terminated by a NULL 
 extern const char *const mxh_metrics_algo_names[]; /* algo label, NULL-terminated */
 extern const char *const mxh_metrics_path_names[]; /* path label, NULL-terminated */
 
+/* A communicator's counters (the registry's entry; inline here so that the
+ * per-call counting is inlined into the call). */
+enum { MXH_ALG_NONE, MXH_ALG_MPI, MXH_ALG_SHM, MXH_ALG_HIER, MXH_ALG_PIPELINE, MXH_NALG };
+typedef struct mxh_mcell {
+    uint64_t calls, bytes, ticks;
+} mxh_mcell_t;
+struct mxh_mstats {
+    int         index; /* creation order in this process; -1: the sum of freed ones */
+    int         size;
+    int         live;
+    MPI_Comm    comm;  /* while live */
+    char        name[MPI_MAX_OBJECT_NAME];
+    mxh_mcell_t c[MXH_COLL_COUNT][2][MXH_NALG];
+    uint64_t    fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
+    uint64_t    lvl_ticks[MXH_COLL_COUNT][MXH_NALG][MXH_LEVEL_TYPE_COUNT];
+    uint64_t    lvl_steps[MXH_COLL_COUNT][MXH_NALG][MXH_LEVEL_TYPE_COUNT];
+};
+
+struct mxh_mstats *mxh_metrics_of_slow(const mxh_coll_args_t *a);
+void mxh_metrics_record_levels(struct mxh_mstats *m, const mxh_coll_args_t *a, int alg);
+void mxh_metrics_poll_due(void);
+extern uint64_t mxh_metrics_next_write;
+
+/* The periodic write, if due (one compare when MPIX_HIER_METRICS_INTERVAL is
+ * 0). Only outside tasks. */
+static inline void mxh_metrics_poll(void)
+{
+    if (mxh_metrics_next_write != 0)
+        mxh_metrics_poll_due();
+}
+
 /* The counters of the call's communicator (created on its first call; NULL
- * if they cannot be): looked up when the call starts, on the caller's stack. */
-struct mxh_mstats *mxh_metrics_of(const mxh_coll_args_t *a);
+ * if they cannot be): looked up when the call starts, on the caller's stack;
+ * the hierarchy caches them. */
+static inline struct mxh_mstats *mxh_metrics_of(const mxh_coll_args_t *a)
+{
+    if (a->hier != NULL && a->hier->mstats != NULL)
+        return a->hier->mstats;
+    return mxh_metrics_of_slow(a);
+}
+
 /* A call done: count it in a->mstats (@blocking: the blocking form). a->t0
  * is when it started. Blocking calls also write the periodic file when it is
  * due. */
-void mxh_metrics_record(const mxh_coll_args_t *a, int blocking);
+static inline void mxh_metrics_record(const mxh_coll_args_t *a, int blocking)
+{
+    struct mxh_mstats *m = a->mstats;
+    uint64_t dt          = mxh_ticks() - a->t0;
+    int alg;
+
+    if (m == NULL)
+        return;
+    switch (a->path) {
+    case MXH_PATH_NONE:  alg = MXH_ALG_NONE; break;
+    case MXH_PATH_PLAIN: alg = MXH_ALG_MPI; break;
+    case MXH_PATH_SHM:   alg = MXH_ALG_SHM; break;
+    default:             alg = a->choice.algo == MXH_ALGO_PIPELINE ? MXH_ALG_PIPELINE : MXH_ALG_HIER;
+    }
+    mxh_mcell_t *c = &m->c[a->coll][blocking][alg];
+    c->calls++;
+    c->bytes += a->mbytes;
+    c->ticks += dt;
+    if (a->path == MXH_PATH_PLAIN) {
+        m->fb[a->coll][blocking][a->why]++;
+    } else if (a->path == MXH_PATH_SHM) {
+        m->lvl_ticks[a->coll][alg][MXH_LEVEL_NODE] += dt;
+        m->lvl_steps[a->coll][alg][MXH_LEVEL_NODE]++;
+    } else if (a->path == MXH_PATH_SCHED && a->hier != NULL) {
+        mxh_metrics_record_levels(m, a, alg);
+    }
+    if (blocking)
+        mxh_metrics_poll();
+}
+
 /* A call served by MPI before the library looked at it (intercommunicator):
  * counted as a fallback with @why; @t0 its start, 0 for a nonblocking post
  * (no time counted). */
 void mxh_metrics_record_plain(MPI_Comm comm, mxh_coll_t coll, int blocking, size_t bytes,
                               mxh_fallback_t why, uint64_t t0);
-/* The periodic write, if due (cheap when not: one compare, no clock read when
- * MPIX_HIER_METRICS_INTERVAL is 0). Only outside tasks. */
-void mxh_metrics_poll(void);
 
 /* The sum of the series of @comm that match @selector (NAME or
  * NAME{label="value",...}, names and labels as in the file). MXH_OK, or
