@@ -1734,9 +1734,9 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
     mxh_status_t st;
-    a->mstats = mxh_metrics_of(a);
-    a->t0     = mxh_ticks();
-    a->lvl_p  = &a->lvl;
+    a->mstats = mxh_metrics_of(a); /* NULL: not counted (MPIX_HIER_METRICS=no) */
+    a->t0     = a->mstats != NULL ? mxh_ticks() : 0;
+    a->lvl_p  = a->mstats != NULL ? &a->lvl : NULL;
     /* collectives on one communicator complete in order, and its objects serve
      * one at a time: what is in flight on it goes first */
     if (mxh_task_in_flight() > 0) {
@@ -1896,7 +1896,7 @@ static mxh_status_t task_body(void *arg)
 {
     mxh_coll_args_t *a = arg;
     mxh_status_t st;
-    a->lvl_p = &a->lvl;
+    a->lvl_p = a->mstats != NULL ? &a->lvl : NULL;
     st       = a->nb.posted ? plain_complete(a) : body(a);
     free(a->varr);
     a->varr = NULL;
@@ -1951,7 +1951,7 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     ta = mxh_task_args(t);
     memcpy(ta, a, sizeof(*a));
     ta->nb.posted = 0;
-    ta->t0        = mxh_ticks();
+    ta->t0        = ta->mstats != NULL ? mxh_ticks() : 0;
     if (copy_varrays(ta) != MXH_OK) {
         mxh_task_discard(t);
         mxh_error("%s: cannot copy the count arrays", a->func);

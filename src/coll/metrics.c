@@ -62,6 +62,7 @@ static mstats_t *last_stats;
 static int world_rank = -1, world_size = 1;
 static char host[256];
 uint64_t mxh_metrics_next_write; /* periodic file: 0 = none */
+int mxh_metrics_off;
 static uint64_t interval_ticks;
 static int writing;
 static int finalized; /* after MPI_Finalize's write: nothing is counted any more */
@@ -134,6 +135,7 @@ static void setup_once(void)
 {
     const mxh_config_t *cfg = mxh_lib_config();
     mxh_clock_init();
+    mxh_metrics_off = !cfg->metrics;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     if (cfg->hostname[0] != '\0') {
@@ -224,6 +226,8 @@ void mxh_metrics_poll_due(void)
 mstats_t *mxh_metrics_of_slow(const mxh_coll_args_t *a)
 {
     mstats_t *m = stats_of(a->comm);
+    if (mxh_metrics_off)
+        return NULL; /* known once the registry is set up (stats_of) */
     if (a->hier != NULL)
         a->hier->mstats = m;
     return m;
@@ -242,8 +246,8 @@ void mxh_metrics_record_levels(mstats_t *m, const mxh_coll_args_t *a, int alg)
 void mxh_metrics_record_plain(MPI_Comm comm, mxh_coll_t coll, int blocking, size_t bytes,
                               mxh_fallback_t why, uint64_t t0)
 {
-    mstats_t *m = stats_of(comm);
-    if (m == NULL)
+    mstats_t *m = mxh_metrics_off ? NULL : stats_of(comm);
+    if (m == NULL || mxh_metrics_off)
         return;
     mxh_mcell_t *c = &m->c[coll][blocking][MXH_ALG_MPI];
     c->calls++;

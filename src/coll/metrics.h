@@ -60,6 +60,7 @@ struct mxh_mstats *mxh_metrics_of_slow(const mxh_coll_args_t *a);
 void mxh_metrics_record_levels(struct mxh_mstats *m, const mxh_coll_args_t *a, int alg);
 void mxh_metrics_poll_due(void);
 extern uint64_t mxh_metrics_next_write;
+extern int mxh_metrics_off; /* MPIX_HIER_METRICS=no: nothing is counted */
 
 /* The periodic write, if due (one compare when MPIX_HIER_METRICS_INTERVAL is
  * 0). Only outside tasks. */
@@ -74,6 +75,8 @@ static inline void mxh_metrics_poll(void)
  * the hierarchy caches them. */
 static inline struct mxh_mstats *mxh_metrics_of(const mxh_coll_args_t *a)
 {
+    if (mxh_metrics_off)
+        return NULL;
     if (a->hier != NULL && a->hier->mstats != NULL)
         return a->hier->mstats;
     return mxh_metrics_of_slow(a);
@@ -85,11 +88,12 @@ static inline struct mxh_mstats *mxh_metrics_of(const mxh_coll_args_t *a)
 static inline void mxh_metrics_record(const mxh_coll_args_t *a, int blocking)
 {
     struct mxh_mstats *m = a->mstats;
-    uint64_t dt          = mxh_ticks() - a->t0;
+    uint64_t dt;
     int alg;
 
     if (m == NULL)
         return;
+    dt = mxh_ticks() - a->t0;
     switch (a->path) {
     case MXH_PATH_NONE:  alg = MXH_ALG_NONE; break;
     case MXH_PATH_PLAIN: alg = MXH_ALG_MPI; break;

@@ -80,6 +80,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
      "it chunk by chunk).", 1},
     /* metrics (coll/metrics.h) */
+    {"MPIX_HIER_METRICS", "yes",
+     "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; README: "
+     "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
     {"MPIX_HIER_METRICS_FILE", "",
      "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
      "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
@@ -233,6 +236,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
+    cfg->metrics         = 1;
 }
 
 static const mxh_config_var_t *find_var(const char *name)
@@ -305,6 +309,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_size(value, &cfg->shm_chunk);
         if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
             rc = -1;
+    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
+        rc = parse_bool(value, &cfg->metrics);
     } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
         return copy_str(cfg->metrics_file, sizeof(cfg->metrics_file), name, value);
     } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
@@ -414,6 +420,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
         snprintf(buf, len, "%zu", cfg->shm_chunk);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
+        snprintf(buf, len, "%s", cfg->metrics ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
         snprintf(buf, len, "%s", cfg->metrics_file);
     } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {

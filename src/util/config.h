@@ -40,6 +40,7 @@ typedef struct mxh_config {
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
     /* metrics (coll/metrics.h) */
+    int    metrics;                         /* MPIX_HIER_METRICS */
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
 } mxh_config_t;

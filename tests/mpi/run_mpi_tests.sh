@@ -287,6 +287,8 @@ if want 2x2 "${MXH_TEST_LAYOUTS:-}" && want test_metrics "${MXH_TEST_BINARIES:-}
     fi
 fi
 run 1node-2 test_metrics '*' -- -n 2 BIN
+tag=off
+run 1node-2 test_metrics '*Disabled*' MPIX_HIER_METRICS=no MXH_TEST_METRICS_OFF=1 -- -n 2 BIN
 tag=periodic
 run 1node-2 test_metrics '*PeriodicFile*' MPIX_HIER_METRICS_FILE="$mdir/periodic-%r.prom" \
     MPIX_HIER_METRICS_INTERVAL=0.2 MXH_TEST_METRICS_PERIODIC="$mdir/periodic-%r.prom" -- -n 2 BIN

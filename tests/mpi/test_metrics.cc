@@ -428,6 +428,18 @@ TEST(Metrics, ManyFreedCommunicatorsFolded)
     EXPECT_LE(comms, 256 + 2 + 1); // the freed ones kept, the live ones, the sum
 }
 
+// MPIX_HIER_METRICS=no (run_mpi_tests.sh sets MXH_TEST_METRICS_OFF with it):
+// nothing is counted, the API still answers.
+TEST(Metrics, Disabled)
+{
+    if (getenv("MXH_TEST_METRICS_OFF") == nullptr)
+        GTEST_SKIP() << "MXH_TEST_METRICS_OFF not set";
+    int x = 1, y = 0;
+    ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(stat(MPI_COMM_WORLD, "mpix_hier_calls_total"), 0);
+    parse_prom(text_now()); // still a valid text (no samples counted)
+}
+
 // MPIX_HIER_METRICS_INTERVAL: the file appears while the program runs (checked
 // in library calls). Runs where run_mpi_tests.sh sets MXH_TEST_METRICS_PERIODIC
 // (the expected file, %r for the rank) with MPIX_HIER_METRICS_FILE and a short

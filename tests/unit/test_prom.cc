@@ -145,6 +145,11 @@ TEST(Prom, ConfigVariables)
     mxh_config_t cfg;
     char buf[MXH_CONFIG_STR_MAX];
     mxh_config_init_defaults(&cfg);
+    EXPECT_EQ(cfg.metrics, 1);
+    ASSERT_EQ(mxh_config_set(&cfg, "MPIX_HIER_METRICS", "no", "test"), MXH_OK);
+    EXPECT_EQ(cfg.metrics, 0);
+    mxh_config_get_string(&cfg, "MPIX_HIER_METRICS", buf, sizeof(buf));
+    EXPECT_STREQ(buf, "no");
     EXPECT_EQ(cfg.metrics_file[0], '\0');
     EXPECT_EQ(cfg.metrics_interval, 0);
     ASSERT_EQ(mxh_config_set(&cfg, "MPIX_HIER_METRICS_FILE", "/tmp/m-%h-%r.prom", "test"), MXH_OK);
