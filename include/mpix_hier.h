@@ -277,9 +277,9 @@ MPIX_HIER_API int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, 
  * mpix_hier_call_seconds_total), fallbacks to MPI's own collective by reason
  * (mpix_hier_fallbacks_total), and the time and number of the hierarchical
  * schedule's steps per level (mpix_hier_level_seconds_total,
- * mpix_hier_level_steps_total). Counting is always on and local (no
- * communication); the file MPIX_HIER_METRICS_FILE is written at MPI_Finalize
- * and every MPIX_HIER_METRICS_INTERVAL seconds.
+ * mpix_hier_level_steps_total). Counting is local (no communication) and on
+ * unless MPIX_HIER_METRICS=no; the file MPIX_HIER_METRICS_FILE is written at
+ * MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds.
  *
  * Reading by name rather than a struct: @p name is a metric name of the
  * Prometheus file, optionally with label matchers in its syntax, e.g.
