@@ -287,6 +287,8 @@ if want 2x2 "${MXH_TEST_LAYOUTS:-}" && want test_metrics "${MXH_TEST_BINARIES:-}
     fi
 fi
 run 1node-2 test_metrics '*' -- -n 2 BIN
+run 3level-4x2 test_metrics '*' MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
 tag=off
 run 1node-2 test_metrics '*Disabled*' MPIX_HIER_METRICS=no MXH_TEST_METRICS_OFF=1 -- -n 2 BIN
 tag=periodic
