@@ -267,6 +267,54 @@ MPIX_HIER_API int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *l
  */
 MPIX_HIER_API int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen);
 
+/* ---- metrics ------------------------------------------------------------ */
+
+/**
+ * Per-communicator counters of the MPIX_Hier_ collectives (README: Metrics;
+ * `mpix_info --metrics` lists every name, type and label): calls, bytes and
+ * time per collective, form (blocking="1" or "0"), path and algorithm
+ * (mpix_hier_calls_total, mpix_hier_bytes_total,
+ * mpix_hier_call_seconds_total), fallbacks to MPI's own collective by reason
+ * (mpix_hier_fallbacks_total), and the time and number of the hierarchical
+ * schedule's steps per level (mpix_hier_level_seconds_total,
+ * mpix_hier_level_steps_total). Counting is local (no communication) and on
+ * unless MPIX_HIER_METRICS=no; the file MPIX_HIER_METRICS_FILE is written at
+ * MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds.
+ *
+ * Reading by name rather than a struct: @p name is a metric name of the
+ * Prometheus file, optionally with label matchers in its syntax, e.g.
+ * "mpix_hier_calls_total", "mpix_hier_calls_total{coll=\"allreduce\",algo=\"mpi\"}"
+ * or "mpix_hier_fallbacks_total{reason=\"user_op\"}"; *@p value is the sum of
+ * the communicator's series that match (labels not named are summed over).
+ * New metrics and labels are new names: the ABI never changes, and the names
+ * are the file's. Counts are exact in a double up to 2^53. An unknown name,
+ * label or label value is an MPI_ERR_ARG error. Local: works on any
+ * communicator, intercommunicators and communicators whose calls only ever went
+ * to MPI included (a communicator never used reads 0).
+ */
+MPIX_HIER_API int MPIX_Hier_comm_get_stats(MPI_Comm comm, const char *name, double *value);
+
+/** Set the counters of @p comm to zero (local). */
+MPIX_HIER_API int MPIX_Hier_comm_reset_stats(MPI_Comm comm);
+
+/**
+ * Write the metrics of every communicator of this process (freed ones too,
+ * with mpix_hier_comm_live 0; beyond 256 freed communicators the oldest are
+ * summed into comm="freed") in the Prometheus text exposition format to
+ * @p path, now: placeholders %r (MPI_COMM_WORLD rank), %h (host name), %p
+ * (process id), %% ('%'); without %r or %p, jobs of several ranks get
+ * ".rank<r>" appended. Atomic: a temporary file renamed. NULL: the file of
+ * MPIX_HIER_METRICS_FILE (MPI_ERR_ARG if it is not set). Local. Errors go to
+ * the error handler of MPI_COMM_WORLD (MPI_ERR_IO if the file cannot be written).
+ */
+MPIX_HIER_API int MPIX_Hier_metrics_write(const char *path);
+
+/**
+ * The same text into @p buf: at most @p buflen chars including the
+ * terminating NUL, the full length (without NUL) into @p resultlen if not NULL.
+ */
+MPIX_HIER_API int MPIX_Hier_metrics_text(char *buf, int buflen, int *resultlen);
+
 /** The MPI error class of mpix-hier configuration/topology errors (valid after MPI_Init). */
 MPIX_HIER_API int MPIX_Hier_get_error_class(int *errorclass);
 

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
+#include "coll/metrics.h"
 #include "coll/task.h"
 #include "util/log.h"
 #include "mpix_internal.h"
@@ -41,6 +42,7 @@ static int check_root(MPI_Comm comm, int root, const char *func)
 static int entry_prepare(mxh_coll_args_t *a, int hier_op)
 {
     mxh_task_progress_all(); /* nonblocking collectives advance in every call */
+    mxh_metrics_poll();
     CHECK(mxh_entry_init(a->comm, a->func));
     mxh_log_clear_last_error();
     if (mxh_coll_needs_hier(a, hier_op)) {
@@ -86,6 +88,39 @@ static int inter_check(MPI_Comm comm, const char *func, int c1, int c2, MPI_Data
     return MPI_SUCCESS;
 }
 
+/* An intercommunicator's call is MPI's own: counted as a fallback (the
+ * blocking form timed). Bytes: @count elements of @dt, times the remote
+ * group's size for the block collectives (@blocks). */
+static size_t inter_bytes(MPI_Comm comm, size_t count, MPI_Datatype dt, int blocks)
+{
+    int size = 0, n = 1;
+    if (MPI_Type_size(dt, &size) != MPI_SUCCESS || size < 0)
+        return 0;
+    if (blocks)
+        MPI_Comm_remote_size(comm, &n);
+    return count * (size_t)size * (size_t)n;
+}
+
+static size_t inter_vsum(MPI_Comm comm, const int *counts)
+{
+    int n = 0;
+    size_t sum = 0;
+    MPI_Comm_remote_size(comm, &n);
+    for (int i = 0; counts != NULL && i < n; i++)
+        sum += counts[i] > 0 ? (size_t)counts[i] : 0;
+    return sum;
+}
+
+#define INTER(_coll, _blocking, _count, _dt, _blocks, _call)                                  \
+    do {                                                                                      \
+        uint64_t _t0 = mxh_ticks();                                                           \
+        int _rc      = (_call);                                                               \
+        mxh_metrics_record_plain(comm, _coll, _blocking,                                      \
+                                 inter_bytes(comm, (size_t)(_count), _dt, _blocks),           \
+                                 MXH_FB_INTERCOMM, (_blocking) ? _t0 : 0);                    \
+        return _rc;                                                                           \
+    } while (0)
+
 static int check_request(MPI_Comm comm, MPI_Request *req, const char *func)
 {
     if (req == NULL)
@@ -126,7 +161,8 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     CHECK(mxh_check_comm(comm, "MPIX_Hier_allreduce"));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, "MPIX_Hier_allreduce", count, 0, datatype, MPI_BYTE, op));
-        return MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+        INTER(MXH_COLL_ALLREDUCE, 1, count, datatype, 0,
+              MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));
     }
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, "MPIX_Hier_allreduce", &a,
                          &hier_op));
@@ -142,7 +178,8 @@ int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
-        return MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+        INTER(MXH_COLL_ALLREDUCE, 0, count, datatype, 0,
+              MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
     }
     CHECK(check_request(comm, request, F));
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
@@ -175,7 +212,8 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce_scatter_block"));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, "MPIX_Hier_reduce_scatter_block", recvcount, 0, datatype, MPI_BYTE, op));
-        return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+        INTER(MXH_COLL_REDUCE_SCATTER_BLOCK, 1, recvcount, datatype, 1,
+              MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm));
     }
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm,
                    "MPIX_Hier_reduce_scatter_block", &a, &hier_op));
@@ -192,8 +230,9 @@ int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, recvcount, 0, datatype, MPI_BYTE, op));
-        return MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
-                                         request);
+        INTER(MXH_COLL_REDUCE_SCATTER_BLOCK, 0, recvcount, datatype, 1,
+              MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                           request));
     }
     CHECK(check_request(comm, request, F));
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
@@ -230,7 +269,8 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     CHECK(mxh_check_comm(comm, "MPIX_Hier_allgather"));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, "MPIX_Hier_allgather", sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        return MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        INTER(MXH_COLL_ALLGATHER, 1, recvcount, recvtype, 1,
+              MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     }
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                          "MPIX_Hier_allgather", &a));
@@ -246,8 +286,9 @@ int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        return MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                              request);
+        INTER(MXH_COLL_ALLGATHER, 0, recvcount, recvtype, 1,
+              MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                request));
     }
     CHECK(check_request(comm, request, F));
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
@@ -276,7 +317,8 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
     CHECK(mxh_check_comm(comm, "MPIX_Hier_bcast"));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, "MPIX_Hier_bcast", count, 0, datatype, MPI_BYTE, MPI_SUM));
-        return MPI_Bcast(buffer, count, datatype, root, comm);
+        INTER(MXH_COLL_BCAST, 1, count, datatype, 0,
+              MPI_Bcast(buffer, count, datatype, root, comm));
     }
     CHECK(bcast_args(buffer, count, datatype, root, comm, "MPIX_Hier_bcast", &a));
     return entry_run(&a, 0);
@@ -290,7 +332,8 @@ int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, M
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, MPI_SUM));
-        return MPI_Ibcast(buffer, count, datatype, root, comm, request);
+        INTER(MXH_COLL_BCAST, 0, count, datatype, 0,
+              MPI_Ibcast(buffer, count, datatype, root, comm, request));
     }
     CHECK(check_request(comm, request, F));
     CHECK(bcast_args(buffer, count, datatype, root, comm, F, &a));
@@ -335,7 +378,8 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     CHECK(mxh_check_comm(comm, "MPIX_Hier_reduce"));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, "MPIX_Hier_reduce", count, 0, datatype, MPI_BYTE, op));
-        return MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+        INTER(MXH_COLL_REDUCE, 1, count, datatype, 0,
+              MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm));
     }
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, "MPIX_Hier_reduce", &a,
                       &hier_op));
@@ -351,7 +395,8 @@ int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
-        return MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+        INTER(MXH_COLL_REDUCE, 0, count, datatype, 0,
+              MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
     }
     CHECK(check_request(comm, request, F));
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
@@ -425,8 +470,9 @@ int MPIX_Hier_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
-        return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                              recvtype, comm);
+        INTER(MXH_COLL_ALLGATHERV, 1, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                recvtype, comm));
     }
     CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, F, &a));
@@ -443,8 +489,9 @@ int MPIX_Hier_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
     CHECK(check_request(comm, request, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
-        return MPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                               recvtype, comm, request);
+        INTER(MXH_COLL_ALLGATHERV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                 recvtype, comm, request));
     }
     CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, F, &a));
@@ -488,7 +535,8 @@ int MPIX_Hier_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvc
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
-        return MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+        INTER(MXH_COLL_REDUCE_SCATTER, 1, inter_vsum(comm, recvcounts), datatype, 0,
+              MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm));
     }
     CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
                               &hier_op));
@@ -506,7 +554,8 @@ int MPIX_Hier_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recv
     CHECK(check_request(comm, request, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
-        return MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+        INTER(MXH_COLL_REDUCE_SCATTER, 0, inter_vsum(comm, recvcounts), datatype, 0,
+              MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request));
     }
     CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
                               &hier_op));
@@ -544,7 +593,8 @@ int MPIX_Hier_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        return MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        INTER(MXH_COLL_ALLTOALL, 1, recvcount, recvtype, 1,
+              MPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     }
     CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                         &a));
@@ -561,8 +611,9 @@ int MPIX_Hier_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     CHECK(check_request(comm, request, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        return MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                             request);
+        INTER(MXH_COLL_ALLTOALL, 0, recvcount, recvtype, 1,
+              MPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request));
     }
     CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                         &a));
@@ -606,8 +657,9 @@ int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[], const int s
     CHECK(mxh_check_comm(comm, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
-        return MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                             rdispls, recvtype, comm);
+        INTER(MXH_COLL_ALLTOALLV, 1, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                               rdispls, recvtype, comm));
     }
     CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                          recvtype, comm, F, &a));
@@ -625,8 +677,9 @@ int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[], const int 
     CHECK(check_request(comm, request, F));
     if (mxh_comm_is_inter(comm)) {
         CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
-        return MPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                              rdispls, recvtype, comm, request);
+        INTER(MXH_COLL_ALLTOALLV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                rdispls, recvtype, comm, request));
     }
     CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                          recvtype, comm, F, &a));

@@ -3,10 +3,13 @@
 #include "config.h"
 
 #include "mpix_internal.h"
+#include "coll/metrics.h"
 #include "coll/task.h"
 #include "util/log.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int entry_ready;
@@ -129,5 +132,78 @@ int MPIX_Hier_get_version(int *major, int *minor, int *patch)
         *minor = MPIX_HIER_VERSION_MINOR;
     if (patch)
         *patch = MPIX_HIER_VERSION_PATCH;
+    return MPI_SUCCESS;
+}
+
+/* ---- metrics (src/coll/metrics.h) ---- */
+
+int MPIX_Hier_comm_get_stats(MPI_Comm comm, const char *name, double *value)
+{
+    static const char F[] = "MPIX_Hier_comm_get_stats";
+    mxh_status_t st;
+    int rc;
+
+    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+        return rc;
+    if (name == NULL || value == NULL)
+        return mxh_raise(comm, MPI_ERR_ARG, F, "name or value is NULL");
+    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
+        return rc;
+    mxh_log_clear_last_error();
+    st = mxh_metrics_get(comm, name, value);
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+}
+
+int MPIX_Hier_comm_reset_stats(MPI_Comm comm)
+{
+    static const char F[] = "MPIX_Hier_comm_reset_stats";
+    mxh_status_t st;
+    int rc;
+
+    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
+        return rc;
+    mxh_log_clear_last_error();
+    st = mxh_metrics_reset(comm);
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+}
+
+int MPIX_Hier_metrics_write(const char *path)
+{
+    static const char F[] = "MPIX_Hier_metrics_write";
+    mxh_status_t st;
+    int rc;
+
+    if ((rc = mxh_entry_init(MPI_COMM_WORLD, F)) != MPI_SUCCESS)
+        return rc;
+    mxh_log_clear_last_error();
+    st = mxh_metrics_write(path);
+    if (st == MXH_ERR_IO)
+        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_IO, F, "%s", mxh_log_last_error());
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(MPI_COMM_WORLD, st, F);
+}
+
+int MPIX_Hier_metrics_text(char *buf, int buflen, int *resultlen)
+{
+    static const char F[] = "MPIX_Hier_metrics_text";
+    mxh_status_t st;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (buflen < 0 || (buf == NULL && buflen > 0))
+        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_ARG, F, "buf is NULL or buflen (%d) negative",
+                         buflen);
+    if ((rc = mxh_entry_init(MPI_COMM_WORLD, F)) != MPI_SUCCESS)
+        return rc;
+    mxh_log_clear_last_error();
+    if ((st = mxh_metrics_text(&text, &len)) != MXH_OK)
+        return mxh_raise_status(MPI_COMM_WORLD, st, F);
+    if (buflen > 0)
+        snprintf(buf, (size_t)buflen, "%s", text);
+    if (resultlen)
+        *resultlen = len > INT_MAX ? INT_MAX : (int)len;
+    free(text);
     return MPI_SUCCESS;
 }

@@ -375,6 +375,7 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
         if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
             return mxh_raise(comm, MPI_ERR_OP, func, "invalid op handle");
         mxh_debug("%s: user op: plain MPI collective", func);
+        *hier_ok = -MXH_FB_USER_OP;
         return MPI_SUCCESS;
     }
     if (op == MPI_REPLACE || op == MPI_NO_OP)
@@ -387,6 +388,7 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
          * several basic types goes to MPI, which checks it */
         MPI_Datatype base;
         size_t n;
+        *hier_ok = -MXH_FB_NO_KERNEL;
         if (mxh_dtype_signature(dt, &base, &n) != 0 || base == MPI_DATATYPE_NULL)
             return MPI_SUCCESS;
         dt  = base;
@@ -416,9 +418,10 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
          * rejects them as MPI does */
         mxh_debug("%s: %s on %s: plain MPI collective", func, name,
                   dtype_name(dt, tn, (int)sizeof(tn)));
+        *hier_ok = -MXH_FB_NO_KERNEL;
         return MPI_SUCCESS;
     }
-    *hier_ok = !(op == MPI_MINLOC || op == MPI_MAXLOC);
+    *hier_ok = (op == MPI_MINLOC || op == MPI_MAXLOC) ? -MXH_FB_LOC_OP : 1;
     return MPI_SUCCESS;
 }
 

@@ -50,7 +50,8 @@ int mxh_check_comm(MPI_Comm comm, const char *func);
 int mxh_comm_is_inter(MPI_Comm comm);
 int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func);
 int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
-/* op valid and allowed with dt; *hier_ok = op can run hierarchically. */
+/* op valid and allowed with dt; *hier_ok = 1: op can run hierarchically, else
+ * -(mxh_fallback_t) why not (the metrics' fallback reason). */
 int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func);
 int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, const char *func);
 

@@ -8,6 +8,7 @@
 #include "coll/coll.h"
 #include "coll/dtype.h"
 #include "coll/exec.h"
+#include "coll/metrics.h"
 #include "coll/task.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
@@ -412,7 +413,8 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
                                  MPI_Op op, mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
 {
     mxh_hier_t *h      = a->hier;
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io, 0};
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io, 0,
+                          a->lvl_p};
     for (int l = 0; l < h->layout->nlevels; l++)
         if ((h->layout->type[l] == MXH_LEVEL_NODE || h->layout->type[l] == MXH_LEVEL_ISLAND) &&
             h->config.shm && h->size >= 2)
@@ -1597,6 +1599,33 @@ static int view(mxh_coll_args_t *a)
     return 1;
 }
 
+/* The call's bytes at this rank for the metrics: the larger of the data of
+ * its send and receive buffers, in the user's types (README: Metrics). */
+static size_t call_bytes(const mxh_coll_args_t *a)
+{
+    size_t rt = a->tsize, st = 0, n = a->size > 0 ? (size_t)a->size : 1;
+    int k;
+
+    if (rt == 0 && MPI_Type_size(a->dt, &k) == MPI_SUCCESS && k > 0)
+        rt = (size_t)k;
+    switch (a->coll) {
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+    case MXH_COLL_ALLGATHER:
+    case MXH_COLL_ALLTOALL:
+        return (size_t)a->count * rt * n;
+    case MXH_COLL_ALLGATHERV:
+    case MXH_COLL_REDUCE_SCATTER:
+        return v_total(a->rcounts, a->size) * rt;
+    case MXH_COLL_ALLTOALLV:
+        if (a->sendbuf != MPI_IN_PLACE && MPI_Type_size(a->sendtype, &k) == MPI_SUCCESS && k > 0)
+            st = v_total(a->scounts, a->size) * (size_t)k;
+        rt *= v_total(a->rcounts, a->size);
+        return st > rt ? st : rt;
+    default:
+        return (size_t)a->count * rt;
+    }
+}
+
 int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
 {
     const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
@@ -1610,7 +1639,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
         MPI_Comm_rank(a->comm, &a->rank);
     if (ci->blocks || ci->vector)
         MPI_Comm_size(a->comm, &a->size);
-    a->hier_op = hier_op;
+    a->hier_op = hier_op > 0;
     a->mpi_op  = a->op;
     a->mpi_rc  = MPI_SUCCESS;
     if (ci->reducing) {
@@ -1625,9 +1654,17 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
                                                                                : a->recvbuf);
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
-    a->path = MXH_PATH_PLAIN;
-    if ((ci->reducing && !hier_op) || !view(a))
+    a->mbytes = call_bytes(a); /* before view() changes tsize */
+    a->path   = MXH_PATH_PLAIN;
+    if (ci->reducing && hier_op <= 0) {
+        a->why = hier_op < 0 ? (mxh_fallback_t)-hier_op : MXH_FB_USER_OP;
         return 0;
+    }
+    if (!view(a)) {
+        a->why = MXH_FB_MIXED_TYPES;
+        return 0;
+    }
+    a->why = MXH_FB_TOO_LARGE; /* for the returns of 0 below that stay plain */
     if (ci->vector) {
         /* the whole vector, in the view's elements: agreed (allgatherv,
          * reduce_scatter); alltoallv's totals differ between ranks */
@@ -1671,6 +1708,7 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
         bytes = work = a->hier->config.min_bytes;
     }
     a->choice = mxh_hier_select(a->hier, a->coll, bytes, work);
+    a->why    = a->choice.why;
     switch (a->choice.algo) {
     case MXH_ALGO_MPI: a->path = MXH_PATH_PLAIN; break;
     case MXH_ALGO_SHM: a->path = MXH_PATH_SHM; break;
@@ -1679,22 +1717,33 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     /* all-to-all: the rail-aligned algorithm where the layout allows it (its
      * communicators are made here, outside any task, collectively: every rank
      * takes this decision) */
-    if (a->coll == MXH_COLL_ALLTOALLV && a->path == MXH_PATH_SHM)
+    if (a->coll == MXH_COLL_ALLTOALLV && a->path == MXH_PATH_SHM) {
         a->path = MXH_PATH_PLAIN; /* its shared-memory form would need every rank's counts */
+        a->why  = MXH_FB_NO_SHM_FORM;
+    }
     /* excluded rails (MPIX_HIER_EXCLUDE_RAILS): allreduces that would cross the network
      * hierarchically keep those rails silent */
     if (a->coll == MXH_COLL_ALLREDUCE && a->path == MXH_PATH_SCHED && a->hier->xrail.active)
         a->path = MXH_PATH_RAILX;
     if ((a->coll == MXH_COLL_ALLTOALL || a->coll == MXH_COLL_ALLTOALLV) &&
-        a->path == MXH_PATH_SCHED &&
-        (!mxh_alltoall_applicable(a->hier->layout) || mxh_alltoall_setup(a->hier) != MXH_OK))
-        a->path = MXH_PATH_PLAIN;
+        a->path == MXH_PATH_SCHED) {
+        if (!mxh_alltoall_applicable(a->hier->layout))
+            a->why = MXH_FB_LAYOUT;
+        else if (mxh_alltoall_setup(a->hier) != MXH_OK)
+            a->why = MXH_FB_SETUP_FAILED;
+        if (a->why != MXH_FB_NONE)
+            a->path = MXH_PATH_PLAIN;
+    }
 }
 
 /* ---- blocking and nonblocking --------------------------------------------------------------- */
 
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
+    mxh_status_t st;
+    a->mstats = mxh_metrics_of(a); /* NULL: not counted (MPIX_HIER_METRICS=no) */
+    a->t0     = a->mstats != NULL ? mxh_ticks() : 0;
+    a->lvl_p  = a->mstats != NULL ? &a->lvl : NULL;
     /* collectives on one communicator complete in order, and its objects serve
      * one at a time: what is in flight on it goes first */
     if (mxh_task_in_flight() > 0) {
@@ -1702,7 +1751,9 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
         if (q != NULL)
             mxh_task_queue_drain(q);
     }
-    return body(a);
+    st = body(a);
+    mxh_metrics_record(a, 1);
+    return st;
 }
 
 /* Post MPI's nonblocking collective on @s/@r. */
@@ -1851,9 +1902,12 @@ static mxh_status_t plain_complete(mxh_coll_args_t *a)
 static mxh_status_t task_body(void *arg)
 {
     mxh_coll_args_t *a = arg;
-    mxh_status_t st    = a->nb.posted ? plain_complete(a) : body(a);
+    mxh_status_t st;
+    a->lvl_p = a->mstats != NULL ? &a->lvl : NULL;
+    st       = a->nb.posted ? plain_complete(a) : body(a);
     free(a->varr);
     a->varr = NULL;
+    mxh_metrics_record(a, 0);
     return st;
 }
 
@@ -1887,8 +1941,12 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     mxh_status_t st;
     mxh_task_t *t;
 
-    if (a->path == MXH_PATH_NONE)
+    ((mxh_coll_args_t *)a)->mstats = mxh_metrics_of(a); /* before the queue's attribute */
+    if (a->path == MXH_PATH_NONE) {
+        ((mxh_coll_args_t *)a)->t0 = mxh_ticks();
+        mxh_metrics_record(a, 0);
         return mxh_task_done_request(req);
+    }
     /* one FIFO per communicator for every path: requests complete in order */
     q = a->hier != NULL ? a->hier->queue : mxh_comm_queue(a->comm);
     t = q != NULL ? mxh_task_new() : NULL;
@@ -1900,6 +1958,7 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     ta = mxh_task_args(t);
     memcpy(ta, a, sizeof(*a));
     ta->nb.posted = 0;
+    ta->t0        = ta->mstats != NULL ? mxh_ticks() : 0;
     if (copy_varrays(ta) != MXH_OK) {
         mxh_task_discard(t);
         mxh_error("%s: cannot copy the count arrays", a->func);

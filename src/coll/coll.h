@@ -22,7 +22,9 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "coll/exec.h"
 #include "coll/hier.h"
 #include "coll/plan.h"
 #include "coll/select.h"
@@ -77,6 +79,14 @@ typedef struct mxh_coll_args {
     const mxh_mem_ops_t *send_mem, *recv_mem; /* kinds of this rank's buffers */
     int          staged;   /* a buffer of this rank is not host memory */
     int          mpi_rc;   /* an MPI error code returned by a plain MPI call */
+    /* metrics (coll/metrics.h) */
+    mxh_fallback_t why;    /* path plain: why (the reason label) */
+    size_t       mbytes;   /* the call's bytes at this rank (README: Metrics) */
+    uint64_t     t0;       /* when it started (util/clock.h ticks) */
+    mxh_lvl_time_t lvl;    /* the executor's step times per level index */
+    mxh_lvl_time_t *lvl_p; /* &lvl of the record that counts (views are copies) */
+    struct mxh_mstats *mstats; /* the communicator's counters, looked up when the call
+                                  starts (never from inside MPI_Comm_free), or NULL */
     /* a nonblocking plain-MPI call: MPI's own collective posted at once (so that
      * every rank starts MPI's collectives on the user's communicator in call
      * order), completed by its task; what its completion must undo */

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "coll/exec.h"
+#include "util/clock.h"
 #include "coll/p2p.h"
 #include "coll/select.h"
 #include "coll/task.h"
@@ -366,6 +367,15 @@ size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     return slot * (size_t)sched->nstages;
 }
 
+/* A step that started at @t0 ends now (metrics). */
+static inline void lvl_add(const mxh_exec_ctx_t *ctx, const mxh_step_t *s, uint64_t t0)
+{
+    if (ctx->lvl != NULL) {
+        ctx->lvl->ticks[s->level] += mxh_ticks() - t0;
+        ctx->lvl->steps[s->level]++;
+    }
+}
+
 /* Run @plan; step @src_i (or none: -1) reads its input from @src. */
 static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, void *work,
                              void *tmp, const char *src, int src_i)
@@ -379,7 +389,9 @@ static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, 
         /* every member of a group sees the same region: empty steps are skipped by all */
         if (s->count == 0)
             continue;
+        uint64_t t0 = ctx->lvl ? mxh_ticks() : 0;
         if (shm_step(s, ctx, base, &st)) {
+            lvl_add(ctx, s, t0);
             if (st != MXH_OK)
                 return st;
             continue;
@@ -399,6 +411,7 @@ static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, 
         } else {
             rc = mpi_step(s, ctx, base, tmp);
         }
+        lvl_add(ctx, s, t0);
         if (rc != MPI_SUCCESS)
             return mpi_failed(rc, s);
     }
@@ -467,6 +480,7 @@ typedef struct frag_state {
     int          stage;   /* current stage, nstages when done */
     int          started; /* the stage's step is running (op) */
     int          src_i;   /* step that reads ctx->src (-1: none, or started) */
+    uint64_t     t0;      /* when the running step started (metrics) */
     mxh_p2p_op_t op;
 } frag_state_t;
 
@@ -565,6 +579,7 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
             return rc;
         if (x->op.active) {
             x->started = 1;
+            x->t0      = S->ctx->lvl ? mxh_ticks() : 0;
             S->busy[st]++;
         } else {
             x->stage++;
@@ -732,6 +747,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                     mxh_trace("stream frag %d stage %d end %.3f us", f, x->stage,
                               MPI_Wtime() * 1e6);
                     S.busy[x->stage]--;
+                    lvl_add(ctx, x->op.s, x->t0);
                     x->stage++;
                     x->started = 0;
                 }
@@ -823,6 +839,7 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         char *bases[2 * MXH_MAX_LEVELS], *sbase[2 * MXH_MAX_LEVELS];
         mxh_p2p_op_t ops[2 * MXH_MAX_LEVELS];
         int nreq = 0, nops = 0, nsteps = 0, rc = MPI_SUCCESS;
+        uint64_t t0 = ctx->lvl ? mxh_ticks() : 0;
 
         /* the round's steps, in stage order (the same on every rank) */
         for (int s = 0; s < ns; s++) {
@@ -888,6 +905,14 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         for (int k = 0; k < nreq && st == MXH_OK; k++)
             finish_step(started[k], ctx, bases[k],
                         (char *)tmp + (size_t)started[k]->stage * slot);
+        /* the round's steps run together: each is charged the round */
+        if (ctx->lvl != NULL) {
+            uint64_t t1 = mxh_ticks();
+            for (int k = 0; k < nsteps; k++) {
+                ctx->lvl->ticks[steps[k]->level] += t1 - t0;
+                ctx->lvl->steps[steps[k]->level]++;
+            }
+        }
     }
     return st;
 }

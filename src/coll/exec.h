@@ -4,6 +4,7 @@
 #define MXH_EXEC_H
 
 #include <mpi.h>
+#include <stdint.h>
 
 #include "coll/plan.h"
 #include "coll/sched.h"
@@ -11,6 +12,14 @@
 #include "util/status.h"
 
 struct mxh_exec_ctx;
+
+/* Time of the steps of one call per level index (metrics clock ticks,
+ * util/clock.h) and their number. Steps that overlap (rounds, streams of
+ * fragments) each count their own duration. */
+typedef struct mxh_lvl_time {
+    uint64_t ticks[MXH_MAX_LEVELS];
+    uint32_t steps[MXH_MAX_LEVELS];
+} mxh_lvl_time_t;
 /* Moves a fragment's data in or out of the work buffer (the entry layer's copy
  * from the send buffer, packing, unpacking), a piece at a time: at most @max
  * bytes of the fragment's job from byte @off of it on. Returns the bytes of the
@@ -35,6 +44,7 @@ typedef struct mxh_exec_ctx {
     unsigned          shm_levels; /* bit l: level l is node-local and shared memory is
                                      configured: every rank's view, also of a rank
                                      alone in its group there (agreed decisions) */
+    mxh_lvl_time_t   *lvl;        /* NULL, or where step times add up (metrics) */
 } mxh_exec_ctx_t;
 
 /* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it

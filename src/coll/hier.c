@@ -5,6 +5,7 @@
 
 #include "coll/hier.h"
 #include "coll/alltoall.h"
+#include "coll/metrics.h"
 #include "mem/ipc_cache.h"
 #include "topo/discover.h"
 #include "topo/local_record.h"
@@ -87,6 +88,10 @@ void mxh_lib_on_finalize(void (*fn)(void))
 }
 static int unknown_warned;
 static mxh_config_t global_config;
+const mxh_config_t *mxh_lib_config(void)
+{
+    return &global_config;
+}
 static mxh_status_t global_config_status; /* a malformed MPIX_HIER_* value fails builds */
 static char global_config_error[512];
 
@@ -209,6 +214,7 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
             (live_hiers != NULL && live_hiers->hier == h))
             hier_destroy(h); /* the attribute was already gone */
     }
+    mxh_metrics_finalize(); /* after the queues drained: their calls are counted */
     if (hier_keyval != MPI_KEYVAL_INVALID)
         MPI_Comm_free_keyval(&hier_keyval);
     if (queue_keyval != MPI_KEYVAL_INVALID)
@@ -637,7 +643,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
 mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
                            const mxh_plan_t **plan_p)
 {
-    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0};
+    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0, MXH_FB_NONE};
     const mxh_sched_t *s;
     mxh_status_t st = mxh_hier_sched(h, coll, count, root, 1, &whole, &s);
     if (st == MXH_OK)

@@ -74,6 +74,8 @@ typedef struct mxh_hier {
     struct mxh_comm_queue *cq;
     struct mxh_a2a   *a2a;                        /* mxh_alltoall_setup, or NULL */
     mxh_xrail_t       xrail;                      /* MPIX_HIER_EXCLUDE_RAILS (rail_exclude.h) */
+    struct mxh_mstats    *mstats;                     /* the communicator's metrics (coll/metrics.c,
+                                                     set on its first count; outlive this) */
 } mxh_hier_t;
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */
@@ -94,6 +96,8 @@ mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm);
 /* Process-wide set-up (keyvals, configuration from the environment); every
  * entry point calls it. */
 mxh_status_t mxh_lib_init(void);
+/* The process-wide configuration (the environment's; valid after mxh_lib_init). */
+const mxh_config_t *mxh_lib_config(void);
 /* @fn runs in MPI_Finalize after the hierarchies are freed (the entry layer's
  * cleanup). */
 void mxh_lib_on_finalize(void (*fn)(void));

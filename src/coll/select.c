@@ -27,6 +27,35 @@ size_t mxh_select_shm_max(mxh_coll_t coll)
     }
 }
 
+const mxh_fallback_info_t mxh_fallbacks[MXH_FB_COUNT] = {
+    [MXH_FB_NONE]            = {"none", "not a fallback"},
+    [MXH_FB_INTERCOMM]       = {"intercomm", "an intercommunicator: MPI's collective as it is"},
+    [MXH_FB_USER_OP]         = {"user_op", "a user-defined reduction operation"},
+    [MXH_FB_LOC_OP]          = {"loc_op", "MPI_MINLOC or MPI_MAXLOC"},
+    [MXH_FB_NO_KERNEL]       = {"no_kernel",
+                                "a (datatype, op) pair the library has no kernel for, or a derived "
+                                "type in a reduction whose signature is not of one basic type"},
+    [MXH_FB_MIXED_TYPES]     = {"mixed_types",
+                                "a type signature the hierarchical paths cannot view as bytes or "
+                                "elements of one basic type"},
+    [MXH_FB_TOO_LARGE]       = {"too_large", "more than INT_MAX elements in the view of the data"},
+    [MXH_FB_DISABLED]        = {"disabled", "MPIX_HIER_ENABLE=no"},
+    [MXH_FB_SINGLE_RANK]     = {"single_rank", "a communicator of one rank"},
+    [MXH_FB_FORCED]          = {"forced", "MPIX_HIER_ALGO forces mpi, or forces an algorithm "
+                                          "the communicator cannot run"},
+    [MXH_FB_BELOW_MIN_BYTES] = {"below_min_bytes", "the message is below MPIX_HIER_MIN_BYTES"},
+    [MXH_FB_ABOVE_SHM_MAX]   = {"above_shm_max",
+                                "one node, a size where MPI's own collective was measured faster "
+                                "than shared memory"},
+    [MXH_FB_NO_HIERARCHY]    = {"no_hierarchy",
+                                "neither shared memory over the whole communicator nor two levels"},
+    [MXH_FB_NO_SHM_FORM]     = {"no_shm_form", "alltoallv on one node (no shared-memory form)"},
+    [MXH_FB_LAYOUT]          = {"layout", "all-to-all on a layout its hierarchical algorithm "
+                                          "does not apply to"},
+    [MXH_FB_SETUP_FAILED]    = {"setup_failed",
+                                "the hierarchical all-to-all's communicators could not be made"},
+};
+
 const char *mxh_algo_name(mxh_algo_t algo)
 {
     return (algo >= 0 && algo < MXH_ALGO_COUNT) ? mxh_config_algo_names[algo] : "?";
@@ -50,12 +79,14 @@ static int applicable(const mxh_select_shape_t *shape, mxh_algo_t algo)
 mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                         mxh_coll_t coll, size_t bytes, size_t work_bytes)
 {
-    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0};
+    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0, MXH_FB_NONE};
     mxh_algo_t forced =
         (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
 
-    if (!cfg->enable || shape->nranks < 2)
+    if (!cfg->enable || shape->nranks < 2) {
+        c.why = !cfg->enable ? MXH_FB_DISABLED : MXH_FB_SINGLE_RANK;
         return c;
+    }
     if (forced != MXH_ALGO_AUTO) {
         /* degrade an algorithm the communicator cannot run: shm -> hier -> mpi, and
          * hier/pipeline -> shm -> mpi */
@@ -66,15 +97,22 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
                 forced = applicable(shape, MXH_ALGO_SHM) ? MXH_ALGO_SHM : MXH_ALGO_MPI;
         }
         c.algo = forced;
+        c.why  = MXH_FB_FORCED;
     } else if (bytes < cfg->min_bytes) {
         c.algo = MXH_ALGO_MPI;
+        c.why  = MXH_FB_BELOW_MIN_BYTES;
     } else if (applicable(shape, MXH_ALGO_SHM)) {
         /* one node: every rank reads its peers' data directly, where measured faster */
         c.algo = work_bytes < mxh_select_shm_max(coll) ? MXH_ALGO_SHM : MXH_ALGO_MPI;
+        c.why  = MXH_FB_ABOVE_SHM_MAX;
     } else if (applicable(shape, MXH_ALGO_HIER)) {
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
+    } else {
+        c.why = MXH_FB_NO_HIERARCHY;
     }
+    if (c.algo != MXH_ALGO_MPI)
+        c.why = MXH_FB_NONE;
     /* all-to-all runs unfragmented; alltoallv has no shared-memory form (coll.c) */
     if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_PIPELINE)
         c.algo = MXH_ALGO_HIER;
@@ -108,7 +146,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
                      : 1;
     size_t pts[4] = {0, cfg->min_bytes, 0, 0}, off = 0;
     int npts = 2;
-    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0, 0};
+    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE};
     size_t start = 0;
 
     if (cfg->frag_size > 0)
@@ -133,7 +171,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             off += (size_t)_k;                                                     \
     } while (0)
     for (int i = 0; i <= npts; i++) {
-        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0};
+        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE};
         if (i < npts)
             c = mxh_select(cfg, shape, coll, pts[i], pts[i] * per);
         if (i < npts && i > 0 && c.algo == prev.algo)

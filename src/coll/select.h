@@ -29,11 +29,43 @@ typedef struct mxh_select_shape {
     int shm_comm; /* the whole communicator shares memory (a shared segment exists) */
 } mxh_select_shape_t;
 
+/* Why a call runs the plain MPI collective (the metrics' reason label): the
+ * one table of fallback reasons, names and meanings in mxh_fallbacks
+ * (select.c). Decided where the path is: the entry layer (intercommunicator,
+ * op), coll.c (view, size, all-to-all layout) and mxh_select (configuration,
+ * shape, size). */
+typedef enum mxh_fallback {
+    MXH_FB_NONE = 0,        /* not a fallback */
+    MXH_FB_INTERCOMM,
+    MXH_FB_USER_OP,
+    MXH_FB_LOC_OP,
+    MXH_FB_NO_KERNEL,
+    MXH_FB_MIXED_TYPES,
+    MXH_FB_TOO_LARGE,
+    MXH_FB_DISABLED,
+    MXH_FB_SINGLE_RANK,
+    MXH_FB_FORCED,
+    MXH_FB_BELOW_MIN_BYTES,
+    MXH_FB_ABOVE_SHM_MAX,
+    MXH_FB_NO_HIERARCHY,
+    MXH_FB_NO_SHM_FORM,
+    MXH_FB_LAYOUT,
+    MXH_FB_SETUP_FAILED,
+    MXH_FB_COUNT
+} mxh_fallback_t;
+
+typedef struct mxh_fallback_info {
+    const char *name; /* label value */
+    const char *doc;
+} mxh_fallback_info_t;
+extern const mxh_fallback_info_t mxh_fallbacks[MXH_FB_COUNT];
+
 typedef struct mxh_choice {
     mxh_algo_t algo;
     size_t     frag_bytes; /* pipeline: fragment size; else 0 */
     int        depth;
     int        ramp;       /* pipeline: halvings of the first and last fragment */
+    mxh_fallback_t why;    /* algo MXH_ALGO_MPI: why */
 } mxh_choice_t;
 
 const char *mxh_algo_name(mxh_algo_t algo);

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include "coll/task.h"
+#include "coll/metrics.h"
 #include "sim/sim.h"
 #include "util/log.h"
 #include "util/pmpi_hook.h"
@@ -323,6 +324,7 @@ void mxh_task_progress_all(void)
         while (queue_step(q) == 2)
             ;
     }
+    mxh_metrics_poll(); /* the periodic metrics file, when due */
     mxh_pmpi_leave();
     busy = 0;
 }

@@ -6,6 +6,7 @@
  *   mpix_info --hwloc-xml FILE   the same from an hwloc XML export (any machine)
  *   mpix_info --nccl-topo FILE   the same from an NCCL topology file
  *   mpix_info -c                 only the configuration variables
+ *   mpix_info -m                 only the metrics (MPIX_HIER_METRICS_FILE, MPIX_Hier_comm_get_stats)
  *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
  *                                each collective would use (--count N elements)
  *   --json                       machine-readable output
@@ -14,6 +15,7 @@
 
 #include "mpix_hier.h"
 #include "coll/hier.h"
+#include "coll/metrics.h"
 #include "topo/caps.h"
 #include "topo/discover.h"
 #include "topo/machine.h"
@@ -27,14 +29,14 @@
 
 typedef struct {
     const char *hwloc_xml, *nccl_topo;
-    int         json, config_only, hier, local;
+    int         json, config_only, metrics_only, hier, local;
     long        count;
 } opts_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config] [--json]\n"
-               "                 [--count N] [--hier] [--local] [-h]\n"
+               "                 [-m|--metrics] [--count N] [--hier] [--local] [-h]\n"
                "  without mpiexec: this machine (or the given file) and the configuration\n"
                "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n");
 }
@@ -87,6 +89,86 @@ static void print_config(const mxh_config_t *cfg, int json)
         printf("    # %s\n    # default: '%s'%s\n", v->doc, v->dflt,
                v->plan ? "; must be equal on all ranks" : "");
     }
+}
+
+/* ---- metrics (src/coll/metrics.h: its tables) ----------------------------------------- */
+
+static void print_list(const char *const *names, int n, int json)
+{
+    for (int i = 0; names[i] && (n < 0 || i < n); i++) {
+        if (json) {
+            printf("%s", i ? ", " : "");
+            json_str(names[i]);
+        } else {
+            printf("%s%s", i ? ", " : "", names[i]);
+        }
+    }
+}
+
+static void print_metrics(int json)
+{
+    const char *lv[MXH_LEVEL_TYPE_COUNT + 1] = {NULL};
+    const char *blk[] = {"1", "0", NULL};
+    for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++)
+        lv[t] = mxh_level_type_name((mxh_level_type_t)t);
+    if (json) {
+        printf("\"metrics\": {\"families\": [");
+        for (const mxh_metric_family_t *f = mxh_metric_families; f->name; f++) {
+            printf("%s\n  {\"name\": ", f == mxh_metric_families ? "" : ",");
+            json_str(f->name);
+            printf(", \"type\": ");
+            json_str(f->type);
+            printf(", \"labels\": ");
+            char labels[256];
+            snprintf(labels, sizeof(labels), "%s%s%s", MXH_METRICS_COMM_LABELS,
+                     f->labels[0] ? "," : "", f->labels);
+            json_str(labels);
+            printf(", \"help\": ");
+            json_str(f->help);
+            printf("}");
+        }
+        printf("],\n \"label_values\": {\"coll\": [");
+        print_list(mxh_config_coll_names, MXH_CONFIG_NCOLL, 1);
+        printf("], \"blocking\": [");
+        print_list(blk, -1, 1);
+        printf("], \"path\": [");
+        print_list(mxh_metrics_path_names, -1, 1);
+        printf("], \"algo\": [");
+        print_list(mxh_metrics_algo_names, -1, 1);
+        printf("], \"level\": [");
+        print_list(lv, -1, 1);
+        printf("], \"reason\": [");
+        for (int r = 1; r < MXH_FB_COUNT; r++) {
+            printf("%s{\"name\": ", r > 1 ? ", " : "");
+            json_str(mxh_fallbacks[r].name);
+            printf(", \"doc\": ");
+            json_str(mxh_fallbacks[r].doc);
+            printf("}");
+        }
+        printf("]}}");
+        return;
+    }
+    printf("# Metrics (Prometheus text format in MPIX_HIER_METRICS_FILE at MPI_Finalize and every\n"
+           "# MPIX_HIER_METRICS_INTERVAL seconds; MPIX_Hier_metrics_write/_text on demand;\n"
+           "# MPIX_Hier_comm_get_stats(comm, \"NAME{label=\\\"value\\\",...}\", &v) sums a\n"
+           "# communicator's matching series). Every series has the labels\n"
+           "#   comm       the communicator's creation index in this process\n"
+           "#   comm_name  its MPI_Comm_set_name name (\"\" if none)\n"
+           "#   comm_size  its size (remote group's for an intercommunicator)\n"
+           "#   rank       the MPI_COMM_WORLD rank; host: MPIX_HIER_HOSTNAME or the processor name\n");
+    for (const mxh_metric_family_t *f = mxh_metric_families; f->name; f++)
+        printf("%s %s {%s}\n    # %s\n", f->name, f->type, f->labels, f->help);
+    printf("# label values\ncoll: ");
+    print_list(mxh_config_coll_names, MXH_CONFIG_NCOLL, 0);
+    printf("\nblocking: 1 (MPIX_Hier_<coll>), 0 (MPIX_Hier_I<coll>)\npath: ");
+    print_list(mxh_metrics_path_names, -1, 0);
+    printf("\nalgo: ");
+    print_list(mxh_metrics_algo_names, -1, 0);
+    printf("\nlevel: ");
+    print_list(lv, -1, 0);
+    printf("\nreason:\n");
+    for (int r = 1; r < MXH_FB_COUNT; r++)
+        printf("  %-16s %s\n", mxh_fallbacks[r].name, mxh_fallbacks[r].doc);
 }
 
 /* ---- machine ---------------------------------------------------------------------- */
@@ -292,7 +374,7 @@ plans_barrier:
 
 int main(int argc, char **argv)
 {
-    opts_t o = {NULL, NULL, 0, 0, 0, 0, 1 << 20};
+    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20};
     mxh_config_t cfg;
     const mxh_machine_t *m = NULL;
     mxh_caps_t caps;
@@ -308,6 +390,8 @@ int main(int argc, char **argv)
             o.json = 1;
         else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config"))
             o.config_only = 1;
+        else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--metrics"))
+            o.metrics_only = 1;
         else if (!strcmp(argv[i], "--hier"))
             o.hier = 1;
         else if (!strcmp(argv[i], "--local"))
@@ -348,7 +432,10 @@ int main(int argc, char **argv)
     if (rank == 0 && !o.json)
         printf("mpix_info: mpix-hier %d.%d.%d\n\n", MPIX_HIER_VERSION_MAJOR,
                MPIX_HIER_VERSION_MINOR, MPIX_HIER_VERSION_PATCH);
-    if (rank == 0 && !(o.hier && size > 1)) {
+    if (rank == 0 && o.metrics_only) {
+        print_metrics(o.json);
+        printf(o.json ? "\n" : "");
+    } else if (rank == 0 && !(o.hier && size > 1)) {
         if (!o.config_only) {
             if (mxh_discover_machine(&cfg, &m) != MXH_OK) {
                 fprintf(stderr, "mpix_info: cannot load the machine description: %s\n",
@@ -370,8 +457,12 @@ int main(int argc, char **argv)
             }
         }
         print_config(&cfg, o.json);
+        if (!o.config_only) {
+            printf(o.json ? ",\n" : "\n");
+            print_metrics(o.json);
+        }
     }
-    if ((size > 1 || o.hier) && !o.local && !o.config_only)
+    if ((size > 1 || o.hier) && !o.local && !o.config_only && !o.metrics_only)
         print_hierarchy(MPI_COMM_WORLD, o.count, o.json);
     if (rank == 0 && o.json)
         printf("}\n");

@@ -85,6 +85,18 @@ const mxh_config_var_t mxh_config_vars[] = {
      "or the path of an mpix_doctor --json report (its exclude_rails). allreduce on node + rail "
      "layouts routes their node's data over the healthy rails; ignored (warning) when every rail "
      "is excluded.", 1},
+    /* metrics (coll/metrics.h) */
+    {"MPIX_HIER_METRICS", "yes",
+     "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; README: "
+     "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
+    {"MPIX_HIER_METRICS_FILE", "",
+     "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
+     "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
+     "rank, %h the host name, %p the process id, %% a percent sign; without %r or %p, jobs of "
+     "several ranks get .rank<r> appended. Written to a temporary file, then renamed.", 0},
+    {"MPIX_HIER_METRICS_INTERVAL", "0",
+     "Seconds between writes of MPIX_HIER_METRICS_FILE (checked in library calls and in the "
+     "progress of nonblocking collectives; 0: only at MPI_Finalize).", 0},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
@@ -287,6 +299,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
+    cfg->metrics         = 1;
 }
 
 static const mxh_config_var_t *find_var(const char *name)
@@ -361,6 +374,16 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
             rc = -1;
     } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
         rc = parse_exclude_rails(value, &cfg->exclude_rails);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
+        rc = parse_bool(value, &cfg->metrics);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
+        return copy_str(cfg->metrics_file, sizeof(cfg->metrics_file), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
+        char *end;
+        errno                 = 0;
+        cfg->metrics_interval = strtod(value, &end);
+        rc = errno || end == value || *end != '\0' || !(cfg->metrics_interval >= 0) ||
+             cfg->metrics_interval > 1e9;
     }
     if (rc != 0) {
         mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
@@ -467,6 +490,12 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         for (int r = 0; r < 64 && off < len; r++)
             if (cfg->exclude_rails >> r & 1)
                 off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "", r);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
+        snprintf(buf, len, "%s", cfg->metrics ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
+        snprintf(buf, len, "%s", cfg->metrics_file);
+    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
+        snprintf(buf, len, "%g", cfg->metrics_interval);
     }
 }
 

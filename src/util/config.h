@@ -40,6 +40,10 @@ typedef struct mxh_config {
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
     uint64_t exclude_rails;                 /* MPIX_HIER_EXCLUDE_RAILS: bit per rail (< 64) */
+    /* metrics (coll/metrics.h) */
+    int    metrics;                         /* MPIX_HIER_METRICS */
+    char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
+    double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
 } mxh_config_t;
 
 typedef struct mxh_config_var {

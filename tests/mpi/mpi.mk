@@ -74,3 +74,10 @@ mpi_test_xrail_LDADD = $(top_builddir)/libmpixhier.la
 mpi_test_xrail_LDFLAGS = $(MXH_MPI_NOINST)
 TESTS += mpi/run_xrail_tests.sh
 EXTRA_DIST += mpi/run_xrail_tests.sh
+# metrics (MPIX_Hier_comm_get_stats, the Prometheus text); run_mpi_tests.sh
+# also checks the files written at MPI_Finalize (check_prometheus.py)
+check_PROGRAMS += mpi/test_metrics
+mpi_test_metrics_SOURCES = mpi/test_metrics.cc $(MXH_MPI_COMMON)
+mpi_test_metrics_LDADD = $(MXH_MPI_LIBS)
+mpi_test_metrics_LDFLAGS = $(MXH_MPI_NOINST)
+EXTRA_DIST += mpi/check_prometheus.py

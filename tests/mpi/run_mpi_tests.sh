@@ -266,6 +266,37 @@ run interleaved-3x2 test_alltoall_hier '*' -- -n 6 /bin/bash "$self" --interleav
 run 1+2+3 test_alltoall_hier '*' -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
 run 1node-3 test_alltoall_hier '*' -- -n 3 BIN
 
+# metrics: the API's exact counts, the text on demand; then the files written at
+# MPI_Finalize (MPIX_HIER_METRICS_FILE, %r per rank) must exist and parse
+mdir=$logdir/metrics-2x2
+if want test_metrics "${MXH_TEST_BINARIES:-}"; then
+    rm -rf "$mdir" && mkdir -p "$mdir"
+fi
+run 2x2 test_metrics '*' MXH_TEST_METRICS_DIR="$mdir" MPIX_HIER_METRICS_FILE="$mdir/final-%r.prom" \
+    -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+if want 2x2 "${MXH_TEST_LAYOUTS:-}" && want test_metrics "${MXH_TEST_BINARIES:-}"; then
+    if python3 "$srcdir_mpi/check_prometheus.py" --expect-ranks 4 "$mdir/final-%r.prom" \
+        >"$logdir/mxh-2x2-metrics-files.log" 2>&1; then
+        printf 'PASS  %-22s %-12s finalize-time files of 4 ranks parse\n' 2x2 metrics-files
+        npass=$((npass + 1))
+    else
+        printf 'FAIL  %-22s %-12s (log: %s)\n' 2x2 metrics-files "$logdir/mxh-2x2-metrics-files.log"
+        sed 's/^/      | /' "$logdir/mxh-2x2-metrics-files.log" | head -5
+        nfail=$((nfail + 1))
+        failed+=("2x2/metrics-files")
+    fi
+fi
+run 1node-2 test_metrics '*' -- -n 2 BIN
+run 3level-4x2 test_metrics '*' MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+tag=off
+run 1node-2 test_metrics '*Disabled*' MPIX_HIER_METRICS=no MXH_TEST_METRICS_OFF=1 -- -n 2 BIN
+tag=periodic
+run 1node-2 test_metrics '*PeriodicFile*' MPIX_HIER_METRICS_FILE="$mdir/periodic-%r.prom" \
+    MPIX_HIER_METRICS_INTERVAL=0.2 MXH_TEST_METRICS_PERIODIC="$mdir/periodic-%r.prom" -- -n 2 BIN
+tag=
+run 1rank test_metrics '*' -- -n 1 BIN
+
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
 exit 0

@@ -103,6 +103,21 @@ if [ -x "$pc" ]; then
     check no-library "$ok4" MXH_PMPI_EXPECT=absent -- -n 4 "$pc"
     check 1node-4 "$ok4" MXH_PMPI_EXPECT=all -- "${P[@]}" -n 4 "$pc"
     check 2x2 "$ok4" MXH_PMPI_EXPECT=all -- "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
+    # metrics of an unmodified program: the file of every rank at MPI_Finalize
+    # (no %r in the name: .rank<r> appended), parsed
+    md=$logdir/pmpi-metrics
+    rm -rf "$md" && mkdir -p "$md"
+    check 2x2-metrics "$ok4" MXH_PMPI_EXPECT=all MPIX_HIER_METRICS_FILE="$md/m.prom" -- \
+        "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
+    if python3 "$srcdir_mpi/check_prometheus.py" --expect-ranks 4 "$md/m.prom.rank%r" \
+        >"$logdir/pmpi-metrics-files.log" 2>&1; then
+        printf 'PASS  %-28s\n' 2x2-metrics-files
+        npass=$((npass + 1))
+    else
+        printf 'FAIL  %-28s (log: %s)\n' 2x2-metrics-files "$logdir/pmpi-metrics-files.log"
+        nfail=$((nfail + 1))
+        failed+=(2x2-metrics-files)
+    fi
     check 2x2-frag256k "$ok4" MXH_PMPI_EXPECT=all MPIX_HIER_FRAG_SIZE=256k -- \
         "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
     check interleaved-3x2 "$ok6" MXH_PMPI_EXPECT=all -- \

@@ -36,10 +36,18 @@ check "missing file names it" 'does-not-exist.xml' "$out"
 out=$("$info" -c 2>&1)
 check "-c documents" '# default: .yes.; must be equal on all ranks' "$out"
 
+out=$("$info" -m 2>&1)
+check "-m metrics" '^mpix_hier_fallbacks_total counter \{coll,blocking,reason\}' "$out"
+check "-m reasons" '^  user_op +a user-defined reduction operation' "$out"
+check "-m variables" 'MPIX_HIER_METRICS_FILE=' "$("$info" -c 2>&1)"
+
 if command -v python3 >/dev/null 2>&1; then
     out=$("$info" --json --hwloc-xml "$data/g4dnmetal.xml" 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin); m=d["machine"]; print(len(m["gpus"]), m["nics"][0]["name"], m["nics"][0]["gpus"])' 2>&1)
     check "json g4dn" '^8 rdmap197s0 \[0, 1, 2, 3, 4, 5, 6, 7\]$' "$out"
+    out=$("$info" -m --json 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin)["metrics"]; print(len(d["families"]), d["label_values"]["level"])' 2>&1)
+    check "json metrics" "^7 \['node', 'rail', 'spine', 'island'\]$" "$out"
 fi
 
 if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
