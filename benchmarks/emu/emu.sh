@@ -93,10 +93,10 @@ shape() { # shape NS DEV BPS: (re)apply the qdiscs of one link direction
         # shellcheck disable=SC2086 # ne: several words
         nsx "$ns" tc qdisc add dev "$dev" root handle 1: netem $ne
         nsx "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: tbf rate "${bps}bit" \
-            burst "$burst" latency 100ms
+            burst "$burst" latency "${EMU_QUEUE:-100ms}"
     else
         nsx "$ns" tc qdisc add dev "$dev" root handle 10: tbf rate "${bps}bit" \
-            burst "$burst" latency 100ms
+            burst "$burst" latency "${EMU_QUEUE:-100ms}"
     fi
 }
 probe_netem() { # yes when this kernel has the netem qdisc (tried on a scratch veth)
@@ -605,6 +605,11 @@ cmd_rank() {
     ns=$(host_ns "$h" "$r")
     dev=$(host_if "$r")
     export UCX_NET_DEVICES=${EMU_UCX_NET_DEVICES:-$dev}
+    # UCX's rendezvous protocol over TCP reaches about half the link rate once a
+    # rank exchanges with several peers at once (4 hosts x 1 rank, MPI_Allreduce
+    # 8 MiB: 0.95 s against a 0.53 s link bound; eager at every size: 0.61 s);
+    # two hosts reach the bound either way. A setting of the caller wins.
+    export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-inf}
     if [ -n "${EMU_JOB:-}" ] && [ -f "$STATE/preload.so" ]; then
         export EMU_FINI_FILE=$EMU_JOB/fini.${PMI_RANK:-$lr}
         export EMU_YIELD=${EMU_YIELD:-1} EMU_FINALIZE=${EMU_FINALIZE:-skip-close}
