@@ -1306,6 +1306,15 @@ int main(int argc, char **argv)
     if (O.finalize_wait > 0)
         alarm((unsigned)O.finalize_wait);
     MPI_Comm_free(&comm);
+    for (int k = 0; k < NLV; k++) {
+        free(lv[k].bw);
+        free(lv[k].lat);
+        free(lv[k].ports);
+    }
+    free(out);
+    free(R);
+    free(sbuf);
+    free(rbuf);
     MPI_Finalize();
     return code;
 }
