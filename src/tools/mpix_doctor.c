@@ -801,6 +801,25 @@ static const char *dir_name(int lv, int dir)
 
 #define MBPS(x) ((x) / 1e6)
 
+/* Confirmed outliers of one port (rank, direction; the node level's shared memory apart
+ * from the network interface) form one finding, whatever levels saw them. */
+static int same_finding(const outlier_t *a, const outlier_t *b)
+{
+    return a->confirmed && b->confirmed && a->rank == b->rank && a->dir == b->dir &&
+           (a->level == LV_NODE) == (b->level == LV_NODE);
+}
+
+/* out[o] opens a finding: confirmed, and no earlier outlier is the same finding */
+static int first_of_finding(const outlier_t *out, int o)
+{
+    if (!out[o].confirmed)
+        return 0;
+    for (int q = 0; q < o; q++)
+        if (same_finding(&out[q], &out[o]))
+            return 0;
+    return 1;
+}
+
 static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf,
                        const int *excl, int nexcl, double sweep, const char *describe)
 {
@@ -845,19 +864,12 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
     /* one line per (host, rail, interface, direction), whatever levels saw it */
     for (int o = 0; o < nout; o++) {
         const outlier_t *x = &out[o];
-        int seen = 0;
-        if (!x->confirmed)
-            continue;
-        for (int q = 0; q < o; q++)
-            seen |= out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
-                    (out[q].level == LV_NODE) == (x->level == LV_NODE);
-        if (seen)
+        if (!first_of_finding(out, o))
             continue;
         fprintf(f, "FINDING host=%s rail=%d iface=%s dir=%s ratio=%.2f levels=", R[x->rank].host,
                 R[x->rank].rail, iface_of(x->level, x->rank), dir_name(x->level, x->dir), x->ratio);
         for (int q = o, n = 0; q < nout; q++)
-            if (out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
-                (out[q].level == LV_NODE) == (x->level == LV_NODE))
+            if (same_finding(&out[q], x))
                 fprintf(f, "%s%s", n++ ? "," : "", lv_names[out[q].level]);
         fprintf(f, "\n");
     }
@@ -958,13 +970,7 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
     fprintf(f, "],\n\"findings\": [");
     for (int o = 0, n = 0; o < nout; o++) {
         const outlier_t *x = &out[o];
-        int seen = 0;
-        if (!x->confirmed)
-            continue;
-        for (int q = 0; q < o; q++)
-            seen |= out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
-                    (out[q].level == LV_NODE) == (x->level == LV_NODE);
-        if (seen)
+        if (!first_of_finding(out, o))
             continue;
         fprintf(f, "%s\n {\"host\": ", n++ ? "," : "");
         json_str(f, R[x->rank].host);
@@ -973,8 +979,7 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
         fprintf(f, ", \"dir\": \"%s\", \"rank\": %d, \"ratio\": %.4f, \"levels\": [",
                 dir_name(x->level, x->dir), x->rank, x->ratio);
         for (int q = o, m = 0; q < nout; q++)
-            if (out[q].confirmed && out[q].rank == x->rank && out[q].dir == x->dir &&
-                (out[q].level == LV_NODE) == (x->level == LV_NODE))
+            if (same_finding(&out[q], x))
                 fprintf(f, "%s\"%s\"", m++ ? ", " : "", lv_names[out[q].level]);
         fprintf(f, "]}");
     }
