@@ -27,8 +27,9 @@ cmd=${1:-}
 pkg=${2:-$here/build-gpu-pkg}
 case $pkg in /*) ;; *) pkg=$here/$pkg ;; esac
 
-# Debian packages of the runtime libraries (libc6/libgcc-s1 come from the target)
-DEBS="mpich libmpich12 libucx0 libhwloc15 libnuma1 libslurm38 libudev1 libstdc++6 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200"
+# Debian packages of the runtime libraries (libc6, libgcc-s1 and libstdc++6 come from
+# the target: its libstdc++ is newer, and an older one first on the path breaks its tools)
+DEBS="mpich libmpich12 libucx0 libhwloc15 libnuma1 libslurm38 libudev1 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200"
 
 # The unpacked packages: $pkg/root here; on the GPU machine root.tar.xz is
 # unpacked into a temporary folder first (libmpich alone is 40 MiB unpacked).
@@ -89,48 +90,115 @@ do_pack() {
     echo "packed: $(du -sh "$pkg" | cut -f1) in $pkg (glibc of this machine: $(ldd --version | head -n1 | awk '{print $NF}'))"
 }
 
+# step NAME CAP COMMAND...: run COMMAND with a timeout of CAP seconds, cut to
+# what is left before the run's deadline (MXH_GPU_DEADLINE seconds after the
+# start, default 540, less 20 s for packing the logs); record PASS/FAIL/TIMEOUT
+# in the summary. A step that finds no time left is recorded as NOT RUN.
+step() {
+    local name=$1 cap=$2 left t0 rc
+    shift 2
+    left=$((deadline - SECONDS - 20))
+    [ "$cap" -gt "$left" ] && cap=$left
+    if [ "$cap" -lt 5 ]; then
+        printf '%-28s NOT RUN (no time left)\n' "$name" | tee -a "$summary"
+        rc_all=1
+        return 0
+    fi
+    t0=$SECONDS
+    echo "=== $name (cap ${cap}s)"
+    rc=0
+    if [ "$(type -t "$1")" = function ]; then
+        timeout -k 5 "$cap" bash -c '"$@"' _ "$@" >"$out/$name.txt" 2>&1 || rc=$?
+    else
+        timeout -k 5 "$cap" "$@" >"$out/$name.txt" 2>&1 || rc=$?
+    fi
+    tail -n 25 "$out/$name.txt"
+    local what=PASS
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then what=TIMEOUT; elif [ $rc -ne 0 ]; then what="FAIL($rc)"; fi
+    # a skipped GPU test on a machine with a GPU is a failure (driver/runtime mismatch)
+    if [ $rc -eq 0 ] && grep -qE '^SKIP ' "$out/$name.txt"; then what="FAIL(skip)"; rc=1; fi
+    printf '%-28s %-10s %4ds\n' "$name" "$what" $((SECONDS - t0)) | tee -a "$summary"
+    [ $rc -eq 0 ] || rc_all=1
+    return 0
+}
+
+# cuda_tests TAG LAYOUTS [VAR=VALUE...]: tests/cuda/run_cuda_tests.sh on those
+# layouts, each layout's log kept as TAG-LAYOUT.log (step runs it in a child
+# bash under timeout, hence exported)
+cuda_tests() {
+    local tag=$1 layouts=$2 bin rc f
+    shift 2
+    bin=$(mktemp -d)
+    ln -s "$pkg/bin/test_cuda_colls" "$bin/"
+    env MXH_TEST_BINDIR="$bin" MXH_TEST_LAYOUTS="$layouts" "$@" bash "$here/tests/cuda/run_cuda_tests.sh"
+    rc=$?
+    for f in "$bin"/mxh-cuda-*.log; do
+        [ -f "$f" ] && mv "$f" "$logs/$tag-$(basename "$f" .log | sed 's/^mxh-cuda-//').log"
+    done
+    return $rc
+}
+
 do_run() {
-    local out=${3:-${OUT:-$here/gpu-results}} rc=0
+    local out=${3:-${OUT:-$here/gpu-results}}
+    deadline=${MXH_GPU_DEADLINE:-540}
+    SECONDS=0
+    rc_all=0
     mkdir -p "$out"
+    # at most 8 files come back from the device tool: the logs go into one tarball
+    logs=$(mktemp -d)
+    local final=$out
+    out=$logs
+    summary=$final/summary.txt
+    : >"$summary"
     if [ ! -d "$root" ]; then
         root=${TMPDIR:-/tmp}/mxh-gpu-root
         rm -rf "$root" && mkdir -p "$root"
         tar -C "$root" --strip-components=1 -xJf "$pkg/root.tar.xz"
     fi
     setenv
+    export pkg here logs
+    export -f cuda_tests
+    # cross-process memory reads (CMA) may be refused in the device sandboxes
+    export UCX_TLS=${UCX_TLS:-^cma}
     local need=2.36 have
     have=$(ldd --version | head -n1 | awk '{print $NF}')
     if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
-        echo "glibc $have is older than $need (the binaries come from Debian 12)" | tee "$out/ERROR.txt"
+        echo "glibc $have is older than $need (the binaries come from Debian 12)" | tee "$summary"
         exit 1
     fi
-    { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } \
-        > "$out/gpu.txt" 2>&1 || true
-    cat "$out/gpu.txt"
-    export MXH_TEST_BINDIR=$pkg/bin MXH_TEST_LOGDIR=$out
-    # tests: 1, 2, 4 ranks on the one GPU and fake two-node layouts
-    (cd "$out" && MXH_TEST_BINDIR=$pkg/bin MXH_TEST_LAYOUTS="1rank 1node-2 1node-4 2x2 1+1 3+1" \
-        bash "$here/tests/cuda/run_cuda_tests.sh") 2>&1 | tee "$out/tests.txt" || rc=1
-    cp "$pkg"/bin/mxh-cuda-*.log "$out/" 2>/dev/null || true
-    # compute-sanitizer memcheck on a subset (1 and 2 ranks, quick matrix)
-    local cs
+    { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; uname -r; } \
+        >"$final/gpu.txt" 2>&1 || true
+    cat "$final/gpu.txt"
+    local H=MPIX_HIER_HOSTNAME cs
+    step preflight-mpiexec 20 $MPIEXEC -n 2 true
+    step kernel-bench 40 "$pkg/bin/mpix_kernel_bench" -b 256 -n 20
+    # the quick matrix (counts 0, 1, 7) on every layout, then the full one on two
+    step tests-quick 150 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=60
+    # which path device buffers took: the schedule and the metrics of one run
+    step path-log 40 cuda_tests path "2x2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=35 \
+        MXH_TEST_GTEST_FILTER='*AllreduceOddOffsetsLarge*:*AllgatherAndBcast*' \
+        MPIX_HIER_LOG_LEVEL=debug MPIX_HIER_METRICS_FILE="$logs/metrics-%h-%r.prom"
+    for n in 1 2 4; do
+        step gpu-bench-${n}ranks 40 $MPIEXEC -n $n "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
+    done
+    step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
+        -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
+    step tests-full 200 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_RUN_TIMEOUT=100
+    step tests-repeat 60 cuda_tests repeat "2x2" MXH_TEST_RUN_TIMEOUT=55 \
+        MXH_TEST_GTEST_FILTER='*IpcCacheFollowsReallocation*:*AllreduceOddOffsetsLarge*:*ManyInFlight*' \
+        MXH_TEST_GTEST_EXTRA=--gtest_repeat=3
     cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
     if [ -n "$cs" ]; then
-        (cd "$out" && MXH_TEST_QUICK=1 MXH_TEST_LAYOUTS="1rank 1node-2" \
+        step sanitizer 120 cuda_tests sanitizer "1rank 1node-2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=55 \
             MXH_TEST_GTEST_FILTER='*Allreduce*:*ReduceScatter*:*Ipc*:*AllgatherAndBcast*' \
-            MXH_TEST_WRAPPER="$cs --tool memcheck --error-exitcode 99 --print-limit 20" \
-            bash "$here/tests/cuda/run_cuda_tests.sh") 2>&1 | tee "$out/sanitizer.txt" || rc=1
+            MXH_TEST_WRAPPER="$cs --tool memcheck --error-exitcode 99 --print-limit 20"
     else
-        echo "compute-sanitizer not found" | tee "$out/sanitizer.txt"
+        printf '%-28s NOT RUN (compute-sanitizer not found)\n' sanitizer | tee -a "$summary"
     fi
-    # benchmarks
-    "$pkg/bin/mpix_kernel_bench" -b 256 -n 20 2>&1 | tee "$out/kernel_bench.txt" || rc=1
-    for n in 1 2 4; do
-        $MPIEXEC -n $n "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 20 2>&1 |
-            tee "$out/gpu_bench_${n}ranks.txt" || rc=1
-    done
-    echo "results in $out (exit $rc)"
-    return $rc
+    tar -C "$logs" -czf "$final/gpu-logs.tar.gz" .
+    echo "summary ($SECONDS s):"; cat "$summary"
+    echo "results in $final (exit $rc_all)"
+    return $rc_all
 }
 
 case $cmd in

@@ -10,6 +10,7 @@
 #   MXH_TEST_LAYOUTS="1rank 2x2"       only these layouts
 #   MXH_TEST_WRAPPER="compute-sanitizer --tool memcheck"  run every rank under it
 #   MXH_TEST_GTEST_FILTER='*Allreduce*'
+#   MXH_TEST_GTEST_EXTRA=--gtest_repeat=3   more arguments of the test binary
 #   MXH_TEST_BINDIR (default ./cuda), MXH_TEST_RUN_TIMEOUT (600), MXH_TEST_TIMEOUT (300)
 set -u
 
@@ -35,7 +36,7 @@ run() { # run LAYOUT MPIEXEC-ARGS (BIN stands for the test binary)
         if [ "$a" = BIN ]; then
             # shellcheck disable=SC2206 # a command line
             args+=(${MXH_TEST_WRAPPER:-} "$bindir/test_cuda_colls" --gtest_color=no
-                   "--gtest_filter=${MXH_TEST_GTEST_FILTER:-*}")
+                   "--gtest_filter=${MXH_TEST_GTEST_FILTER:-*}" ${MXH_TEST_GTEST_EXTRA:-})
         else
             args+=("$a")
         fi
