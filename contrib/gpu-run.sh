@@ -97,6 +97,10 @@ do_pack() {
 step() {
     local name=$1 cap=$2 left t0 rc
     shift 2
+    # MXH_GPU_STEPS="kernel-bench tests-quick ...": only these steps
+    if [ -n "${MXH_GPU_STEPS:-}" ]; then
+        case " $MXH_GPU_STEPS " in *" $name "*) ;; *) return 0 ;; esac
+    fi
     left=$((deadline - SECONDS - 20))
     [ "$cap" -gt "$left" ] && cap=$left
     if [ "$cap" -lt 5 ]; then
@@ -123,19 +127,16 @@ step() {
 }
 
 # cuda_tests TAG LAYOUTS [VAR=VALUE...]: tests/cuda/run_cuda_tests.sh on those
-# layouts, each layout's log kept as TAG-LAYOUT.log (step runs it in a child
-# bash under timeout, hence exported)
+# layouts, the logs in TAG/ of the tarball (step runs it in a child bash under
+# timeout, hence exported)
 cuda_tests() {
-    local tag=$1 layouts=$2 bin rc f
+    local tag=$1 layouts=$2 bin
     shift 2
-    bin=$(mktemp -d)
-    ln -s "$pkg/bin/test_cuda_colls" "$bin/"
+    # the logs are written where they are kept: a step's timeout loses nothing
+    bin=$logs/$tag
+    mkdir -p "$bin"
+    ln -sf "$pkg/bin/test_cuda_colls" "$bin/"
     env MXH_TEST_BINDIR="$bin" MXH_TEST_LAYOUTS="$layouts" "$@" bash "$here/tests/cuda/run_cuda_tests.sh"
-    rc=$?
-    for f in "$bin"/mxh-cuda-*.log; do
-        [ -f "$f" ] && mv "$f" "$logs/$tag-$(basename "$f" .log | sed 's/^mxh-cuda-//').log"
-    done
-    return $rc
 }
 
 do_run() {
@@ -161,8 +162,8 @@ do_run() {
     # cross-process memory reads (CMA) may be refused in the device sandboxes
     export UCX_TLS=${UCX_TLS:-^cma}
     local need=2.36 have
-    have=$(ldd --version | head -n1 | awk '{print $NF}')
-    if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+    have=$(ldd --version 2>&1 | awk 'NR == 1 {print $NF}')
+    if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | awk 'NR == 1')" != "$need" ]; then
         echo "glibc $have is older than $need (the binaries come from Debian 12)" | tee "$summary"
         exit 1
     fi
@@ -173,7 +174,7 @@ do_run() {
     step preflight-mpiexec 20 $MPIEXEC -n 2 true
     step kernel-bench 40 "$pkg/bin/mpix_kernel_bench" -b 256 -n 20
     # the quick matrix (counts 0, 1, 7) on every layout, then the full one on two
-    step tests-quick 150 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=60
+    step tests-quick 150 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=45 MXH_TEST_TIMEOUT=40
     # which path device buffers took: the schedule and the metrics of one run
     step path-log 40 cuda_tests path "2x2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=35 \
         MXH_TEST_GTEST_FILTER='*AllreduceOddOffsetsLarge*:*AllgatherAndBcast*' \

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "coll/dtype.h"
+#include "mem/mem.h"
 #include "mpix_internal.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -431,5 +432,15 @@ int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, c
         return mxh_raise(comm, MPI_ERR_BUFFER, func, "%s is NULL with count %d", what, count);
     if (buf == MPI_IN_PLACE)
         return mxh_raise(comm, MPI_ERR_BUFFER, func, "%s must not be MPI_IN_PLACE", what);
+    if (count > 0) {
+        /* with a GPU in the process: memory of another device, and a freed
+         * device pointer (which CUDA then reports as plain host memory and a
+         * host copy would fault on), are errors, not crashes */
+        const mxh_mem_ops_t *ops;
+        mxh_status_t st;
+        mxh_log_clear_last_error();
+        if ((st = mxh_mem_query(buf, what, 1, &ops)) != MXH_OK)
+            return mxh_raise_status(comm, st, func);
+    }
     return MPI_SUCCESS;
 }

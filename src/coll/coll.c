@@ -1738,9 +1738,23 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
 
 /* ---- blocking and nonblocking --------------------------------------------------------------- */
 
+/* The memory kinds' entry hook (mem.h: enter): their copies come after the
+ * application's work that produced the data. Once per kind in the call. */
+static mxh_status_t mem_enter(const mxh_coll_args_t *a)
+{
+    mxh_status_t st = MXH_OK;
+    if (a->send_mem->enter != NULL)
+        st = a->send_mem->enter();
+    if (st == MXH_OK && a->recv_mem != a->send_mem && a->recv_mem->enter != NULL)
+        st = a->recv_mem->enter();
+    return st;
+}
+
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
     mxh_status_t st;
+    if (a->staged && (st = mem_enter(a)) != MXH_OK)
+        return st;
     a->mstats = mxh_metrics_of(a); /* NULL: not counted (MPIX_HIER_METRICS=no) */
     a->t0     = a->mstats != NULL ? mxh_ticks() : 0;
     a->lvl_p  = a->mstats != NULL ? &a->lvl : NULL;
@@ -1947,6 +1961,8 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
         mxh_metrics_record(a, 0);
         return mxh_task_done_request(req);
     }
+    if (a->staged && (st = mem_enter(a)) != MXH_OK)
+        return st;
     /* one FIFO per communicator for every path: requests complete in order */
     q = a->hier != NULL ? a->hier->queue : mxh_comm_queue(a->comm);
     t = q != NULL ? mxh_task_new() : NULL;

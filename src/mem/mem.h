@@ -73,6 +73,13 @@ typedef struct mxh_mem_ops {
      * (an unbalanced release is logged and ignored). */
     void (*hold)(const void *p);
     void (*release)(const void *p);
+    /* Optional (NULL: nothing to do): called once when a collective on
+     * memory of this kind starts, before its first copy_start, so that the
+     * kind's copies come after the application's work that produced the
+     * data (CUDA: the library's stream waits for the legacy default stream,
+     * which itself waits for every blocking stream, so a cudaMemset or a
+     * kernel on the default stream just before the call is seen). */
+    mxh_status_t (*enter)(void);
 } mxh_mem_ops_t;
 
 /* The kind of @p (NULL and MPI_IN_PLACE are host). Cheap for host memory in a

@@ -13,9 +13,12 @@
  *    copies are truly asynchronous DMA.
  *
  * Ordering: copies of one device run in the order they were started (one
- * stream). The user's data must be complete in device memory when the
- * collective is called (the blocking contract of include/mpix_hier.h): these
- * copies do not wait for the application's streams.
+ * stream). At the start of each collective (enter) the stream waits for the
+ * legacy default stream, i.e. for the work the application queued before the
+ * call on the default stream or any other blocking stream (a cudaMemset or a
+ * kernel that produced the input); work on the application's non-blocking
+ * streams must be complete when the call is made (include/mpix_hier.h). A
+ * device-side wait: the host does not block.
  *
  * Thread safety: none (one thread at a time, like the library's collectives).
  */
@@ -39,6 +42,7 @@ typedef struct event_pool {
 
 static cudaStream_t streams[MAX_DEVICES];
 static event_pool_t pools[MAX_DEVICES];
+static cudaEvent_t  entry_events[MAX_DEVICES]; /* recorded on the legacy stream at entry */
 
 /* event words: h[0] the cudaEvent_t (0: nothing to wait for, n == 0),
  * h[1] the device it belongs to */
@@ -109,6 +113,28 @@ static void event_put(int dev, cudaEvent_t ev)
         pl->cap  = cap;
     }
     pl->free[pl->nfree++] = ev;
+}
+
+static mxh_status_t cuda_enter(void)
+{
+    cudaStream_t s;
+    mxh_status_t st;
+    int dev;
+
+    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK)
+        return st;
+    if (entry_events[dev] == NULL &&
+        (st = mxh_gpu_cuda(cudaEventCreateWithFlags(&entry_events[dev], cudaEventDisableTiming),
+                           "cudaEventCreateWithFlags (entry order)")) != MXH_OK) {
+        entry_events[dev] = NULL;
+        return st;
+    }
+    /* the wait takes the event's state now: re-recording it later is safe */
+    if ((st = mxh_gpu_cuda(cudaEventRecord(entry_events[dev], cudaStreamLegacy),
+                           "cudaEventRecord (legacy stream, entry order)")) != MXH_OK)
+        return st;
+    return mxh_gpu_cuda(cudaStreamWaitEvent(s, entry_events[dev], 0),
+                        "cudaStreamWaitEvent (entry order)");
 }
 
 static mxh_status_t cuda_copy_start(void *dst, const void *src, size_t n, mxh_mem_event_t *ev)
@@ -190,6 +216,7 @@ const mxh_mem_ops_t mxh_mem_cuda_ops = {
     .stage_free  = cuda_stage_free,
     .hold        = NULL,
     .release     = NULL,
+    .enter       = cuda_enter,
 };
 
 void mxh_mem_cuda_finalize(void)
@@ -202,7 +229,7 @@ void mxh_mem_cuda_finalize(void)
         cur = -1;
     }
     for (int d = 0; d < MAX_DEVICES; d++) {
-        if (streams[d] == NULL && pools[d].nfree == 0) {
+        if (streams[d] == NULL && pools[d].nfree == 0 && entry_events[d] == NULL) {
             free(pools[d].free);
             pools[d] = (event_pool_t){NULL, 0, 0};
             continue;
@@ -211,6 +238,10 @@ void mxh_mem_cuda_finalize(void)
          * (cudaStreamDestroy does not wait, but releases after the work) */
         if (mxh_gpu_cuda(cudaSetDevice(d), "cudaSetDevice (teardown)") != MXH_OK)
             continue;
+        if (entry_events[d] != NULL) {
+            (void)mxh_gpu_cuda(cudaEventDestroy(entry_events[d]), "cudaEventDestroy");
+            entry_events[d] = NULL;
+        }
         for (int i = 0; i < pools[d].nfree; i++)
             (void)mxh_gpu_cuda(cudaEventDestroy(pools[d].free[i]), "cudaEventDestroy");
         free(pools[d].free);
