@@ -9,9 +9,12 @@
  * (every variant) drive the progress engine: the poll function resumes every queue head once,
  * the wait function resumes them until the tasks waited on are complete.
  * MPI_Grequest_complete is called when a body returns. An MPI without that
- * extension (SimGrid's SMPI) gets standard generalized requests, which nothing
- * would progress: there a posted task runs to completion before the post
- * returns. */
+ * extension gets standard generalized requests, which nothing would progress:
+ * there a posted task runs to completion before the post returns. SimGrid's
+ * SMPI lacks it too, but there the library is linked into the program, so it
+ * defines MPI_Test, MPI_Wait and their -all/-any/-some variants, which
+ * progress the tasks and then call PMPI_*: posted tasks advance while the
+ * simulated application computes, as on MPICH. */
 #include "config.h"
 
 #include "coll/task.h"
@@ -468,7 +471,7 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
     /* start it now if it is first in line: its first messages go out at once */
     if (q->head == t)
         mxh_task_progress_all();
-#ifndef HAVE_MPIX_GREQUEST_CLASS_CREATE
+#if !defined(HAVE_MPIX_GREQUEST_CLASS_CREATE) && !defined(MXH_SIMGRID)
     /* no poll function would ever move it: complete it here */
     mxh_task_queue_drain(q);
 #endif
@@ -515,3 +518,89 @@ int mxh_task_wait(MPI_Request *req, MPI_Status *stat)
         mxh_task_yield();
     }
 }
+
+#if defined(MXH_SIMGRID) && !defined(HAVE_MPIX_GREQUEST_CLASS_CREATE)
+/* ---- SMPI: MPI_Test* / MPI_Wait* progress the tasks ------------------------------------------- */
+
+/* Nothing of ours to move: inside a task (its own MPI calls) or none posted. */
+static int sim_quiet(void)
+{
+    return current != NULL || nflight == 0;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *stat)
+{
+    if (!sim_quiet())
+        mxh_task_progress_all();
+    return PMPI_Test(req, flag, stat);
+}
+
+int MPI_Testall(int n, MPI_Request *reqs, int *flag, MPI_Status *stats)
+{
+    if (!sim_quiet())
+        mxh_task_progress_all();
+    return PMPI_Testall(n, reqs, flag, stats);
+}
+
+int MPI_Testany(int n, MPI_Request *reqs, int *idx, int *flag, MPI_Status *stat)
+{
+    if (!sim_quiet())
+        mxh_task_progress_all();
+    return PMPI_Testany(n, reqs, idx, flag, stat);
+}
+
+int MPI_Testsome(int n, MPI_Request *reqs, int *outcount, int *idx, MPI_Status *stats)
+{
+    if (!sim_quiet())
+        mxh_task_progress_all();
+    return PMPI_Testsome(n, reqs, outcount, idx, stats);
+}
+
+/* The waits test until done while tasks are in flight (a blocking PMPI wait
+ * on a request that only our progress completes would never return); each
+ * PMPI test advances the simulated clock by smpi/test. */
+int MPI_Wait(MPI_Request *req, MPI_Status *stat)
+{
+    int flag = 0, rc;
+    while (!sim_quiet()) {
+        mxh_task_progress_all();
+        if ((rc = PMPI_Test(req, &flag, stat)) != MPI_SUCCESS || flag)
+            return rc;
+    }
+    return PMPI_Wait(req, stat);
+}
+
+int MPI_Waitall(int n, MPI_Request *reqs, MPI_Status *stats)
+{
+    int flag = 0, rc;
+    while (!sim_quiet()) {
+        mxh_task_progress_all();
+        if ((rc = PMPI_Testall(n, reqs, &flag, stats)) != MPI_SUCCESS || flag)
+            return rc;
+    }
+    return PMPI_Waitall(n, reqs, stats);
+}
+
+int MPI_Waitany(int n, MPI_Request *reqs, int *idx, MPI_Status *stat)
+{
+    int flag = 0, rc;
+    while (!sim_quiet()) {
+        mxh_task_progress_all();
+        if ((rc = PMPI_Testany(n, reqs, idx, &flag, stat)) != MPI_SUCCESS || flag)
+            return rc;
+    }
+    return PMPI_Waitany(n, reqs, idx, stat);
+}
+
+int MPI_Waitsome(int n, MPI_Request *reqs, int *outcount, int *idx, MPI_Status *stats)
+{
+    int rc;
+    while (!sim_quiet()) {
+        mxh_task_progress_all();
+        if ((rc = PMPI_Testsome(n, reqs, outcount, idx, stats)) != MPI_SUCCESS ||
+            *outcount != 0)
+            return rc;
+    }
+    return PMPI_Waitsome(n, reqs, outcount, idx, stats);
+}
+#endif

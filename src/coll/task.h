@@ -67,8 +67,9 @@ struct mxh_task_queue {
     int               listed;
 };
 
-/* Bytes of arguments a task carries inline (its per-request state). */
-#define MXH_TASK_ARGS_MAX 384
+/* Bytes of arguments a task carries inline (its per-request state; SMPI's
+ * handles are pointers, so its mxh_coll_args_t is larger than with MPICH). */
+#define MXH_TASK_ARGS_MAX 512
 
 void mxh_task_queue_init(mxh_task_queue_t *q);
 /* Tasks in @q (posted, not finished). */
