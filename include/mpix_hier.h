@@ -47,8 +47,14 @@
  *    device buffers must be complete when the call starts (synchronize the
  *    stream that produced them first) and results are complete in device
  *    memory when the call returns (blocking) or when MPI_Test/MPI_Wait report
- *    the request complete (nonblocking); the library never synchronizes the
- *    whole device or the default stream. Device buffers must belong to the
+ *    the request complete (nonblocking). One convenience beyond that: work
+ *    queued on the legacy default stream (and so on any blocking stream)
+ *    before the call, e.g. a cudaMemset or a kernel, is waited for on the
+ *    device (the library's stream waits for an event recorded there at the
+ *    start of each call); work on non-blocking streams is not. The library
+ *    never synchronizes the whole device or the default stream from the host.
+ *    A freed device pointer or memory of another device is an error (never a
+ *    host access). Device buffers must belong to the
  *    calling rank's current device (cudaSetDevice); several ranks may share a
  *    GPU.
  *  - Datatypes: as in MPI, ranks may pass different datatypes whose type

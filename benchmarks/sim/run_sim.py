@@ -618,6 +618,61 @@ def run_scale(a):
     return 0
 
 
+def nb_rows(out, coll):
+    """{bytes: (hier_total, hier_compute, hier_pure, hier_overlap, mpi_total, mpi_compute,
+    mpi_pure, mpi_overlap)} of one collective in mpix_bench -N output."""
+    rows, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"# Collective: (\S+)", line)
+        if m:
+            cur = m.group(1)
+            continue
+        f = line.split()
+        if cur != coll or line.startswith("#") or len(f) < 15 or not f[0].isdigit():
+            continue
+        rows[int(f[0])] = tuple(float(x) for x in (f[5], f[6], f[7], f[8], f[10], f[11],
+                                                     f[12], f[13]))
+    return rows
+
+
+def run_overlap(a):
+    """mpix_bench -N on one platform: how much of a nonblocking collective's time a
+    computation hides, MPIX_Hier_I* and MPI_I* (SMPI's). SimGrid moves the bytes while
+    the simulated computation runs (a NIC that needs no CPU); the library advances its
+    schedules in MPI_Test."""
+    os.makedirs(a.out, exist_ok=True)
+    b = a  # the platform options of the command line
+    tag = "%s_%d" % (a.topology, a.nodes * a.gpus)
+    prefix = os.path.join(a.out, tag)
+    gen_platform.Platform(b).write(prefix, gen_platform.topology_argv(b))
+    colls = (a.coll or "all")
+    names = COLLS if colls == "all" else colls.split(",")
+    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
+    args = ["-N", "--test-interval", "%g" % a.overlap, "-c", ",".join(names),
+            "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+            "-n", str(a.iters), "-w", str(a.warmup), "--impl", "hier,mpi"]
+    log = prefix + ".overlap.log"
+    out, wall, _ = smpirun(a, prefix, a.nodes * a.gpus, [bench] + args, env, log,
+                           fold=not a.no_fold)
+    with open(os.path.join(a.out, "overlap.md"), "w") as md:
+        head = ("# Overlap (SimGrid SMPI, mpix_bench -N, MPI_Test every %g us of computation), "
+                "%d nodes x %d GPUs\n\n`%s`\n\n| collective | size | hier t_pure (us) | "
+                "hier t_total | hier overlap (%%) | mpi t_pure (us) | mpi t_total | "
+                "mpi overlap (%%) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+                % (a.overlap, a.nodes, a.gpus, " ".join(sys.argv)))
+        sys.stdout.write(head)
+        md.write(head)
+        for coll in names:
+            for n, r in sorted(nb_rows(out, coll).items()):
+                line = "| %s | %s | %.2f | %.2f | %.1f | %.2f | %.2f | %.1f |\n" % (
+                    coll, fmt_size(n), r[2], r[0], r[3], r[6], r[4], r[7])
+                sys.stdout.write(line)
+                md.write(line)
+    sys.stderr.write("overlap: %.0f s wall, log %s\n" % (wall, log))
+    return 0
+
+
 def add_sim_args(ap):
     """Options of every simulation run (run_sim.py and whatif.py)."""
     s = ap.add_argument_group("simulation")
@@ -695,12 +750,19 @@ def main():
                     help="--scale: append to the CSV and markdown files")
     sc.add_argument("--no-plot", dest="plot", action="store_false",
                     help="--scale: do not draw PNGs (plot.py)")
+    ap.add_argument("--overlap", type=float, default=None, metavar="US",
+                    help="overlap of the nonblocking forms (mpix_bench -N, MPI_Test every "
+                         "US microseconds of simulated computation) on the --nodes x --gpus "
+                         "platform, every collective of -c (default all); table in "
+                         "OUT/overlap.md")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     if a.check_model:
         return run_check_model(a)
     if a.check_fold:
         return run_check_fold(a)
+    if a.overlap is not None:
+        return run_overlap(a)
     if a.scale:
         return run_scale(a)
     a.coll = a.coll or "allreduce"

@@ -413,12 +413,8 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
                                  MPI_Op op, mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
 {
     mxh_hier_t *h      = a->hier;
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io, 0,
-                          a->lvl_p};
-    for (int l = 0; l < h->layout->nlevels; l++)
-        if ((h->layout->type[l] == MXH_LEVEL_NODE || h->layout->type[l] == MXH_LEVEL_ISLAND) &&
-            h->config.shm && h->size >= 2)
-            ctx.shm_levels |= 1u << l;
+    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
+                          h->shm_levels, a->lvl_p};
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
         ctx.src = io->src;

@@ -463,6 +463,21 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         MPI_Comm_set_errhandler(h->level_comm[l], MPI_ERRORS_RETURN);
     }
     create_shm(h);
+    {
+        /* the executors' agreed view of the shared-memory levels: where a segment
+         * exists (none under SimGrid, none where creation failed), not where one
+         * was configured */
+        unsigned mine = 0;
+        for (int l = 0; l < h->layout->nlevels; l++)
+            if (h->shm[l] != NULL)
+                mine |= 1u << l;
+        if (MPI_Allreduce(&mine, &h->shm_levels, 1, MPI_UNSIGNED, MPI_BOR, h->comm) !=
+            MPI_SUCCESS) {
+            hier_destroy(h);
+            mxh_error("MPI_Allreduce of the shared-memory levels failed");
+            return MXH_ERR_MPI;
+        }
+    }
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;

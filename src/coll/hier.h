@@ -59,6 +59,7 @@ typedef struct mxh_hier {
     mxh_select_shape_t shape;                     /* what selection may use */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
+    unsigned          shm_levels;                 /* bit l: some rank has shm[l] (agreed) */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */
     int              *blk_counts, *blk_displs;    /* [size] shared-memory block parts */
     /* the last v-schedule (allgatherv, reduce_scatter) and its block counts:
