@@ -12,23 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int entry_ready;
+int mxh_entry_ready; /* mpix_internal.h */
 
-int mxh_entry_init(MPI_Comm comm, const char *func)
+int mxh_entry_init_slow(MPI_Comm comm, const char *func)
 {
     mxh_status_t st = mxh_lib_init();
     if (st != MXH_OK)
         return mxh_raise_status(comm, st, func);
-    if (!entry_ready) {
+    if (!mxh_entry_ready) {
         mxh_config_error_class();
         mxh_task_set_error_fn(mxh_status_code);
         mxh_lib_on_finalize(mxh_errors_cleanup);
-        entry_ready = 1;
+        mxh_entry_ready = 1;
     }
     return MPI_SUCCESS;
 }
 
-int mxh_entry_hier(MPI_Comm comm, const char *func, mxh_hier_t **hier_p)
+int mxh_entry_hier_slow(MPI_Comm comm, const char *func, mxh_hier_t **hier_p)
 {
     mxh_status_t st;
     int rc;

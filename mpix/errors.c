@@ -426,7 +426,8 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
     return MPI_SUCCESS;
 }
 
-int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, const char *func)
+int mxh_check_buf_slow(MPI_Comm comm, const void *buf, int count, const char *what,
+                       const char *func)
 {
     if (count > 0 && buf == NULL)
         return mxh_raise(comm, MPI_ERR_BUFFER, func, "%s is NULL with count %d", what, count);

@@ -9,6 +9,8 @@
 
 #include "mpix_hier.h"
 #include "coll/hier.h"
+#include "mem/mem.h"
+#include "util/log.h"
 #include "util/status.h"
 
 /* ---- errors (errors.c) ---- */
@@ -53,15 +55,42 @@ int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char
 /* op valid and allowed with dt; *hier_ok = 1: op can run hierarchically, else
  * -(mxh_fallback_t) why not (the metrics' fallback reason). */
 int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func);
-int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what, const char *func);
+int mxh_check_buf_slow(MPI_Comm comm, const void *buf, int count, const char *what,
+                       const char *func);
+/* inline: a host buffer in a process where every buffer is host memory is
+ * valid (what mxh_check_buf_slow concludes, clearing the last error first) */
+static inline int mxh_check_buf(MPI_Comm comm, const void *buf, int count, const char *what,
+                                const char *func)
+{
+    if (count > 0 && buf != NULL && buf != MPI_IN_PLACE && mxh_mem_host_only()) {
+        mxh_log_clear_last_error();
+        return MPI_SUCCESS;
+    }
+    return mxh_check_buf_slow(comm, buf, count, what, func);
+}
 
 /* ---- hierarchy (comm.c) ---- */
 
 /* The hierarchy of @comm (built on first use, collective); on failure the
  * error is raised on @comm and its code returned. */
-int mxh_entry_hier(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
+int mxh_entry_hier_slow(MPI_Comm comm, const char *func, mxh_hier_t **hier_p);
+static inline int mxh_entry_hier(MPI_Comm comm, const char *func, mxh_hier_t **hier_p)
+{
+    if (mxh_hier_cached(comm)) { /* what mxh_hier_get returns for it */
+        *hier_p = mxh_hier_last;
+        return MPI_SUCCESS;
+    }
+    return mxh_entry_hier_slow(comm, func, hier_p);
+}
 /* Library set-up of the entry layer (error conversion for nonblocking calls). */
-int mxh_entry_init(MPI_Comm comm, const char *func);
+extern int mxh_entry_ready; /* comm.c: the set-up below was done */
+int mxh_entry_init_slow(MPI_Comm comm, const char *func);
+static inline int mxh_entry_init(MPI_Comm comm, const char *func)
+{
+    if (mxh_lib_initialized && mxh_entry_ready)
+        return MPI_SUCCESS;
+    return mxh_entry_init_slow(comm, func);
+}
 /* An MPI error code for a failed status, without calling an error handler. */
 int mxh_status_code(mxh_status_t status, const char *func);
 

@@ -1631,10 +1631,19 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
      * looked up (every MPI query costs on small messages); mxh_coll_prepare
      * takes them from the hierarchy */
     a->rank = a->size = -1;
-    if (ci->rooted)
-        MPI_Comm_rank(a->comm, &a->rank);
-    if (ci->blocks || ci->vector)
-        MPI_Comm_size(a->comm, &a->size);
+    if (ci->rooted || ci->blocks || ci->vector) {
+        if (mxh_hier_cached(a->comm)) { /* its private dup: the same rank and size */
+            if (ci->rooted)
+                a->rank = mxh_hier_last->rank;
+            if (ci->blocks || ci->vector)
+                a->size = mxh_hier_last->size;
+        } else {
+            if (ci->rooted)
+                MPI_Comm_rank(a->comm, &a->rank);
+            if (ci->blocks || ci->vector)
+                MPI_Comm_size(a->comm, &a->size);
+        }
+    }
     a->hier_op = hier_op > 0;
     a->mpi_op  = a->op;
     a->mpi_rc  = MPI_SUCCESS;

@@ -79,7 +79,7 @@ mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm)
     struct mxh_comm_queue *cq = comm_queue_get(comm, 0);
     return cq ? &cq->q : NULL;
 }
-static int lib_initialized;
+int mxh_lib_initialized; /* hier.h */
 static void (*finalize_hook)(void);
 
 void mxh_lib_on_finalize(void (*fn)(void))
@@ -106,8 +106,8 @@ static hier_node_t *live_hiers;
 /* The last (communicator, hierarchy) looked up: saves the attribute lookup on
  * back-to-back calls. Cleared when that hierarchy is destroyed (MPI_Comm_free
  * runs the delete callback before the handle can be reused). */
-static MPI_Comm    last_comm = MPI_COMM_NULL;
-static mxh_hier_t *last_hier;
+MPI_Comm    mxh_hier_last_comm = MPI_COMM_NULL; /* hier.h: mxh_hier_cached */
+mxh_hier_t *mxh_hier_last;
 
 static void hier_free_comms(mxh_hier_t *h)
 {
@@ -126,9 +126,9 @@ static void hier_destroy(mxh_hier_t *h)
      * is collective: every rank drains) */
     if (h->queue != NULL)
         mxh_task_queue_drain(h->queue);
-    if (h == last_hier) {
-        last_comm = MPI_COMM_NULL;
-        last_hier = NULL;
+    if (h == mxh_hier_last) {
+        mxh_hier_last_comm = MPI_COMM_NULL;
+        mxh_hier_last = NULL;
     }
     for (hier_node_t **pp = &live_hiers; *pp; pp = &(*pp)->next) {
         if ((*pp)->hier == h) {
@@ -179,7 +179,7 @@ static int hier_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
 #ifdef MXH_SIMGRID
-    if (!lib_initialized)
+    if (!mxh_lib_initialized)
         return MPI_SUCCESS; /* after MPI_Finalize under SMPI: see self_delete_fn */
 #endif
     hier_destroy((mxh_hier_t *)attr);
@@ -203,7 +203,7 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     mxh_discover_cleanup();
     self_keyval     = MPI_KEYVAL_INVALID;
-    lib_initialized = 0;
+    mxh_lib_initialized = 0;
     return MPI_SUCCESS;
 #endif
     /* MPI_Finalize (MPI_COMM_SELF's attributes go first, while MPI is fully up):
@@ -224,7 +224,7 @@ static int self_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     if (finalize_hook)
         finalize_hook();
     self_keyval     = MPI_KEYVAL_INVALID;
-    lib_initialized = 0;
+    mxh_lib_initialized = 0;
     return MPI_SUCCESS;
 }
 
@@ -233,7 +233,7 @@ mxh_status_t mxh_lib_init(void)
 {
     int wrank = -1;
 
-    if (lib_initialized)
+    if (mxh_lib_initialized)
         return MXH_OK;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     mxh_log_set_rank(wrank);
@@ -254,7 +254,7 @@ mxh_status_t mxh_lib_init(void)
         mxh_error("cannot create the library's MPI attribute keys");
         return MXH_ERR_MPI;
     }
-    lib_initialized = 1;
+    mxh_lib_initialized = 1;
     return MXH_OK;
 }
 
@@ -569,8 +569,8 @@ mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p)
     int flag = 0;
     mxh_status_t st;
 
-    if (comm == last_comm && last_hier != NULL) {
-        *hier_p = last_hier;
+    if (comm == mxh_hier_last_comm && mxh_hier_last != NULL) {
+        *hier_p = mxh_hier_last;
         return MXH_OK;
     }
     if ((st = mxh_lib_init()) != MXH_OK)
@@ -582,15 +582,11 @@ mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p)
         if (st != MXH_OK)
             return st;
     }
-    last_comm = comm;
-    last_hier = *hier_p;
+    mxh_hier_last_comm = comm;
+    mxh_hier_last = *hier_p;
     return MXH_OK;
 }
 
-int mxh_hier_cached(MPI_Comm comm)
-{
-    return comm == last_comm && last_hier != NULL;
-}
 
 mxh_status_t mxh_hier_init(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
 {

@@ -83,7 +83,12 @@ typedef struct mxh_hier {
 mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p);
 /* @comm is the communicator looked up last and has a live hierarchy (so it is
  * a valid intracommunicator: argument checks may skip their MPI queries). */
-int mxh_hier_cached(MPI_Comm comm);
+extern MPI_Comm    mxh_hier_last_comm; /* the last lookup (hier.c): */
+extern mxh_hier_t *mxh_hier_last;      /* cleared when its hierarchy is destroyed */
+static inline int mxh_hier_cached(MPI_Comm comm)
+{
+    return comm == mxh_hier_last_comm && mxh_hier_last != NULL;
+}
 /* Build (again) with @info's mpix_hier_* keys (collective). */
 mxh_status_t mxh_hier_init(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p);
 
@@ -97,6 +102,7 @@ mxh_task_queue_t *mxh_comm_queue_find(MPI_Comm comm);
 /* Process-wide set-up (keyvals, configuration from the environment); every
  * entry point calls it. */
 mxh_status_t mxh_lib_init(void);
+extern int mxh_lib_initialized; /* mxh_lib_init succeeded (until MPI_Finalize) */
 /* The process-wide configuration (the environment's; valid after mxh_lib_init). */
 const mxh_config_t *mxh_lib_config(void);
 /* @fn runs in MPI_Finalize after the hierarchies are freed (the entry layer's

@@ -191,11 +191,12 @@ static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
 {
     struct timespec t0 = {0, 0};
     unsigned polls = 0;
+    const int fiber = mxh_task_in_fiber(); /* a task yields and resumes as itself */
 
     if (shm->stats)
         clock_gettime(CLOCK_MONOTONIC, &t0);
     while (flag_get(shm, p, f) < v) {
-        if (mxh_task_in_fiber()) {
+        if (fiber) {
             /* a nonblocking collective: hand control back, never spin or sleep */
             if (shm->progress)
                 shm->progress(shm->progress_arg);

@@ -64,7 +64,21 @@ const mxh_mem_ops_t mxh_mem_host_ops = {
 
 /* ---- the registry ---------------------------------------------------------------- */
 
-const mxh_mem_ops_t *mxh_mem_of(const void *p)
+/* mem.h: mxh_mem_host_only. A process's GPU presence never changes once probed. */
+#ifdef HAVE_CUDA
+int mxh_mem_no_gpu;
+static int no_gpu(void)
+{
+    if (mxh_gpu_present())
+        return 0;
+    mxh_mem_no_gpu = 1;
+    return 1;
+}
+#else
+int mxh_mem_no_gpu = 1;
+#endif
+
+const mxh_mem_ops_t *mxh_mem_of_any(const void *p)
 {
     if (p == NULL || p == MPI_IN_PLACE)
         return &mxh_mem_host_ops;
@@ -72,13 +86,14 @@ const mxh_mem_ops_t *mxh_mem_of(const void *p)
     if (mxh_mem_test_live > 0 && mxh_mem_test_ops.owns(p))
         return &mxh_mem_test_ops;
 #ifdef HAVE_CUDA
-    if (mxh_gpu_present() && mxh_mem_cuda_ops.owns(p))
+    if (!no_gpu() && mxh_mem_cuda_ops.owns(p))
         return &mxh_mem_cuda_ops;
 #endif
     return &mxh_mem_host_ops;
 }
 
-mxh_status_t mxh_mem_query(const void *p, const char *what, int check, const mxh_mem_ops_t **ops)
+mxh_status_t mxh_mem_query_any(const void *p, const char *what, int check,
+                               const mxh_mem_ops_t **ops)
 {
     *ops = &mxh_mem_host_ops;
     if (p == NULL || p == MPI_IN_PLACE)
@@ -88,7 +103,7 @@ mxh_status_t mxh_mem_query(const void *p, const char *what, int check, const mxh
         return MXH_OK;
     }
 #ifdef HAVE_CUDA
-    if (mxh_gpu_present()) {
+    if (!no_gpu()) {
         mxh_gpu_mem_info_t mi;
         /* logs and fails on another device's memory and on freed device memory */
         mxh_status_t st = mxh_gpu_mem_query(p, what ? what : "buffer", check, &mi);

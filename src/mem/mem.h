@@ -82,9 +82,25 @@ typedef struct mxh_mem_ops {
     mxh_status_t (*enter)(void);
 } mxh_mem_ops_t;
 
+/* Fast path of mxh_mem_of and mxh_mem_query (inline: they run once per
+ * buffer and call): nonzero while every pointer is host memory, i.e. no test
+ * allocation is live and no GPU is present (probed by the first call that
+ * asks, set once found absent; constant 1 without CUDA). mem.c. */
+extern const mxh_mem_ops_t mxh_mem_host_ops;
+extern int mxh_mem_test_live;
+extern int mxh_mem_no_gpu;
+static inline int mxh_mem_host_only(void)
+{
+    return mxh_mem_test_live <= 0 && mxh_mem_no_gpu;
+}
+
 /* The kind of @p (NULL and MPI_IN_PLACE are host). Cheap for host memory in a
- * process without a GPU (one flag test per kind). */
-const mxh_mem_ops_t *mxh_mem_of(const void *p);
+ * process without a GPU (two loads, inline). */
+const mxh_mem_ops_t *mxh_mem_of_any(const void *p);
+static inline const mxh_mem_ops_t *mxh_mem_of(const void *p)
+{
+    return mxh_mem_host_only() ? &mxh_mem_host_ops : mxh_mem_of_any(p);
+}
 const mxh_mem_ops_t *mxh_mem_ops(mxh_mem_kind_t kind);
 
 /* Blocking copy through a kind's ops: start, then test until complete.
@@ -98,7 +114,17 @@ mxh_status_t mxh_mem_copy_sync(const mxh_mem_ops_t *ops, void *dst, const void *
  * CUDA allocation nor readable host memory (freed device memory). Without a
  * CUDA device it is mxh_mem_of and never fails. *@ops is always set (host on
  * error). */
-mxh_status_t mxh_mem_query(const void *p, const char *what, int check, const mxh_mem_ops_t **ops);
+mxh_status_t mxh_mem_query_any(const void *p, const char *what, int check,
+                               const mxh_mem_ops_t **ops);
+static inline mxh_status_t mxh_mem_query(const void *p, const char *what, int check,
+                                         const mxh_mem_ops_t **ops)
+{
+    if (mxh_mem_host_only()) {
+        *ops = &mxh_mem_host_ops;
+        return MXH_OK;
+    }
+    return mxh_mem_query_any(p, what, check, ops);
+}
 
 /* Release what the kinds hold process-wide (CUDA streams and pooled events,
  * the peer IPC mappings of mem/ipc_cache.h). For the library's global
