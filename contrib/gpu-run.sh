@@ -16,8 +16,14 @@
 #        go to OUT (default: $OUT when set, else gpu-results/).
 #   contrib/gpu-run.sh env [PKG]    print the environment `run` uses.
 #
-# With the device tool: pack here, then
-#   run(command="contrib/gpu-run.sh run", carry=["build-gpu-pkg"])
+# With the device tool: pack here, then two calls of at most 600 s each, e.g.
+#   run(command="MXH_GPU_DEADLINE=560 MXH_GPU_STEPS='preflight-mpiexec kernel-bench
+#       tests-quick path-log gpu-bench-1ranks gpu-bench-4ranks gpu-bench-2x2'
+#       contrib/gpu-run.sh run build-gpu-pkg", carry=["build-gpu-pkg"])
+#   run(command="MXH_GPU_DEADLINE=560 MXH_GPU_STEPS='tests-full tests-repeat sanitizer'
+#       contrib/gpu-run.sh run build-gpu-pkg", carry=["build-gpu-pkg"])
+# (measured on an H200: the 4-rank CUDA matrix takes minutes per layout; the
+# layouts of one step run side by side, MXH_TEST_PARALLEL).
 # The binaries are built against Debian 12's glibc (2.36): the GPU machine's
 # glibc must not be older (checked).
 set -euo pipefail
@@ -174,7 +180,8 @@ do_run() {
     step preflight-mpiexec 20 $MPIEXEC -n 2 true
     step kernel-bench 40 "$pkg/bin/mpix_kernel_bench" -b 256 -n 20
     # the quick matrix (counts 0, 1, 7) on every layout, then the full one on two
-    step tests-quick 150 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=45 MXH_TEST_TIMEOUT=40
+    step tests-quick 200 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_PARALLEL=6 \
+        MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=180 MXH_TEST_TIMEOUT=170
     # which path device buffers took: the schedule and the metrics of one run
     step path-log 40 cuda_tests path "2x2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=35 \
         MXH_TEST_GTEST_FILTER='*AllreduceOddOffsetsLarge*:*AllgatherAndBcast*' \
@@ -184,7 +191,8 @@ do_run() {
     done
     step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
         -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
-    step tests-full 200 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_RUN_TIMEOUT=100
+    step tests-full 300 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_PARALLEL=3 MXH_TEST_RUN_TIMEOUT=280 \
+        MXH_TEST_TIMEOUT=270
     step tests-repeat 60 cuda_tests repeat "2x2" MXH_TEST_RUN_TIMEOUT=55 \
         MXH_TEST_GTEST_FILTER='*IpcCacheFollowsReallocation*:*AllreduceOddOffsetsLarge*:*ManyInFlight*' \
         MXH_TEST_GTEST_EXTRA=--gtest_repeat=3

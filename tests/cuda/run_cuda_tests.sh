@@ -12,6 +12,9 @@
 #   MXH_TEST_GTEST_FILTER='*Allreduce*'
 #   MXH_TEST_GTEST_EXTRA=--gtest_repeat=3   more arguments of the test binary
 #   MXH_TEST_BINDIR (default ./cuda), MXH_TEST_RUN_TIMEOUT (600), MXH_TEST_TIMEOUT (300)
+#   MXH_TEST_PARALLEL=N  run up to N layouts at once (separate mpiexec jobs sharing
+#                        the GPU; for a GPU machine with many cores: the 4-rank
+#                        layouts take minutes each)
 set -u
 
 bindir=${MXH_TEST_BINDIR:-$(pwd)/cuda}
@@ -20,7 +23,6 @@ run_timeout=${MXH_TEST_RUN_TIMEOUT:-600}
 export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-300}
 export MPIEXEC_TIMEOUT=$run_timeout
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES
-npass=0 nfail=0 nskip=0
 
 want() {
     [ -z "${MXH_TEST_LAYOUTS:-}" ] && return 0
@@ -29,9 +31,21 @@ want() {
 }
 
 run() { # run LAYOUT MPIEXEC-ARGS (BIN stands for the test binary)
+    local layout=$1
+    want "$layout" || return 0
+    if [ "${MXH_TEST_PARALLEL:-1}" -gt 1 ]; then
+        while [ "$(jobs -rp | wc -l)" -ge "$MXH_TEST_PARALLEL" ]; do
+            wait -n 2>/dev/null || sleep 1
+        done
+        run_one "$@" >"$bindir/mxh-cuda-$layout.verdict" &
+    else
+        run_one "$@" | tee "$bindir/mxh-cuda-$layout.verdict"
+    fi
+}
+
+run_one() {
     local layout=$1 args=() a log rc
     shift
-    want "$layout" || return 0
     for a in "$@"; do
         if [ "$a" = BIN ]; then
             # shellcheck disable=SC2206 # a command line
@@ -50,15 +64,12 @@ run() { # run LAYOUT MPIEXEC-ARGS (BIN stands for the test binary)
     summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
     if [ $rc -eq 0 ] && grep -q 'no CUDA device' "$log" && ! grep -qE '^\[  PASSED  \] [1-9]' "$log"; then
         printf 'SKIP  %-14s no CUDA device  %s\n' "$layout" "$summary"
-        nskip=$((nskip + 1))
     elif [ $rc -eq 0 ]; then
         printf 'PASS  %-14s %s\n' "$layout" "$summary"
-        npass=$((npass + 1))
     else
         printf 'FAIL  %-14s exit %d  %s (log: %s)\n' "$layout" $rc "$summary" "$log"
         grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | head -n 10 | sed 's/^/      /'
         grep -m1 -A6 -E 'Failure|BAD TERMINATION|mxh watchdog' "$log" | head -n 8 | sed 's/^/      | /'
-        nfail=$((nfail + 1))
     fi
 }
 
@@ -66,6 +77,7 @@ if [ ! -x "$bindir/test_cuda_colls" ]; then
     echo "FAIL: missing $bindir/test_cuda_colls"
     exit 1
 fi
+rm -f "$bindir"/mxh-cuda-*.verdict
 H=MPIX_HIER_HOSTNAME
 run 1rank   -n 1 BIN
 run 1node-2 -n 2 BIN
@@ -73,6 +85,13 @@ run 1node-4 -n 4 BIN
 run 2x2     -n 2 -env $H a BIN : -n 2 -env $H b BIN
 run 1+1     -n 1 -env $H a BIN : -n 1 -env $H b BIN
 run 3+1     -n 3 -env $H a BIN : -n 1 -env $H b BIN
+wait
+if [ "${MXH_TEST_PARALLEL:-1}" -gt 1 ]; then
+    cat "$bindir"/mxh-cuda-*.verdict 2>/dev/null
+fi
+npass=$(cat "$bindir"/mxh-cuda-*.verdict 2>/dev/null | grep -c '^PASS')
+nfail=$(cat "$bindir"/mxh-cuda-*.verdict 2>/dev/null | grep -c '^FAIL')
+nskip=$(cat "$bindir"/mxh-cuda-*.verdict 2>/dev/null | grep -c '^SKIP')
 
 echo "$npass passed, $nfail failed, $nskip skipped (no CUDA device)"
 [ $nfail -gt 0 ] && exit 1
