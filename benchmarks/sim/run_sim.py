@@ -31,9 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_platform  # noqa: E402
 
-SMPI_OPTS = ["--cfg=smpi/simulate-computation:no", "--cfg=network/crosstraffic:0",
-             "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
-             "--cfg=network/weight-S:0",
+# The link-exact network model: a message of n bytes on a path takes latency + n /
+# bandwidth of its links, shared max-min. --net-model default drops these four and
+# runs SMPI's calibrated model instead (per-size bandwidth and latency factors,
+# TCP-like weight-S, cross-traffic of acknowledgements), as a TCP/Ethernet fabric.
+EXACT_OPTS = ["--cfg=network/crosstraffic:0", "--cfg=smpi/bw-factor:0:1",
+              "--cfg=smpi/lat-factor:0:1", "--cfg=network/weight-S:0"]
+SMPI_OPTS = ["--cfg=smpi/simulate-computation:no"] + EXACT_OPTS + [
              # one mapping per shared buffer up to 256 MiB (the default 1 MiB blocks
              # exceed vm.max_map_count at 128 ranks x 256 MiB)
              "--cfg=smpi/shared-malloc-blocksize:268435456",
@@ -147,8 +151,10 @@ def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=Fals
     if fold:
         env["LD_PRELOAD"] = fold_lib(a)
     test_opts = ["--cfg=smpi/test:%g" % a.test_time, "--cfg=smpi/grow-injected-times:no"]
+    opts = SMPI_OPTS if getattr(a, "net_model", "exact") == "exact" else \
+        [o for o in SMPI_OPTS if o not in EXACT_OPTS]
     cmd = ["smpirun", "-np", str(nranks), "-platform", prefix + ".xml",
-           "-hostfile", prefix + ".hosts"] + SMPI_OPTS + \
+           "-hostfile", prefix + ".hosts"] + opts + \
           ["--cfg=smpi/coll-selector:%s" % selector] + test_opts + prog
     shown = dict(env_extra)
     if fold:
@@ -697,6 +703,9 @@ def add_sim_args(ap):
                    help="do not preload smpi_fold.so (SMPI's temporary buffers private "
                         "per rank: real memory, real copies)")
     s.add_argument("--timeout", type=int, default=3600, help="seconds per smpirun")
+    s.add_argument("--net-model", choices=("exact", "default"), default="exact",
+                   help="exact: link-exact (latency + size/bandwidth, no factors; default); "
+                        "default: SMPI's calibrated TCP-like model")
     s.add_argument("--jobs", type=int, default=1,
                    help="--scale: smpiruns at a time, one per collective when > 1 (default "
                         "1: every collective in one smpirun; 2 on a 2-core machine)")
