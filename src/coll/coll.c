@@ -440,6 +440,26 @@ static mxh_status_t get_sched(mxh_coll_args_t *a, size_t count, int root,
     return mxh_hier_sched(a->hier, a->coll, count, root, a->tsize, &a->choice, sched);
 }
 
+/* The shared-memory path of the collectives of one count (allreduce, bcast,
+ * reduce): @n elements of @dt, a->tsize bytes each (the call's own, or its
+ * view's: coll.h, vdt). */
+static mxh_status_t shm_single(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
+                               size_t n, MPI_Datatype dt)
+{
+    mxh_shm_t *shm = a->hier->shm_all;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+        return mxh_shm_allreduce(shm, in, recvbuf, n, dt, a->tsize, a->mpi_op);
+    case MXH_COLL_BCAST:
+        return mxh_shm_bcast(shm, recvbuf, n, a->tsize, a->root);
+    default: /* MXH_COLL_REDUCE */
+        return mxh_shm_reduce(shm, in, a->rank == a->root ? recvbuf : NULL, n, dt, a->tsize,
+                              a->mpi_op, a->root);
+    }
+}
+
 static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
 {
     mxh_hier_t *h = a->hier;
@@ -447,8 +467,7 @@ static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                                 (size_t)a->count, a->dt, a->tsize, a->mpi_op);
+        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
     if (a->path == MXH_PATH_RAILX)
         return mxh_xrail_allreduce(h, sendbuf, recvbuf, a->count, a->dt, a->tsize, a->mpi_op,
                                    &a->mpi_rc);
@@ -528,7 +547,7 @@ static mxh_status_t hier_bcast(mxh_coll_args_t *a, void *buffer)
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_bcast(a->hier->shm_all, buffer, (size_t)a->count, a->tsize, a->root);
+        return shm_single(a, MPI_IN_PLACE, buffer, (size_t)a->count, a->dt);
     if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
         return st;
     return run_sched_io(a, sched, buffer, MPI_OP_NULL, NULL, NULL, NULL);
@@ -542,9 +561,7 @@ static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *r
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_reduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-                              a->rank == a->root ? recvbuf : NULL, (size_t)a->count, a->dt,
-                              a->tsize, a->mpi_op, a->root);
+        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
     if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
         return st;
     void *work = recvbuf;
@@ -1534,6 +1551,12 @@ static int mpi_takes(const mxh_mem_ops_t *m)
 
 static mxh_status_t body(mxh_coll_args_t *a)
 {
+    /* the common small call: host buffers of a dense type on one node go
+     * straight to shared memory, in the view's elements (what run_view would
+     * hand run_hier, without its layers and its copy of the record) */
+    if (a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
+        (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST || a->coll == MXH_COLL_REDUCE))
+        return shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))
         return run_plain(a, a->sendbuf, a->recvbuf);
     return a->staged ? run_staged(a) : run_host(a, a->sendbuf, a->recvbuf);
