@@ -48,6 +48,8 @@ static int entry_prepare(mxh_coll_args_t *a, int hier_op)
     mxh_metrics_poll();
     CHECK(mxh_entry_init(a->comm, a->func));
     mxh_log_clear_last_error();
+    if (mxh_coll_recall(a, hier_op))
+        return MPI_SUCCESS; /* decided like the last call of its shape */
     if (mxh_coll_needs_hier(a, hier_op)) {
         CHECK(mxh_entry_hier(a->comm, a->func, &a->hier));
         mxh_coll_prepare(a);

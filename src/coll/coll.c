@@ -1682,6 +1682,9 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
                                                                                : a->recvbuf);
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
+    /* one count of a predefined type (a handle never reused): the decision is
+     * a function of the key of hier.h's memo */
+    a->memo   = a->tsize > 0 && !ci->vector && !ci->sendtype;
     a->mbytes = call_bytes(a); /* before view() changes tsize */
     a->path   = MXH_PATH_PLAIN;
     if (ci->reducing && hier_op <= 0) {
@@ -1762,6 +1765,47 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
         if (a->why != MXH_FB_NONE)
             a->path = MXH_PATH_PLAIN;
     }
+    if (a->memo) {
+        /* dense predefined type: vsn == vn, vpack == 0 */
+        a->hier->memo[a->coll] = (mxh_coll_memo_t){
+            .valid = 1, .count = a->count, .dt = a->dt, .op = a->op, .hier_op = a->hier_op,
+            .path = a->path, .choice = a->choice, .why = a->why, .vdt = a->vdt, .vn = a->vn,
+            .tsize = a->tsize, .mbytes = a->mbytes, .mpi_op = a->mpi_op};
+    }
+}
+
+int mxh_coll_recall(mxh_coll_args_t *a, int hier_op)
+{
+    const mxh_coll_memo_t *m;
+    mxh_hier_t *h;
+
+    if (!mxh_hier_cached(a->comm))
+        return 0;
+    h = mxh_hier_last;
+    m = &h->memo[a->coll];
+    if (!m->valid || m->count != a->count || m->dt != a->dt || m->op != a->op ||
+        m->hier_op != (hier_op > 0))
+        return 0;
+    /* what mxh_coll_needs_hier, the lookup and mxh_coll_prepare set */
+    a->hier    = h;
+    a->rank    = h->rank;
+    a->size    = h->size;
+    a->hier_op = hier_op > 0;
+    a->mpi_rc  = MPI_SUCCESS;
+    a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
+    a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
+                                                                               : a->recvbuf);
+    a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
+    a->path     = (mxh_coll_path_t)m->path;
+    a->choice   = m->choice;
+    a->why      = m->why;
+    a->vdt      = m->vdt;
+    a->vn = a->vsn = m->vn;
+    a->vpack    = 0;
+    a->tsize    = m->tsize;
+    a->mbytes   = m->mbytes;
+    a->mpi_op   = m->mpi_op;
+    return 1;
 }
 
 /* ---- blocking and nonblocking --------------------------------------------------------------- */
