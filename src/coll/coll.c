@@ -440,6 +440,26 @@ static mxh_status_t get_sched(mxh_coll_args_t *a, size_t count, int root,
     return mxh_hier_sched(a->hier, a->coll, count, root, a->tsize, &a->choice, sched);
 }
 
+/* The shared-memory path of the collectives of one count (allreduce, bcast,
+ * reduce): @n elements of @dt, a->tsize bytes each (the call's own, or its
+ * view's: coll.h, vdt). */
+static mxh_status_t shm_single(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
+                               size_t n, MPI_Datatype dt)
+{
+    mxh_shm_t *shm = a->hier->shm_all;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+        return mxh_shm_allreduce(shm, in, recvbuf, n, dt, a->tsize, a->mpi_op);
+    case MXH_COLL_BCAST:
+        return mxh_shm_bcast(shm, recvbuf, n, a->tsize, a->root);
+    default: /* MXH_COLL_REDUCE */
+        return mxh_shm_reduce(shm, in, a->rank == a->root ? recvbuf : NULL, n, dt, a->tsize,
+                              a->mpi_op, a->root);
+    }
+}
+
 static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
 {
     mxh_hier_t *h = a->hier;
@@ -447,8 +467,7 @@ static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_allreduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                                 (size_t)a->count, a->dt, a->tsize, a->mpi_op);
+        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
     if (a->path == MXH_PATH_RAILX)
         return mxh_xrail_allreduce(h, sendbuf, recvbuf, a->count, a->dt, a->tsize, a->mpi_op,
                                    &a->mpi_rc);
@@ -528,7 +547,7 @@ static mxh_status_t hier_bcast(mxh_coll_args_t *a, void *buffer)
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_bcast(a->hier->shm_all, buffer, (size_t)a->count, a->tsize, a->root);
+        return shm_single(a, MPI_IN_PLACE, buffer, (size_t)a->count, a->dt);
     if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
         return st;
     return run_sched_io(a, sched, buffer, MPI_OP_NULL, NULL, NULL, NULL);
@@ -542,9 +561,7 @@ static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *r
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return mxh_shm_reduce(h->shm_all, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-                              a->rank == a->root ? recvbuf : NULL, (size_t)a->count, a->dt,
-                              a->tsize, a->mpi_op, a->root);
+        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
     if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
         return st;
     void *work = recvbuf;
@@ -1534,6 +1551,12 @@ static int mpi_takes(const mxh_mem_ops_t *m)
 
 static mxh_status_t body(mxh_coll_args_t *a)
 {
+    /* the common small call: host buffers of a dense type on one node go
+     * straight to shared memory, in the view's elements (what run_view would
+     * hand run_hier, without its layers and its copy of the record) */
+    if (a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
+        (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST || a->coll == MXH_COLL_REDUCE))
+        return shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))
         return run_plain(a, a->sendbuf, a->recvbuf);
     return a->staged ? run_staged(a) : run_host(a, a->sendbuf, a->recvbuf);
@@ -1659,6 +1682,9 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
                                                                                : a->recvbuf);
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
+    /* one count of a predefined type (a handle never reused): the decision is
+     * a function of the key of hier.h's memo */
+    a->memo   = a->tsize > 0 && !ci->vector && !ci->sendtype;
     a->mbytes = call_bytes(a); /* before view() changes tsize */
     a->path   = MXH_PATH_PLAIN;
     if (ci->reducing && hier_op <= 0) {
@@ -1739,6 +1765,47 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
         if (a->why != MXH_FB_NONE)
             a->path = MXH_PATH_PLAIN;
     }
+    if (a->memo) {
+        /* dense predefined type: vsn == vn, vpack == 0 */
+        a->hier->memo[a->coll] = (mxh_coll_memo_t){
+            .valid = 1, .count = a->count, .dt = a->dt, .op = a->op, .hier_op = a->hier_op,
+            .path = a->path, .choice = a->choice, .why = a->why, .vdt = a->vdt, .vn = a->vn,
+            .tsize = a->tsize, .mbytes = a->mbytes, .mpi_op = a->mpi_op};
+    }
+}
+
+int mxh_coll_recall(mxh_coll_args_t *a, int hier_op)
+{
+    const mxh_coll_memo_t *m;
+    mxh_hier_t *h;
+
+    if (!mxh_hier_cached(a->comm))
+        return 0;
+    h = mxh_hier_last;
+    m = &h->memo[a->coll];
+    if (!m->valid || m->count != a->count || m->dt != a->dt || m->op != a->op ||
+        m->hier_op != (hier_op > 0))
+        return 0;
+    /* what mxh_coll_needs_hier, the lookup and mxh_coll_prepare set */
+    a->hier    = h;
+    a->rank    = h->rank;
+    a->size    = h->size;
+    a->hier_op = hier_op > 0;
+    a->mpi_rc  = MPI_SUCCESS;
+    a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
+    a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
+                                                                               : a->recvbuf);
+    a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
+    a->path     = (mxh_coll_path_t)m->path;
+    a->choice   = m->choice;
+    a->why      = m->why;
+    a->vdt      = m->vdt;
+    a->vn = a->vsn = m->vn;
+    a->vpack    = 0;
+    a->tsize    = m->tsize;
+    a->mbytes   = m->mbytes;
+    a->mpi_op   = m->mpi_op;
+    return 1;
 }
 
 /* ---- blocking and nonblocking --------------------------------------------------------------- */

@@ -74,6 +74,7 @@ typedef struct mxh_coll_args {
     int          vpack;    /* a buffer of this rank is not dense: packed into a mirror */
     MPI_Op       mpi_op;   /* the op handed to MPI (half types: the library's own) */
     int          hier_op;  /* the op can run hierarchically */
+    int          memo;     /* the decision may be kept for the next call (hier.h: memo) */
     mxh_coll_path_t path;
     mxh_choice_t choice;
     const mxh_mem_ops_t *send_mem, *recv_mem; /* kinds of this rank's buffers */
@@ -120,6 +121,11 @@ const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll);
 int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op);
 /* Decide the path (with a->hier set when needed). Pure, identical on every rank. */
 void mxh_coll_prepare(mxh_coll_args_t *a);
+/* mxh_coll_needs_hier + the hierarchy lookup + mxh_coll_prepare in one, for a
+ * call like the last one of its collective on a cached hierarchy (same count,
+ * predefined type, op): its decision is taken over (1), else nothing is
+ * set (0). Small calls repeat their shape; the decision costs more than them. */
+int mxh_coll_recall(mxh_coll_args_t *a, int hier_op);
 
 /* Run the call to completion on the caller's stack (after the collectives
  * still queued on the communicator). MXH_OK, or a failure: a->mpi_rc holds

@@ -45,6 +45,23 @@ typedef struct mxh_grow_buf {
 
 struct mxh_a2a; /* the hierarchical alltoall's communicators and buffers (coll/alltoall.c) */
 
+/* The last decision per collective (coll.c: mxh_coll_recall): a call of the
+ * same count, predefined type and op on this hierarchy decides the same, so
+ * it takes these fields instead of mxh_coll_needs_hier + mxh_coll_prepare. */
+typedef struct mxh_coll_memo {
+    int            valid;
+    int            count;   /* the key: count, dt, op, hier_op of the call */
+    MPI_Datatype   dt;
+    MPI_Op         op;
+    int            hier_op;
+    int            path;    /* the decision (mxh_coll_path_t, coll.h) */
+    mxh_choice_t   choice;
+    mxh_fallback_t why;
+    MPI_Datatype   vdt;
+    size_t         vn, tsize, mbytes;
+    MPI_Op         mpi_op;
+} mxh_coll_memo_t;
+
 typedef struct mxh_hier {
     MPI_Comm          comm;                       /* private dup of the user communicator */
     MPI_Comm          user_comm;                  /* the communicator it is attached to */
@@ -75,6 +92,7 @@ typedef struct mxh_hier {
     struct mxh_comm_queue *cq;
     struct mxh_a2a   *a2a;                        /* mxh_alltoall_setup, or NULL */
     mxh_xrail_t       xrail;                      /* MPIX_HIER_EXCLUDE_RAILS (rail_exclude.h) */
+    mxh_coll_memo_t   memo[MXH_COLL_COUNT];       /* mxh_coll_recall */
     struct mxh_mstats    *mstats;                     /* the communicator's metrics (coll/metrics.c,
                                                      set on its first count; outlive this) */
 } mxh_hier_t;
