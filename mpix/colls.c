@@ -10,6 +10,7 @@
 #include "mpix_internal.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #define CHECK(_expr)                                                           \
     do {                                                                       \
@@ -17,6 +18,15 @@
         if (_rc != MPI_SUCCESS)                                                \
             return _rc;                                                        \
     } while (0)
+
+/* Clear the call's record before its fields are set: every field zero, except
+ * lvl and nb, the record's tail (coll.h), which coll.c sets when a call needs
+ * them: zeroing the whole record cost a small call more than anything else in
+ * its entry. */
+static inline void args_clear(mxh_coll_args_t *a)
+{
+    memset(a, 0, offsetof(mxh_coll_args_t, lvl));
+}
 
 /* sendbuf == recvbuf is erroneous in MPI (MPI_IN_PLACE is the way to say it). */
 static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, int count,
@@ -152,9 +162,17 @@ static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLREDUCE, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = count, .dt = datatype, .op = op,
-                           .root = -1, .comm = comm, .tsize = plain_size(datatype)};
+    args_clear(a);
+    a->coll = MXH_COLL_ALLREDUCE;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = count;
+    a->dt = datatype;
+    a->op = op;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -203,9 +221,17 @@ static int rsb_args(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, recvcount, F));
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_REDUCE_SCATTER_BLOCK, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = recvcount, .dt = datatype, .op = op,
-                           .root = -1, .comm = comm, .tsize = plain_size(datatype)};
+    args_clear(a);
+    a->coll = MXH_COLL_REDUCE_SCATTER_BLOCK;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = recvcount;
+    a->dt = datatype;
+    a->op = op;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -260,10 +286,19 @@ static int allgather_args(const void *sendbuf, int sendcount, MPI_Datatype sendt
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLGATHER, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = recvcount, .sendcount = sendcount,
-                           .dt = recvtype, .sendtype = sendtype, .op = MPI_OP_NULL,
-                           .root = -1, .comm = comm, .tsize = plain_size(recvtype)};
+    args_clear(a);
+    a->coll = MXH_COLL_ALLGATHER;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = recvcount;
+    a->sendcount = sendcount;
+    a->dt = recvtype;
+    a->sendtype = sendtype;
+    a->op = MPI_OP_NULL;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(recvtype);
     return MPI_SUCCESS;
 }
 
@@ -310,9 +345,17 @@ static int bcast_args(void *buffer, int count, MPI_Datatype datatype, int root, 
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(check_root(comm, root, F));
     CHECK(mxh_check_buf(comm, buffer, count, "buffer", F));
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_BCAST, .func = F, .sendbuf = MPI_IN_PLACE,
-                           .recvbuf = buffer, .count = count, .dt = datatype, .op = MPI_OP_NULL,
-                           .root = root, .comm = comm, .tsize = plain_size(datatype)};
+    args_clear(a);
+    a->coll = MXH_COLL_BCAST;
+    a->func = F;
+    a->sendbuf = MPI_IN_PLACE;
+    a->recvbuf = buffer;
+    a->count = count;
+    a->dt = datatype;
+    a->op = MPI_OP_NULL;
+    a->root = root;
+    a->comm = comm;
+    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -369,9 +412,17 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                              "this is rank %d", root, rank);
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     }
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_REDUCE, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = count, .dt = datatype, .op = op,
-                           .root = root, .comm = comm, .tsize = plain_size(datatype)};
+    args_clear(a);
+    a->coll = MXH_COLL_REDUCE;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = count;
+    a->dt = datatype;
+    a->op = op;
+    a->root = root;
+    a->comm = comm;
+    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -458,11 +509,20 @@ static int allgatherv_args(const void *sendbuf, int sendcount, MPI_Datatype send
     CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
     if (recvbuf == MPI_IN_PLACE)
         return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLGATHERV, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .sendcount = sendcount, .dt = recvtype,
-                           .sendtype = sendtype, .op = MPI_OP_NULL, .root = -1, .comm = comm,
-                           .tsize = plain_size(recvtype), .rcounts = recvcounts,
-                           .rdispls = displs};
+    args_clear(a);
+    a->coll = MXH_COLL_ALLGATHERV;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->sendcount = sendcount;
+    a->dt = recvtype;
+    a->sendtype = sendtype;
+    a->op = MPI_OP_NULL;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(recvtype);
+    a->rcounts = recvcounts;
+    a->rdispls = displs;
     return MPI_SUCCESS;
 }
 
@@ -524,10 +584,18 @@ static int reduce_scatter_args(const void *sendbuf, void *recvbuf, const int rec
                              total);
         CHECK(check_alias(comm, sendbuf, recvbuf, (int)(total > 0), F));
     }
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_REDUCE_SCATTER, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = recvcounts[rank], .dt = datatype,
-                           .op = op, .root = -1, .comm = comm, .tsize = plain_size(datatype),
-                           .rcounts = recvcounts};
+    args_clear(a);
+    a->coll = MXH_COLL_REDUCE_SCATTER;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = recvcounts[rank];
+    a->dt = datatype;
+    a->op = op;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(datatype);
+    a->rcounts = recvcounts;
     return MPI_SUCCESS;
 }
 
@@ -583,10 +651,19 @@ static int alltoall_args(const void *sendbuf, int sendcount, MPI_Datatype sendty
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLTOALL, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = recvcount, .sendcount = sendcount,
-                           .dt = recvtype, .sendtype = sendtype, .op = MPI_OP_NULL,
-                           .root = -1, .comm = comm, .tsize = plain_size(recvtype)};
+    args_clear(a);
+    a->coll = MXH_COLL_ALLTOALL;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = recvcount;
+    a->sendcount = sendcount;
+    a->dt = recvtype;
+    a->sendtype = sendtype;
+    a->op = MPI_OP_NULL;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(recvtype);
     return MPI_SUCCESS;
 }
 
@@ -643,13 +720,21 @@ static int alltoallv_args(const void *sendbuf, const int sendcounts[], const int
     CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
     if (recvbuf == MPI_IN_PLACE)
         return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
-    *a = (mxh_coll_args_t){.coll = MXH_COLL_ALLTOALLV, .func = F, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .dt = recvtype, .sendtype = sendtype,
-                           .op = MPI_OP_NULL, .root = -1, .comm = comm,
-                           .tsize = plain_size(recvtype), .rcounts = recvcounts,
-                           .rdispls = rdispls,
-                           .scounts = sendbuf == MPI_IN_PLACE ? NULL : sendcounts,
-                           .sdispls = sendbuf == MPI_IN_PLACE ? NULL : sdispls};
+    args_clear(a);
+    a->coll = MXH_COLL_ALLTOALLV;
+    a->func = F;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->dt = recvtype;
+    a->sendtype = sendtype;
+    a->op = MPI_OP_NULL;
+    a->root = -1;
+    a->comm = comm;
+    a->tsize = plain_size(recvtype);
+    a->rcounts = recvcounts;
+    a->rdispls = rdispls;
+    a->scounts = sendbuf == MPI_IN_PLACE ? NULL : sendcounts;
+    a->sdispls = sendbuf == MPI_IN_PLACE ? NULL : sdispls;
     return MPI_SUCCESS;
 }
 

@@ -222,7 +222,16 @@ static unsigned dt_slot(MPI_Datatype dt)
     return (unsigned)(h >> 57) % DT_CACHE_SIZE;
 }
 
-/* NULL for derived (and invalid) types. */
+/* The cached entry of @dt, or NULL (not looked up yet, or derived). */
+static inline const dt_info_t *dt_hit(MPI_Datatype dt)
+{
+    unsigned k = dt_slot(dt);
+    return dt_cache_used[k] && dt_cache[k].dt == dt ? &dt_cache[k] : NULL;
+}
+
+/* NULL for derived (and invalid) types. A predefined half type (MPICH's
+ * MPIX_C_FLOAT16) is entered as what mxh_half_kind makes of it: class
+ * MXH_DT_HALF, 2 bytes, so that a hit answers without asking half_types.c. */
 static const dt_info_t *dt_info(MPI_Datatype dt)
 {
     unsigned k = dt_slot(dt);
@@ -236,7 +245,11 @@ static const dt_info_t *dt_info(MPI_Datatype dt)
         combiner != MPI_COMBINER_NAMED)
         return NULL;
     dt_info_t info = {dt, classify_slow(dt), 0, 0};
-    if (MPI_Type_size(dt, &sz) == MPI_SUCCESS &&
+    if (mxh_half_kind(dt) != MXH_HALF_NONE) {
+        info.cls   = MXH_DT_HALF;
+        info.plain = 1;
+        info.size  = 2;
+    } else if (MPI_Type_size(dt, &sz) == MPI_SUCCESS &&
         MPI_Type_get_extent(dt, &lb, &extent) == MPI_SUCCESS && lb == 0 && extent == sz &&
         sz > 0) {
         info.plain = 1;
@@ -249,8 +262,10 @@ static const dt_info_t *dt_info(MPI_Datatype dt)
 
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
 {
-    const dt_info_t *info;
+    const dt_info_t *info = dt_hit(dt); /* a predefined type seen before */
 
+    if (info != NULL)
+        return info->cls;
     if (mxh_half_kind(dt) != MXH_HALF_NONE)
         return MXH_DT_HALF;
     info = dt_info(dt);
@@ -259,13 +274,15 @@ mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
 
 int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
 {
-    const dt_info_t *info;
+    const dt_info_t *info = dt_hit(dt); /* a predefined type seen before */
 
-    if (mxh_half_kind(dt) != MXH_HALF_NONE) {
-        *size = 2;
-        return 1;
+    if (info == NULL) {
+        if (mxh_half_kind(dt) != MXH_HALF_NONE) {
+            *size = 2;
+            return 1;
+        }
+        info = dt_info(dt);
     }
-    info = dt_info(dt);
     if (info == NULL || !info->plain)
         return 0;
     *size = info->size;

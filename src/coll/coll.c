@@ -1792,10 +1792,15 @@ int mxh_coll_recall(mxh_coll_args_t *a, int hier_op)
     a->size    = h->size;
     a->hier_op = hier_op > 0;
     a->mpi_rc  = MPI_SUCCESS;
-    a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
-    a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
-                                                                               : a->recvbuf);
-    a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
+    if (mxh_mem_host_only()) { /* what mxh_mem_of answers for both, asked once */
+        a->send_mem = a->recv_mem = &mxh_mem_host_ops;
+        a->staged   = 0;
+    } else {
+        a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
+        a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
+                                                                                   : a->recvbuf);
+        a->staged = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
+    }
     a->path     = (mxh_coll_path_t)m->path;
     a->choice   = m->choice;
     a->why      = m->why;
@@ -1822,6 +1827,16 @@ static mxh_status_t mem_enter(const mxh_coll_args_t *a)
     return st;
 }
 
+/* The executor's step times of a counted call start at zero (the entry layer
+ * leaves a->lvl unset: coll.h). They are read for the hierarchical paths only
+ * (mxh_metrics_record), so the shared-memory path skips the zeroing. */
+static void lvl_start(mxh_coll_args_t *a)
+{
+    a->lvl_p = a->mstats != NULL ? &a->lvl : NULL;
+    if (a->lvl_p != NULL && a->path != MXH_PATH_SHM)
+        memset(&a->lvl, 0, sizeof(a->lvl));
+}
+
 mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 {
     mxh_status_t st;
@@ -1829,7 +1844,7 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
         return st;
     a->mstats = mxh_metrics_of(a); /* NULL: not counted (MPIX_HIER_METRICS=no) */
     a->t0     = a->mstats != NULL ? mxh_ticks() : 0;
-    a->lvl_p  = a->mstats != NULL ? &a->lvl : NULL;
+    lvl_start(a);
     /* collectives on one communicator complete in order, and its objects serve
      * one at a time: what is in flight on it goes first */
     if (mxh_task_in_flight() > 0) {
@@ -1989,8 +2004,8 @@ static mxh_status_t task_body(void *arg)
 {
     mxh_coll_args_t *a = arg;
     mxh_status_t st;
-    a->lvl_p = a->mstats != NULL ? &a->lvl : NULL;
-    st       = a->nb.posted ? plain_complete(a) : body(a);
+    lvl_start(a);
+    st = a->nb.posted ? plain_complete(a) : body(a);
     free(a->varr);
     a->varr = NULL;
     mxh_metrics_record(a, 0);
@@ -2045,7 +2060,7 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     _Static_assert(sizeof(mxh_coll_args_t) <= MXH_TASK_ARGS_MAX, "task argument space");
     ta = mxh_task_args(t);
     memcpy(ta, a, sizeof(*a));
-    ta->nb.posted = 0;
+    memset(&ta->nb, 0, sizeof(ta->nb)); /* unset by the entry layer (coll.h) */
     ta->t0        = ta->mstats != NULL ? mxh_ticks() : 0;
     if (copy_varrays(ta) != MXH_OK) {
         mxh_task_discard(t);

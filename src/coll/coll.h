@@ -84,10 +84,13 @@ typedef struct mxh_coll_args {
     mxh_fallback_t why;    /* path plain: why (the reason label) */
     size_t       mbytes;   /* the call's bytes at this rank (README: Metrics) */
     uint64_t     t0;       /* when it started (util/clock.h ticks) */
-    mxh_lvl_time_t lvl;    /* the executor's step times per level index */
     mxh_lvl_time_t *lvl_p; /* &lvl of the record that counts (views are copies) */
     struct mxh_mstats *mstats; /* the communicator's counters, looked up when the call
                                   starts (never from inside MPI_Comm_free), or NULL */
+    /* lvl and nb come last: the entry layer leaves them unset (they are a third
+     * of the record, too much to zero per small call); coll.c sets them when
+     * the call needs them (lvl_start, mxh_coll_start) */
+    mxh_lvl_time_t lvl;    /* the executor's step times per level index */
     /* a nonblocking plain-MPI call: MPI's own collective posted at once (so that
      * every rank starts MPI's collectives on the user's communicator in call
      * order), completed by its task; what its completion must undo */
