@@ -229,17 +229,15 @@ static inline const dt_info_t *dt_hit(MPI_Datatype dt)
     return dt_cache_used[k] && dt_cache[k].dt == dt ? &dt_cache[k] : NULL;
 }
 
-/* NULL for derived (and invalid) types. A predefined half type (MPICH's
+/* Look @dt up and enter it: NULL for derived (and invalid) types. A predefined half type (MPICH's
  * MPIX_C_FLOAT16) is entered as what mxh_half_kind makes of it: class
  * MXH_DT_HALF, 2 bytes, so that a hit answers without asking half_types.c. */
-static const dt_info_t *dt_info(MPI_Datatype dt)
+__attribute__((noinline)) static const dt_info_t *dt_enter(MPI_Datatype dt)
 {
     unsigned k = dt_slot(dt);
     int ni, na, nd, combiner, sz;
     MPI_Aint lb, extent;
 
-    if (dt_cache_used[k] && dt_cache[k].dt == dt)
-        return &dt_cache[k];
     if (dt == MPI_DATATYPE_NULL ||
         MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
         combiner != MPI_COMBINER_NAMED)
@@ -258,6 +256,14 @@ static const dt_info_t *dt_info(MPI_Datatype dt)
     dt_cache[k]      = info; /* a collision simply replaces the slot */
     dt_cache_used[k] = 1;
     return &dt_cache[k];
+}
+
+/* The hit inline, the look-up out of line (noinline: its MPI queries would
+ * give every caller their register saves). */
+static inline const dt_info_t *dt_info(MPI_Datatype dt)
+{
+    const dt_info_t *info = dt_hit(dt);
+    return info != NULL ? info : dt_enter(dt);
 }
 
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
@@ -373,7 +379,7 @@ static const char *dtype_name(MPI_Datatype dt, char *buf, int len)
     return buf;
 }
 
-int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func)
+static int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func)
 {
     const char *name;
     mxh_dtype_class_t cls;
@@ -441,6 +447,30 @@ int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const 
     }
     *hier_ok = (op == MPI_MINLOC || op == MPI_MAXLOC) ? -MXH_FB_LOC_OP : 1;
     return MPI_SUCCESS;
+}
+
+/* check_op, remembering the last pair it accepted silently (a kernel, no
+ * message) of a predefined op and datatype: the answer is a function of the
+ * two handles, which never change or get reused, and calls repeat their pair. */
+int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func)
+{
+    static MPI_Op last_op       = MPI_OP_NULL; /* never entered: checked each time */
+    static MPI_Datatype last_dt = MPI_DATATYPE_NULL;
+    static int last_ok;
+    int rc;
+
+    if (op == last_op && dt == last_dt) {
+        *hier_ok = last_ok;
+        return MPI_SUCCESS;
+    }
+    rc = check_op(comm, op, dt, hier_ok, func);
+    if (rc == MPI_SUCCESS && (*hier_ok == 1 || *hier_ok == -MXH_FB_LOC_OP) &&
+        dt_hit(dt) != NULL) {
+        last_op = op; /* predefined: user ops end at -MXH_FB_USER_OP */
+        last_dt = dt;
+        last_ok = *hier_ok;
+    }
+    return rc;
 }
 
 int mxh_check_buf_slow(MPI_Comm comm, const void *buf, int count, const char *what,
