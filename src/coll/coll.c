@@ -1549,13 +1549,19 @@ static int mpi_takes(const mxh_mem_ops_t *m)
     return caps != NULL && caps->mpi_cuda_aware == 1 && caps->ucx_mem_cuda;
 }
 
+/* The common small call: host buffers of a dense type on one node go
+ * straight to shared memory, in the view's elements (what run_view would hand
+ * run_hier, without its layers and its copy of the record). */
+static inline int shm_direct(const mxh_coll_args_t *a)
+{
+    return a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
+           (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST ||
+            a->coll == MXH_COLL_REDUCE);
+}
+
 static mxh_status_t body(mxh_coll_args_t *a)
 {
-    /* the common small call: host buffers of a dense type on one node go
-     * straight to shared memory, in the view's elements (what run_view would
-     * hand run_hier, without its layers and its copy of the record) */
-    if (a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
-        (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST || a->coll == MXH_COLL_REDUCE))
+    if (shm_direct(a))
         return shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))
         return run_plain(a, a->sendbuf, a->recvbuf);
@@ -1852,7 +1858,11 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
         if (q != NULL)
             mxh_task_queue_drain(q);
     }
-    st = body(a);
+    /* the shared-memory call without body()'s frame (it is most of a small call) */
+    if (shm_direct(a))
+        st = shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
+    else
+        st = body(a);
     mxh_metrics_record(a, 1);
     return st;
 }
