@@ -52,7 +52,7 @@ static int check_root(MPI_Comm comm, int root, const char *func)
 
 /* Progress what is in flight, look the hierarchy up when the call can use it,
  * decide the path. */
-static int entry_prepare(mxh_coll_args_t *a, int hier_op)
+static inline int entry_prepare(mxh_coll_args_t *a, int hier_op)
 {
     mxh_task_progress_all(); /* nonblocking collectives advance in every call */
     mxh_metrics_poll();

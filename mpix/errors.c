@@ -266,6 +266,20 @@ static inline const dt_info_t *dt_info(MPI_Datatype dt)
     return info != NULL ? info : dt_enter(dt);
 }
 
+MPI_Datatype mxh_dt_last = MPI_DATATYPE_NULL;
+size_t       mxh_dt_last_size;
+
+/* dt_info, remembering a predefined @dt as the last one (mpix_internal.h). */
+static inline const dt_info_t *dt_info_last(MPI_Datatype dt)
+{
+    const dt_info_t *info = dt_info(dt);
+    if (info != NULL) {
+        mxh_dt_last      = dt;
+        mxh_dt_last_size = info->plain ? info->size : 0;
+    }
+    return info;
+}
+
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
 {
     const dt_info_t *info = dt_hit(dt); /* a predefined type seen before */
@@ -278,7 +292,7 @@ mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt)
     return info ? info->cls : MXH_DT_DERIVED;
 }
 
-int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
+int mxh_dtype_is_plain_slow(MPI_Datatype dt, size_t *size)
 {
     const dt_info_t *info = dt_hit(dt); /* a predefined type seen before */
 
@@ -295,7 +309,7 @@ int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
     return 1;
 }
 
-int mxh_check_comm(MPI_Comm comm, const char *func)
+int mxh_check_comm_slow(MPI_Comm comm, const char *func)
 {
     int inter = 0;
 
@@ -308,7 +322,7 @@ int mxh_check_comm(MPI_Comm comm, const char *func)
     return MPI_SUCCESS;
 }
 
-int mxh_comm_is_inter(MPI_Comm comm)
+int mxh_comm_is_inter_slow(MPI_Comm comm)
 {
     int inter = 0;
     if (mxh_hier_cached(comm))
@@ -332,13 +346,13 @@ void mxh_errors_cleanup(void)
         MPI_Comm_free(&probe_comm);
 }
 
-int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func)
+int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func)
 {
     int ni, na, nd, combiner, size;
 
     if (dt == MPI_DATATYPE_NULL)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is MPI_DATATYPE_NULL", what);
-    if (dt_info(dt) != NULL)
+    if (dt_info_last(dt) != NULL)
         return MPI_SUCCESS; /* predefined */
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is not a valid datatype", what);

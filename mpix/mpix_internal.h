@@ -42,16 +42,50 @@ typedef enum mxh_dtype_class {
 } mxh_dtype_class_t;
 
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt);
+
+/* The last predefined datatype the checks looked up (never MPI_DATATYPE_NULL
+ * once set; predefined handles never change or get reused) and its size if it
+ * is plain, else 0: the inline fast paths below answer a call that repeats
+ * its datatype without a call into errors.c. */
+extern MPI_Datatype mxh_dt_last;
+extern size_t       mxh_dt_last_size;
+
 /* Predefined and contiguous without holes (size == extent, lb == 0), or one of
  * the half types (size 2). */
-int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size);
+int mxh_dtype_is_plain_slow(MPI_Datatype dt, size_t *size);
+static inline int mxh_dtype_is_plain(MPI_Datatype dt, size_t *size)
+{
+    if (dt == mxh_dt_last) {
+        if (mxh_dt_last_size == 0)
+            return 0;
+        *size = mxh_dt_last_size;
+        return 1;
+    }
+    return mxh_dtype_is_plain_slow(dt, size);
+}
 
-/* A valid communicator (intra or inter). */
-int mxh_check_comm(MPI_Comm comm, const char *func);
-/* An intercommunicator: every collective on it is MPI's own. */
-int mxh_comm_is_inter(MPI_Comm comm);
+/* A valid communicator (intra or inter). Inline: one with a cached hierarchy
+ * was validated when the hierarchy was looked up. */
+int mxh_check_comm_slow(MPI_Comm comm, const char *func);
+static inline int mxh_check_comm(MPI_Comm comm, const char *func)
+{
+    return mxh_hier_cached(comm) ? MPI_SUCCESS : mxh_check_comm_slow(comm, func);
+}
+/* An intercommunicator: every collective on it is MPI's own. Inline: one with
+ * a cached hierarchy (built on intracommunicators only) is not. */
+int mxh_comm_is_inter_slow(MPI_Comm comm);
+static inline int mxh_comm_is_inter(MPI_Comm comm)
+{
+    return mxh_hier_cached(comm) ? 0 : mxh_comm_is_inter_slow(comm);
+}
 int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func);
-int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
+/* A valid (and committed) datatype. Inline: the last predefined one is. */
+int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
+static inline int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what,
+                                  const char *func)
+{
+    return dt == mxh_dt_last ? MPI_SUCCESS : mxh_check_dtype_slow(comm, dt, what, func);
+}
 /* op valid and allowed with dt; *hier_ok = 1: op can run hierarchically, else
  * -(mxh_fallback_t) why not (the metrics' fallback reason). */
 int mxh_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, const char *func);
