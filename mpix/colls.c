@@ -38,7 +38,7 @@ static int check_alias(MPI_Comm comm, const void *sendbuf, const void *recvbuf, 
     return MPI_SUCCESS;
 }
 
-static int check_root(MPI_Comm comm, int root, const char *func)
+static inline int check_root(MPI_Comm comm, int root, const char *func)
 {
     int size;
     if (mxh_hier_cached(comm))
