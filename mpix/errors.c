@@ -229,9 +229,10 @@ static inline const dt_info_t *dt_hit(MPI_Datatype dt)
     return dt_cache_used[k] && dt_cache[k].dt == dt ? &dt_cache[k] : NULL;
 }
 
-/* Look @dt up and enter it: NULL for derived (and invalid) types. A predefined half type (MPICH's
- * MPIX_C_FLOAT16) is entered as what mxh_half_kind makes of it: class
- * MXH_DT_HALF, 2 bytes, so that a hit answers without asking half_types.c. */
+/* Look @dt up and enter it: NULL for derived (and invalid) types. A
+ * predefined half type (MPICH's MPIX_C_FLOAT16) is entered as what
+ * mxh_half_kind makes of it: class MXH_DT_HALF, 2 bytes, so that a hit answers
+ * without asking half_types.c. */
 __attribute__((noinline)) static const dt_info_t *dt_enter(MPI_Datatype dt)
 {
     unsigned k = dt_slot(dt);
