@@ -193,23 +193,24 @@ def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=Fals
     return text, wall, mem.peak
 
 
-def bench_rows(out, coll):
-    """{bytes: [hier_time_us, hier_algbw, hier_busbw, hier_wrong, mpi_time_us,
-    mpi_algbw, mpi_busbw, mpi_wrong, hier/mpi]} of one collective (with --impl
-    hier,mpi; with one implementation only its four columns and 'N/A')."""
-    rows, cur = {}, None
+def coll_lines(out, coll):
+    """The table rows (split fields) of one collective in mpix_bench output."""
+    cur = None
     for line in out.splitlines():
         m = re.match(r"# Collective: (\S+)", line)
         if m:
             cur = m.group(1)
             continue
-        if cur != coll or line.startswith("#") or not line.strip():
-            continue
         f = line.split()
-        if len(f) < 9 or not f[0].isdigit():
-            continue
-        rows[int(f[0])] = f[5:]
-    return rows
+        if cur == coll and not line.startswith("#") and f and f[0].isdigit():
+            yield f
+
+
+def bench_rows(out, coll):
+    """{bytes: [hier_time_us, hier_algbw, hier_busbw, hier_wrong, mpi_time_us,
+    mpi_algbw, mpi_busbw, mpi_wrong, hier/mpi]} of one collective (with --impl
+    hier,mpi; with one implementation only its four columns and 'N/A')."""
+    return {int(f[0]): f[5:] for f in coll_lines(out, coll) if len(f) >= 9}
 
 
 # ---- analytic bounds -----------------------------------------------------------
@@ -627,18 +628,8 @@ def run_scale(a):
 def nb_rows(out, coll):
     """{bytes: (hier_total, hier_compute, hier_pure, hier_overlap, mpi_total, mpi_compute,
     mpi_pure, mpi_overlap)} of one collective in mpix_bench -N output."""
-    rows, cur = {}, None
-    for line in out.splitlines():
-        m = re.match(r"# Collective: (\S+)", line)
-        if m:
-            cur = m.group(1)
-            continue
-        f = line.split()
-        if cur != coll or line.startswith("#") or len(f) < 15 or not f[0].isdigit():
-            continue
-        rows[int(f[0])] = tuple(float(x) for x in (f[5], f[6], f[7], f[8], f[10], f[11],
-                                                     f[12], f[13]))
-    return rows
+    return {int(f[0]): tuple(float(f[i]) for i in (5, 6, 7, 8, 10, 11, 12, 13))
+            for f in coll_lines(out, coll) if len(f) >= 15}
 
 
 def run_overlap(a):
