@@ -23,9 +23,28 @@
  * lvl and nb, the record's tail (coll.h), which coll.c sets when a call needs
  * them: zeroing the whole record cost a small call more than anything else in
  * its entry. */
-static inline void args_clear(mxh_coll_args_t *a)
+static size_t plain_size(MPI_Datatype dt)
+{
+    size_t tsize = 0;
+    return mxh_dtype_is_plain(dt, &tsize) ? tsize : 0;
+}
+
+/* The call's record: cleared up to lvl/nb (set by coll.c where needed), then
+ * the fields every collective has; the caller adds its counts and types. */
+static inline void args_start(mxh_coll_args_t *a, mxh_coll_t coll, const char *func,
+                              const void *sendbuf, void *recvbuf, MPI_Datatype dt, MPI_Op op,
+                              int root, MPI_Comm comm)
 {
     memset(a, 0, offsetof(mxh_coll_args_t, lvl));
+    a->coll    = coll;
+    a->func    = func;
+    a->sendbuf = sendbuf;
+    a->recvbuf = recvbuf;
+    a->dt      = dt;
+    a->op      = op;
+    a->root    = root;
+    a->comm    = comm;
+    a->tsize   = plain_size(dt);
 }
 
 /* sendbuf == recvbuf is erroneous in MPI (MPI_IN_PLACE is the way to say it). */
@@ -143,12 +162,6 @@ static int check_request(MPI_Comm comm, MPI_Request *req, const char *func)
     return MPI_SUCCESS;
 }
 
-static size_t plain_size(MPI_Datatype dt)
-{
-    size_t tsize = 0;
-    return mxh_dtype_is_plain(dt, &tsize) ? tsize : 0;
-}
-
 /* ---- allreduce ---- */
 
 static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -162,17 +175,8 @@ static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, count, F));
-    args_clear(a);
-    a->coll = MXH_COLL_ALLREDUCE;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_ALLREDUCE, F, sendbuf, recvbuf, datatype, op, -1, comm);
     a->count = count;
-    a->dt = datatype;
-    a->op = op;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -221,17 +225,8 @@ static int rsb_args(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datat
     if (sendbuf != MPI_IN_PLACE)
         CHECK(mxh_check_buf(comm, sendbuf, recvcount, "sendbuf", F));
     CHECK(check_alias(comm, sendbuf, recvbuf, recvcount, F));
-    args_clear(a);
-    a->coll = MXH_COLL_REDUCE_SCATTER_BLOCK;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_REDUCE_SCATTER_BLOCK, F, sendbuf, recvbuf, datatype, op, -1, comm);
     a->count = recvcount;
-    a->dt = datatype;
-    a->op = op;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -286,19 +281,10 @@ static int allgather_args(const void *sendbuf, int sendcount, MPI_Datatype sendt
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
-    args_clear(a);
-    a->coll = MXH_COLL_ALLGATHER;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_ALLGATHER, F, sendbuf, recvbuf, recvtype, MPI_OP_NULL, -1, comm);
     a->count = recvcount;
     a->sendcount = sendcount;
-    a->dt = recvtype;
     a->sendtype = sendtype;
-    a->op = MPI_OP_NULL;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(recvtype);
     return MPI_SUCCESS;
 }
 
@@ -345,17 +331,8 @@ static int bcast_args(void *buffer, int count, MPI_Datatype datatype, int root, 
     CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
     CHECK(check_root(comm, root, F));
     CHECK(mxh_check_buf(comm, buffer, count, "buffer", F));
-    args_clear(a);
-    a->coll = MXH_COLL_BCAST;
-    a->func = F;
-    a->sendbuf = MPI_IN_PLACE;
-    a->recvbuf = buffer;
+    args_start(a, MXH_COLL_BCAST, F, MPI_IN_PLACE, buffer, datatype, MPI_OP_NULL, root, comm);
     a->count = count;
-    a->dt = datatype;
-    a->op = MPI_OP_NULL;
-    a->root = root;
-    a->comm = comm;
-    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -412,17 +389,8 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                              "this is rank %d", root, rank);
         CHECK(mxh_check_buf(comm, sendbuf, count, "sendbuf", F));
     }
-    args_clear(a);
-    a->coll = MXH_COLL_REDUCE;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_REDUCE, F, sendbuf, recvbuf, datatype, op, root, comm);
     a->count = count;
-    a->dt = datatype;
-    a->op = op;
-    a->root = root;
-    a->comm = comm;
-    a->tsize = plain_size(datatype);
     return MPI_SUCCESS;
 }
 
@@ -509,18 +477,9 @@ static int allgatherv_args(const void *sendbuf, int sendcount, MPI_Datatype send
     CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
     if (recvbuf == MPI_IN_PLACE)
         return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
-    args_clear(a);
-    a->coll = MXH_COLL_ALLGATHERV;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_ALLGATHERV, F, sendbuf, recvbuf, recvtype, MPI_OP_NULL, -1, comm);
     a->sendcount = sendcount;
-    a->dt = recvtype;
     a->sendtype = sendtype;
-    a->op = MPI_OP_NULL;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(recvtype);
     a->rcounts = recvcounts;
     a->rdispls = displs;
     return MPI_SUCCESS;
@@ -584,17 +543,8 @@ static int reduce_scatter_args(const void *sendbuf, void *recvbuf, const int rec
                              total);
         CHECK(check_alias(comm, sendbuf, recvbuf, (int)(total > 0), F));
     }
-    args_clear(a);
-    a->coll = MXH_COLL_REDUCE_SCATTER;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_REDUCE_SCATTER, F, sendbuf, recvbuf, datatype, op, -1, comm);
     a->count = recvcounts[rank];
-    a->dt = datatype;
-    a->op = op;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(datatype);
     a->rcounts = recvcounts;
     return MPI_SUCCESS;
 }
@@ -651,19 +601,10 @@ static int alltoall_args(const void *sendbuf, int sendcount, MPI_Datatype sendty
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
         CHECK(check_alias(comm, sendbuf, recvbuf, sendcount, F));
-    args_clear(a);
-    a->coll = MXH_COLL_ALLTOALL;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
+    args_start(a, MXH_COLL_ALLTOALL, F, sendbuf, recvbuf, recvtype, MPI_OP_NULL, -1, comm);
     a->count = recvcount;
     a->sendcount = sendcount;
-    a->dt = recvtype;
     a->sendtype = sendtype;
-    a->op = MPI_OP_NULL;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(recvtype);
     return MPI_SUCCESS;
 }
 
@@ -720,17 +661,8 @@ static int alltoallv_args(const void *sendbuf, const int sendcounts[], const int
     CHECK(mxh_check_dtype(comm, recvtype, "recvtype", F));
     if (recvbuf == MPI_IN_PLACE)
         return mxh_raise(comm, MPI_ERR_BUFFER, F, "recvbuf must not be MPI_IN_PLACE");
-    args_clear(a);
-    a->coll = MXH_COLL_ALLTOALLV;
-    a->func = F;
-    a->sendbuf = sendbuf;
-    a->recvbuf = recvbuf;
-    a->dt = recvtype;
+    args_start(a, MXH_COLL_ALLTOALLV, F, sendbuf, recvbuf, recvtype, MPI_OP_NULL, -1, comm);
     a->sendtype = sendtype;
-    a->op = MPI_OP_NULL;
-    a->root = -1;
-    a->comm = comm;
-    a->tsize = plain_size(recvtype);
     a->rcounts = recvcounts;
     a->rdispls = rdispls;
     a->scounts = sendbuf == MPI_IN_PLACE ? NULL : sendcounts;
