@@ -24,6 +24,7 @@
 #ifndef MXH_MEM_H
 #define MXH_MEM_H
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,13 +48,26 @@ typedef struct mxh_mem_event {
     uintptr_t h[4];    /* kind-private */
 } mxh_mem_event_t;
 
+/* A buffer described for the peers of its node (IPC), filled by ipc_export
+ * and carried to them in shared memory: plain bytes, no pointer that only the
+ * exporter can use. valid = 0: this buffer cannot be mapped by peers (host
+ * memory, a kind without IPC, CUDA stream-ordered memory); every rank then
+ * takes the staged path (coll/ipc.h: the decision is agreed). */
+#define MXH_MEM_IPC_DESC_BYTES 112
+typedef struct mxh_mem_ipc_desc {
+    int32_t       kind;  /* mxh_mem_kind_t of the exporter's ops */
+    int32_t       valid;
+    unsigned char b[MXH_MEM_IPC_DESC_BYTES]; /* kind-private */
+} mxh_mem_ipc_desc_t;
+
 typedef struct mxh_mem_ops {
     mxh_mem_kind_t kind;
     const char    *name;
     /* Whether @p is memory of this kind (host: always true; tried last). */
     int (*owns)(const void *p);
-    /* Start copying @n bytes from @src to @dst; exactly one of the two is memory
-     * of this kind, the other host memory (staging or user host memory). The
+    /* Start copying @n bytes from @src to @dst; at least one of the two is
+     * memory of this kind (its own or a peer's mapped by ipc_map), the other
+     * host memory (staging or user host memory) or memory of this kind. The
      * copy is complete (and dst readable) only once event_test(@ev) returned 1.
      * n == 0 completes at once. */
     mxh_status_t (*copy_start)(void *dst, const void *src, size_t n, mxh_mem_event_t *ev);
@@ -80,6 +94,36 @@ typedef struct mxh_mem_ops {
      * which itself waits for every blocking stream, so a cudaMemset or a
      * kernel on the default stream just before the call is seen). */
     mxh_status_t (*enter)(void);
+
+    /* ---- device node level (coll/ipc.c); all optional: NULL = the kind has
+     * no peer mappings and is always staged. Every pointer these take is
+     * memory of this kind: the rank's own or a peer's mapped by ipc_map. */
+
+    /* Describe [p, p + n) for the peers of this node (d->valid = 0 when it
+     * cannot be exported: not an error). Cheap after the first call per
+     * allocation (kinds cache their export handles). */
+    mxh_status_t (*ipc_export)(const void *p, size_t n, mxh_mem_ipc_desc_t *d);
+    /* A peer's exported buffer in this process: *ptr is the peer's p, usable
+     * by copy_start/reduce_start (never by direct access: it may be device
+     * memory). Mapped through the process-wide cache of mem/ipc_cache.h and
+     * tagged with @owner (mxh_ipc_cache_release_owner(owner) at communicator
+     * free closes what only it used); valid until then or until the peer's
+     * allocation is reused. */
+    mxh_status_t (*ipc_map)(const mxh_mem_ipc_desc_t *d, void *owner, void **ptr);
+    /* out = in[0] op in[1] op ... op in[nin-1] over @count elements of the
+     * predefined type @dt (left to right, the bits of mxh_reduce_multi on the
+     * same inputs), asynchronous like copy_start: complete once event_test
+     * returned 1. @out may be any one of the inputs (same pointer, element by
+     * element), no other overlap. nin >= 1 (1: a copy). */
+    mxh_status_t (*reduce_start)(void *out, const void *const *in, int nin, size_t count,
+                                 MPI_Datatype dt, MPI_Op op, mxh_mem_event_t *ev);
+    /* 1 if reduce_start has a kernel for (@dt, @op). */
+    int (*reduce_ok)(MPI_Datatype dt, MPI_Op op);
+    /* An event that completes once every copy and reduction this process
+     * started on the kind before it (and the work enter() ordered them
+     * after: the application's input) is complete; a rank raises "my buffer
+     * is ready" for its peers only after it. */
+    mxh_status_t (*fence_start)(mxh_mem_event_t *ev);
 } mxh_mem_ops_t;
 
 /* Fast path of mxh_mem_of and mxh_mem_query (inline: they run once per
