@@ -18,7 +18,8 @@
 #
 # With the device tool: pack here, then two calls of at most 600 s each, e.g.
 #   run(command="MXH_GPU_DEADLINE=560 MXH_GPU_STEPS='preflight-mpiexec kernel-bench
-#       tests-quick path-log gpu-bench-1ranks gpu-bench-4ranks gpu-bench-2x2'
+#       tests-quick path-log gpu-bench-1ranks gpu-bench-4ranks gpu-bench-4ranks-ipc
+#       gpu-bench-2x2'
 #       contrib/gpu-run.sh run build-gpu-pkg", carry=["build-gpu-pkg"])
 #   run(command="MXH_GPU_DEADLINE=560 MXH_GPU_STEPS='tests-full tests-repeat sanitizer'
 #       contrib/gpu-run.sh run build-gpu-pkg", carry=["build-gpu-pkg"])
@@ -180,7 +181,7 @@ do_run() {
     step preflight-mpiexec 20 $MPIEXEC -n 2 true
     step kernel-bench 40 "$pkg/bin/mpix_kernel_bench" -b 256 -n 20
     # the quick matrix (counts 0, 1, 7) on every layout, then the full one on two
-    step tests-quick 200 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1" MXH_TEST_PARALLEL=6 \
+    step tests-quick 200 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1 1node-2-ipc 1node-4-ipc" MXH_TEST_PARALLEL=8 \
         MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=180 MXH_TEST_TIMEOUT=170
     # which path device buffers took: the schedule and the metrics of one run
     step path-log 40 cuda_tests path "2x2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=35 \
@@ -189,6 +190,10 @@ do_run() {
     for n in 1 2 4; do
         step gpu-bench-${n}ranks 40 $MPIEXEC -n $n "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
     done
+    # the device node level forced on (MPIX_HIER_IPC=yes; auto takes it when
+    # discovery binds every rank to a GPU): peer reads + kernels, no staging
+    step gpu-bench-4ranks-ipc 40 $MPIEXEC -genv MPIX_HIER_IPC yes -n 4 "$pkg/bin/mpix_gpu_bench" \
+        -b 64K -e 64M -n 10
     step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
         -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
     step tests-full 300 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_PARALLEL=3 MXH_TEST_RUN_TIMEOUT=280 \
@@ -198,7 +203,7 @@ do_run() {
         MXH_TEST_GTEST_EXTRA=--gtest_repeat=3
     cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
     if [ -n "$cs" ]; then
-        step sanitizer 120 cuda_tests sanitizer "1rank 1node-2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=55 \
+        step sanitizer 120 cuda_tests sanitizer "1rank 1node-2 1node-2-ipc" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=55 \
             MXH_TEST_GTEST_FILTER='*Allreduce*:*ReduceScatter*:*Ipc*:*AllgatherAndBcast*' \
             MXH_TEST_WRAPPER="$cs --tool memcheck --error-exitcode 99 --print-limit 20"
     else

@@ -8,6 +8,7 @@
 #include "coll/coll.h"
 #include "coll/dtype.h"
 #include "coll/exec.h"
+#include "coll/ipc.h"
 #include "coll/metrics.h"
 #include "coll/task.h"
 #include "reduce/reduce.h"
@@ -1559,8 +1560,100 @@ static inline int shm_direct(const mxh_coll_args_t *a)
             a->coll == MXH_COLL_REDUCE);
 }
 
+/* ---- the device node level ------------------------------------------------------------------ */
+
+/* Whether the call tries the device node level (coll/ipc.h): agreed facts only
+ * (the hierarchy, the collective, its size in the view's bytes); where this
+ * rank's buffers live is agreed inside coll/ipc.c, which declines on every
+ * rank when one cannot take part. */
+static int ipc_considered(const mxh_coll_args_t *a)
+{
+    size_t bytes = (size_t)a->count * a->vn * a->tsize;
+
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+    case MXH_COLL_BCAST:
+    case MXH_COLL_REDUCE:
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+    case MXH_COLL_ALLGATHER:
+        bytes *= (size_t)a->size;
+        break;
+    default:
+        return 0;
+    }
+    return bytes >= a->hier->config.ipc_min && (size_t)a->count * a->vn <= INT_MAX;
+}
+
+/* The single-node collectives on the device node level. MXH_ERR_UNSUPPORTED
+ * (on every rank alike, nothing written): run the other paths instead. */
+static mxh_status_t ipc_single(mxh_coll_args_t *a)
+{
+    mxh_hier_t *h            = a->hier;
+    mxh_ipc_t *x             = h->ipc;
+    buf_use_t u              = buf_use(a);
+    size_t n                 = (size_t)a->count * a->vn; /* elements of the view */
+    const void *in           = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
+    const mxh_mem_ops_t *ops = NULL;
+    mxh_status_t st;
+
+    /* this rank's buffers: one kind that is not host memory, dense */
+    if (!a->vpack) {
+        if (u.send_count > 0 && u.recv_count > 0)
+            ops = a->send_mem == a->recv_mem ? a->recv_mem : NULL;
+        else
+            ops = u.send_count > 0 ? a->send_mem : a->recv_mem;
+        if (ops != NULL && ops->kind == MXH_MEM_HOST)
+            ops = NULL;
+    }
+    if (ops != NULL && ops->hold) { /* the test kind: the engine may not touch them */
+        if (u.send_count > 0)
+            ops->hold(a->sendbuf);
+        if (u.recv_count > 0)
+            ops->hold(a->recvbuf);
+    }
+    switch (a->coll) {
+    case MXH_COLL_ALLREDUCE:
+        st = mxh_ipc_allreduce(x, ops, in, a->recvbuf, n, a->vdt, a->tsize, a->mpi_op);
+        break;
+    case MXH_COLL_BCAST:
+        st = mxh_ipc_bcast(x, ops, a->recvbuf, n * a->tsize, a->root);
+        break;
+    case MXH_COLL_REDUCE:
+        st = mxh_ipc_reduce(x, ops, in, a->rank == a->root ? a->recvbuf : NULL, n, a->vdt,
+                            a->tsize, a->mpi_op, a->root);
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        block_parts(h, (int)n);
+        st = mxh_ipc_reduce_scatter(x, ops, in, a->recvbuf, h->blk_counts, h->blk_displs,
+                                    a->vdt, a->tsize, a->mpi_op);
+        break;
+    default: /* MXH_COLL_ALLGATHER */
+        block_parts(h, (int)n);
+        st = mxh_ipc_allgather(x, ops,
+                               a->sendbuf == MPI_IN_PLACE
+                                   ? (const char *)a->recvbuf + (size_t)a->rank * n * a->tsize
+                                   : a->sendbuf,
+                               a->recvbuf, h->blk_counts, h->blk_displs, a->tsize);
+        break;
+    }
+    if (ops != NULL && ops->release) {
+        if (u.recv_count > 0)
+            ops->release(a->recvbuf);
+        if (u.send_count > 0)
+            ops->release(a->sendbuf);
+    }
+    a->ipc = st != MXH_ERR_UNSUPPORTED;
+    return st;
+}
+
 static mxh_status_t body(mxh_coll_args_t *a)
 {
+    if (a->path == MXH_PATH_SHM && a->hier->ipc != NULL && ipc_considered(a)) {
+        mxh_status_t st = ipc_single(a);
+        if (st != MXH_ERR_UNSUPPORTED)
+            return st;
+    }
     if (shm_direct(a))
         return shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))

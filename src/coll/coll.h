@@ -87,6 +87,7 @@ typedef struct mxh_coll_args {
     mxh_lvl_time_t *lvl_p; /* &lvl of the record that counts (views are copies) */
     struct mxh_mstats *mstats; /* the communicator's counters, looked up when the call
                                   starts (never from inside MPI_Comm_free), or NULL */
+    int          ipc;      /* path shm ran on the device node level (coll/ipc.h) */
     /* lvl and nb come last: the entry layer leaves them unset (they are a third
      * of the record, too much to zero per small call); coll.c sets them when
      * the call needs them (lvl_start, mxh_coll_start) */

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/hier.h"
+#include "coll/ipc.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
 #include "mem/ipc_cache.h"
@@ -142,6 +143,7 @@ static void hier_destroy(mxh_hier_t *h)
     for (int l = MXH_MAX_LEVELS - 1; l >= 0; l--)
         mxh_shm_destroy(h->shm[l]);
     mxh_shm_destroy(h->shm_all);
+    mxh_ipc_destroy(h->ipc);
     mxh_ipc_cache_release_owner(h); /* peer device mappings opened for this communicator */
     mxh_alltoall_destroy(h->a2a);   /* its communicators: collective too */
     mxh_xrail_free(&h->xrail);
@@ -309,6 +311,18 @@ static void create_shm(mxh_hier_t *h)
     if (L->nnodes == 1 && mxh_shm_create(h->comm, h->config.shm_chunk, &h->shm_all) != MXH_OK) {
         mxh_info("shared-memory collectives unavailable on this communicator");
         h->shm_all = NULL;
+    }
+    /* the device node level (coll/ipc.h), over the same segment: asked for, or
+     * (auto) every rank drives a GPU (the layout is agreed) */
+    int want = h->shm_all != NULL && h->config.ipc != 0;
+    for (int r = 0; r < h->size && want && h->config.ipc < 0; r++)
+        want = L->gpu_of[r] >= 0;
+    if (want) {
+        int ok = mxh_ipc_create(h->shm_all, h->size, h->rank, h, &h->ipc) == MXH_OK, all = 0;
+        if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, h->comm) != MPI_SUCCESS || !all) {
+            mxh_ipc_destroy(h->ipc);
+            h->ipc = NULL;
+        }
     }
     for (int l = 0; l < L->nlevels; l++) {
         if ((L->type[l] != MXH_LEVEL_NODE && L->type[l] != MXH_LEVEL_ISLAND) ||

@@ -75,6 +75,8 @@ typedef struct mxh_hier {
     uint64_t          clock;
     mxh_select_shape_t shape;                     /* what selection may use */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
+    struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
+                                                     NULL (agreed) */
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
     unsigned          shm_levels;                 /* bit l: some rank has shm[l] (agreed) */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */

@@ -17,9 +17,10 @@
 
 /* The algorithm a call ran: its path, and the schedule's algorithm on the
  * hierarchical path. */
-const char *const mxh_metrics_algo_names[] = {"none", "mpi", "shm", "hier", "pipeline", "railx", NULL};
+const char *const mxh_metrics_algo_names[] = {"none", "mpi", "shm", "hier", "pipeline", "railx",
+                                                     "ipc", NULL};
 const char *const mxh_metrics_path_names[] = {"none", "plain", "shm", "sched", "railx", NULL};
-static const int alg_path[MXH_NALG] = {0, 1, 2, 3, 3, 4};
+static const int alg_path[MXH_NALG] = {0, 1, 2, 3, 3, 4, 2};
 
 const mxh_metric_family_t mxh_metric_families[] = {
     {"mpix_hier_calls_total", "counter", "coll,blocking,path,algo",

@@ -79,6 +79,13 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_SHM_CHUNK", "128k",
      "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
      "it chunk by chunk).", 1},
+    {"MPIX_HIER_IPC", "auto",
+     "Device buffers of the ranks of one node are read through peer mappings (CUDA IPC) and "
+     "reduced by the device's kernels instead of being staged through host memory: auto (when "
+     "every rank of the node drives a GPU), yes, no.", 1},
+    {"MPIX_HIER_IPC_MIN", "32k",
+     "Smallest message (bytes of the whole vector) that takes the device node level; smaller "
+     "ones are staged (the peer-mapped protocol costs four flag rounds).", 1},
     /* mpix_doctor's feedback (README: mpix_doctor) */
     {"MPIX_HIER_EXCLUDE_RAILS", "",
      "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
@@ -299,6 +306,8 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
+    cfg->ipc             = -1;        /* auto */
+    cfg->ipc_min         = 32 << 10;  /* not measured on a GPU yet: RESULTS.md section 4 */
     cfg->metrics         = 1;
 }
 
@@ -372,6 +381,13 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_size(value, &cfg->shm_chunk);
         if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
             rc = -1;
+    } else if (!strcmp(name, "MPIX_HIER_IPC")) {
+        if (!strcasecmp(value, "auto"))
+            cfg->ipc = -1;
+        else
+            rc = parse_bool(value, &cfg->ipc);
+    } else if (!strcmp(name, "MPIX_HIER_IPC_MIN")) {
+        rc = parse_size(value, &cfg->ipc_min);
     } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
         rc = parse_exclude_rails(value, &cfg->exclude_rails);
     } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
@@ -485,6 +501,10 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
         snprintf(buf, len, "%zu", cfg->shm_chunk);
+    } else if (!strcmp(name, "MPIX_HIER_IPC")) {
+        snprintf(buf, len, "%s", cfg->ipc < 0 ? "auto" : cfg->ipc ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_IPC_MIN")) {
+        snprintf(buf, len, "%zu", cfg->ipc_min);
     } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
         size_t off = 0;
         for (int r = 0; r < 64 && off < len; r++)
@@ -527,6 +547,9 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));
         h = mxh_hash_bytes(h, &cfg->exclude_rails, sizeof(cfg->exclude_rails));
+        uint64_t im = (uint64_t)cfg->ipc_min;
+        h = mxh_hash_bytes(h, &cfg->ipc, sizeof(cfg->ipc));
+        h = mxh_hash_bytes(h, &im, sizeof(im));
     }
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;

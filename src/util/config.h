@@ -39,6 +39,8 @@ typedef struct mxh_config {
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
+    int    ipc;                             /* MPIX_HIER_IPC: -1 auto, 0 no, 1 yes */
+    size_t ipc_min;                         /* MPIX_HIER_IPC_MIN */
     uint64_t exclude_rails;                 /* MPIX_HIER_EXCLUDE_RAILS: bit per rail (< 64) */
     /* metrics (coll/metrics.h) */
     int    metrics;                         /* MPIX_HIER_METRICS */

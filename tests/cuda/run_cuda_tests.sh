@@ -82,6 +82,10 @@ H=MPIX_HIER_HOSTNAME
 run 1rank   -n 1 BIN
 run 1node-2 -n 2 BIN
 run 1node-4 -n 4 BIN
+# the device node level (coll/ipc.h) forced on at every size: peer-mapped
+# buffers, the reduction kernels, no staging (declined calls stage as before)
+run 1node-2-ipc -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 2 BIN
+run 1node-4-ipc -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 4 BIN
 run 2x2     -n 2 -env $H a BIN : -n 2 -env $H b BIN
 run 1+1     -n 1 -env $H a BIN : -n 1 -env $H b BIN
 run 3+1     -n 3 -env $H a BIN : -n 1 -env $H b BIN
