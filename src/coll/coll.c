@@ -415,7 +415,7 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
 {
     mxh_hier_t *h      = a->hier;
     mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
-                          h->shm_levels, a->lvl_p};
+                          h->shm_levels, a->lvl_p, 0};
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
         ctx.src = io->src;
@@ -1587,6 +1587,40 @@ static int ipc_considered(const mxh_coll_args_t *a)
 
 /* The single-node collectives on the device node level. MXH_ERR_UNSUPPORTED
  * (on every rank alike, nothing written): run the other paths instead. */
+/* The kind of this rank's buffers when the device node level can take them
+ * (one kind that is not host memory, dense), else NULL. Holds them (the test
+ * kind: the engine may not touch them); ipc_release undoes it. */
+static const mxh_mem_ops_t *ipc_hold(const mxh_coll_args_t *a, buf_use_t u)
+{
+    const mxh_mem_ops_t *ops = NULL;
+
+    if (a->vpack)
+        return NULL;
+    if (u.send_count > 0 && u.recv_count > 0)
+        ops = a->send_mem == a->recv_mem ? a->recv_mem : NULL;
+    else
+        ops = u.send_count > 0 ? a->send_mem : a->recv_mem;
+    if (ops == NULL || ops->kind == MXH_MEM_HOST)
+        return NULL;
+    if (ops->hold) {
+        if (u.send_count > 0)
+            ops->hold(a->sendbuf);
+        if (u.recv_count > 0)
+            ops->hold(a->recvbuf);
+    }
+    return ops;
+}
+
+static void ipc_release(const mxh_coll_args_t *a, buf_use_t u, const mxh_mem_ops_t *ops)
+{
+    if (ops != NULL && ops->release) {
+        if (u.recv_count > 0)
+            ops->release(a->recvbuf);
+        if (u.send_count > 0)
+            ops->release(a->sendbuf);
+    }
+}
+
 static mxh_status_t ipc_single(mxh_coll_args_t *a)
 {
     mxh_hier_t *h            = a->hier;
@@ -1594,24 +1628,8 @@ static mxh_status_t ipc_single(mxh_coll_args_t *a)
     buf_use_t u              = buf_use(a);
     size_t n                 = (size_t)a->count * a->vn; /* elements of the view */
     const void *in           = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
-    const mxh_mem_ops_t *ops = NULL;
+    const mxh_mem_ops_t *ops = ipc_hold(a, u);
     mxh_status_t st;
-
-    /* this rank's buffers: one kind that is not host memory, dense */
-    if (!a->vpack) {
-        if (u.send_count > 0 && u.recv_count > 0)
-            ops = a->send_mem == a->recv_mem ? a->recv_mem : NULL;
-        else
-            ops = u.send_count > 0 ? a->send_mem : a->recv_mem;
-        if (ops != NULL && ops->kind == MXH_MEM_HOST)
-            ops = NULL;
-    }
-    if (ops != NULL && ops->hold) { /* the test kind: the engine may not touch them */
-        if (u.send_count > 0)
-            ops->hold(a->sendbuf);
-        if (u.recv_count > 0)
-            ops->hold(a->recvbuf);
-    }
     switch (a->coll) {
     case MXH_COLL_ALLREDUCE:
         st = mxh_ipc_allreduce(x, ops, in, a->recvbuf, n, a->vdt, a->tsize, a->mpi_op);
@@ -1637,13 +1655,123 @@ static mxh_status_t ipc_single(mxh_coll_args_t *a)
                                a->recvbuf, h->blk_counts, h->blk_displs, a->tsize);
         break;
     }
-    if (ops != NULL && ops->release) {
-        if (u.recv_count > 0)
-            ops->release(a->recvbuf);
-        if (u.send_count > 0)
-            ops->release(a->sendbuf);
-    }
+    ipc_release(a, u, ops);
     a->ipc = st != MXH_ERR_UNSUPPORTED;
+    return st;
+}
+
+/* Copies of @nreg regions (elements of @ts bytes at @off) from @src to @dst,
+ * the same offsets on both sides, waiting for them (yielding in a task). */
+static mxh_status_t copy_regions(const mxh_mem_ops_t *ops, char *dst, const char *src,
+                                 const size_t *off, const size_t *cnt, int nreg, size_t ts)
+{
+    mxh_mem_event_t ev[16];
+    mxh_status_t st = MXH_OK;
+    int k = 0;
+
+    for (int r = 0; r <= nreg; r++) {
+        if (r < nreg && cnt[r] > 0 && st == MXH_OK &&
+            (st = ops->copy_start(dst + off[r] * ts, src + off[r] * ts, cnt[r] * ts, &ev[k])) ==
+                MXH_OK)
+            k++;
+        if (k == 16 || (r == nreg && k > 0)) { /* wait for the batch */
+            for (int i = 0; i < k; i++) {
+                int done;
+                while ((done = ops->event_test(&ev[i])) == 0)
+                    if (mxh_task_in_fiber())
+                        mxh_task_yield();
+                if (done < 0 && st == MXH_OK)
+                    st = (mxh_status_t)-done;
+            }
+            k = 0;
+        }
+    }
+    return st;
+}
+
+/* Allreduce over several nodes on device buffers: the node part on the device
+ * node level of the whole node (coll/ipc.h: mxh_ipc_node_reduce / _push), the
+ * network steps of the agreed schedule on host memory, run by the executor
+ * with the node-local levels skipped, so exactly the messages a node that
+ * stages sends: nodes decide alone, only the ranks of one node agree. Per
+ * fragment, the node reduction fills the region where this rank's first
+ * network step starts (the node-wide sum of its part: what the schedule's
+ * node steps would have left there), only those regions cross to the host and
+ * back (1/n of the vector instead of all of it, n ranks per node), and the
+ * region its last network step leaves is pushed to every peer of the node.
+ * MXH_ERR_UNSUPPORTED (the node's ranks alike, nothing written): staged. */
+static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
+{
+    mxh_hier_t *h            = a->hier;
+    const mxh_layout_t *L    = h->layout;
+    buf_use_t u              = buf_use(a);
+    size_t n                 = (size_t)a->count * a->vn, ts = a->tsize;
+    const void *in           = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
+    const mxh_sched_t *sched = NULL;
+    const mxh_mem_ops_t *ops;
+    size_t *reg = NULL;
+    unsigned skip = 0;
+    int nfrag = 0, able, engaged = 0;
+    mxh_status_t st;
+
+    for (int l = 0; l < L->nlevels; l++)
+        if (L->type[l] == MXH_LEVEL_NODE || L->type[l] == MXH_LEVEL_ISLAND)
+            skip |= 1u << l;
+    able = get_sched(a, n, -1, &sched) == MXH_OK;
+    if (able) {
+        nfrag = sched->nfrag;
+        reg   = mxh_hier_grow(&h->ipc_regs, 4 * (size_t)nfrag * sizeof(size_t));
+        able  = reg != NULL;
+    }
+    /* regions: in_off, in_cnt, out_off, out_cnt per fragment; the plan must
+     * keep its node-local steps before and after its network steps */
+    for (int f = 0; f < nfrag && able; f++) {
+        const mxh_plan_t *p = mxh_sched_plan(sched, f);
+        size_t fo           = mxh_sched_frag_offset(sched, f);
+        int first = -1, last = -1, after = 0;
+        for (int i = 0; i < p->nsteps; i++) {
+            if (skip >> p->steps[i].level & 1u) {
+                after = first >= 0;
+                continue;
+            }
+            if (after)
+                able = 0; /* a network step after a node step that follows one */
+            if (first < 0)
+                first = i;
+            last = i;
+        }
+        reg[f]             = first >= 0 ? fo + p->steps[first].offset : 0;
+        reg[nfrag + f]     = first >= 0 ? p->steps[first].count : 0;
+        reg[2 * nfrag + f] = last >= 0 ? fo + p->steps[last].offset : 0;
+        reg[3 * nfrag + f] = last >= 0 ? p->steps[last].count : 0;
+    }
+    ops = ipc_hold(a, u);
+    st  = mxh_ipc_node_reduce(h->ipc_node, ops, able, in, a->recvbuf, n * ts, reg,
+                              reg ? reg + nfrag : NULL, nfrag, a->vdt, ts, a->mpi_op, &engaged);
+    if (engaged) {
+        char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
+        mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->vdt, ts, a->mpi_op, h->reqs, NULL, NULL,
+                              NULL, NULL, h->shm_levels, a->lvl_p, skip};
+        size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
+        void *tmp        = mxh_hier_tmp(h, tmp_bytes);
+        if (mirror == NULL || tmp == NULL) {
+            /* the other nodes wait in the network steps: as the staged path */
+            st = no_memory(mirror == NULL ? n * ts : tmp_bytes);
+        } else {
+            if (st == MXH_OK)
+                st = copy_regions(ops, mirror, a->recvbuf, reg, reg + nfrag, nfrag, ts);
+            mxh_status_t net = mxh_exec_sched(sched, &ctx, mirror, tmp);
+            if (st == MXH_OK)
+                st = net;
+            if (st == MXH_OK)
+                st = copy_regions(ops, a->recvbuf, mirror, reg + 2 * nfrag, reg + 3 * nfrag, nfrag,
+                                  ts);
+        }
+        st = mxh_ipc_node_push(h->ipc_node, ops, a->recvbuf, reg + 2 * nfrag, reg + 3 * nfrag,
+                               nfrag, ts, st);
+        a->ipc = 1;
+    }
+    ipc_release(a, u, ops);
     return st;
 }
 
@@ -1651,6 +1779,12 @@ static mxh_status_t body(mxh_coll_args_t *a)
 {
     if (a->path == MXH_PATH_SHM && a->hier->ipc != NULL && ipc_considered(a)) {
         mxh_status_t st = ipc_single(a);
+        if (st != MXH_ERR_UNSUPPORTED)
+            return st;
+    }
+    if (a->path == MXH_PATH_SCHED && a->coll == MXH_COLL_ALLREDUCE && a->hier->ipc_node != NULL &&
+        ipc_considered(a)) {
+        mxh_status_t st = ipc_hybrid_allreduce(a);
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
     }

@@ -387,7 +387,7 @@ static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, 
         int rc;
 
         /* every member of a group sees the same region: empty steps are skipped by all */
-        if (s->count == 0)
+        if (mxh_exec_step_void(ctx, s))
             continue;
         uint64_t t0 = ctx->lvl ? mxh_ticks() : 0;
         if (shm_step(s, ctx, base, &st)) {
@@ -551,7 +551,7 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         int st = x->stage, i = p->stage_step[st];
         if (S->enter[st] != f)
             return MPI_SUCCESS; /* an earlier fragment has not entered this stage yet */
-        if (i < 0 || p->steps[i].count == 0 || p->steps[i].gsize <= 1) {
+        if (i < 0 || mxh_exec_step_void(S->ctx, &p->steps[i]) || p->steps[i].gsize <= 1) {
             S->enter[st] = f + 1;
             x->stage++;
             *moved = 1;
@@ -848,7 +848,7 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 continue;
             const mxh_plan_t *p = mxh_sched_plan(sched, f);
             int i               = p->stage_step[s];
-            if (i < 0 || p->steps[i].count == 0)
+            if (i < 0 || mxh_exec_step_void(ctx, &p->steps[i]))
                 continue;
             steps[nsteps] = &p->steps[i];
             sbase[nsteps] = (char *)work + (mxh_sched_frag_offset(sched, f) + p->steps[i].offset) *

@@ -45,7 +45,17 @@ typedef struct mxh_exec_ctx {
                                      configured: every rank's view, also of a rank
                                      alone in its group there (agreed decisions) */
     mxh_lvl_time_t   *lvl;        /* NULL, or where step times add up (metrics) */
+    unsigned          skip_levels; /* bit l: steps at level l are not run (another engine
+                                      did their work: the device node level of coll/ipc.h,
+                                      on every rank of those groups alike) */
 } mxh_exec_ctx_t;
+
+/* Whether step @s moves nothing here: empty, or at a skipped level. Every
+ * member of the step's group answers alike. */
+static inline int mxh_exec_step_void(const mxh_exec_ctx_t *ctx, const mxh_step_t *s)
+{
+    return s->count == 0 || (ctx->skip_levels >> s->level & 1u);
+}
 
 /* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it
  * falls back to rounds). */

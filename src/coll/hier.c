@@ -115,6 +115,8 @@ static void hier_free_comms(mxh_hier_t *h)
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         if (h->level_comm[l] != MPI_COMM_NULL)
             MPI_Comm_free(&h->level_comm[l]);
+    if (h->node_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&h->node_comm);
     if (h->comm != MPI_COMM_NULL)
         MPI_Comm_free(&h->comm);
 }
@@ -144,6 +146,8 @@ static void hier_destroy(mxh_hier_t *h)
         mxh_shm_destroy(h->shm[l]);
     mxh_shm_destroy(h->shm_all);
     mxh_ipc_destroy(h->ipc);
+    mxh_ipc_destroy(h->ipc_node);
+    mxh_shm_destroy(h->shm_node);
     mxh_ipc_cache_release_owner(h); /* peer device mappings opened for this communicator */
     mxh_alltoall_destroy(h->a2a);   /* its communicators: collective too */
     mxh_xrail_free(&h->xrail);
@@ -169,6 +173,7 @@ static void hier_destroy(mxh_hier_t *h)
                 mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
     free(h->blk_counts);
     free(h->blk_displs);
+    mxh_hier_grow_free(&h->ipc_regs);
     mxh_sched_destroy(h->vsched);
     free(h->vsched_counts);
     comm_queue_unref(h->cq);
@@ -302,6 +307,22 @@ static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
  * (single-node algorithms) and every node-local level (hierarchical steps).
  * Creation is collective and agreed; a segment that cannot be made is simply
  * not used. */
+/* The device node level over @shm (members of @comm), or NULL (agreed over @comm). */
+static mxh_ipc_t *create_ipc(mxh_hier_t *h, mxh_shm_t *shm, MPI_Comm comm)
+{
+    mxh_ipc_t *x = NULL;
+    int n = 1, me = 0, ok, all = 0;
+
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    ok = mxh_ipc_create(shm, n, me, h, &x) == MXH_OK;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
+        mxh_ipc_destroy(x);
+        return NULL;
+    }
+    return x;
+}
+
 static void create_shm(mxh_hier_t *h)
 {
     const mxh_layout_t *L = h->layout;
@@ -314,15 +335,22 @@ static void create_shm(mxh_hier_t *h)
     }
     /* the device node level (coll/ipc.h), over the same segment: asked for, or
      * (auto) every rank drives a GPU (the layout is agreed) */
-    int want = h->shm_all != NULL && h->config.ipc != 0;
+    int want = h->config.ipc != 0;
     for (int r = 0; r < h->size && want && h->config.ipc < 0; r++)
         want = L->gpu_of[r] >= 0;
-    if (want) {
-        int ok = mxh_ipc_create(h->shm_all, h->size, h->rank, h, &h->ipc) == MXH_OK, all = 0;
-        if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, h->comm) != MPI_SUCCESS || !all) {
-            mxh_ipc_destroy(h->ipc);
-            h->ipc = NULL;
-        }
+    if (want && h->shm_all != NULL)
+        h->ipc = create_ipc(h, h->shm_all, h->comm);
+    /* several nodes: the node part of device allreduces (coll.c,
+     * ipc_hybrid_allreduce) over a communicator and segment of the whole node;
+     * only the ranks of one node need to agree on it */
+    if (want && L->nnodes > 1 &&
+        MPI_Comm_split(h->comm, L->node_of[h->rank], h->rank, &h->node_comm) == MPI_SUCCESS) {
+        int nsize = 1;
+        MPI_Comm_size(h->node_comm, &nsize);
+        if (nsize > 1 && mxh_shm_create(h->node_comm, h->config.shm_chunk, &h->shm_node) == MXH_OK)
+            h->ipc_node = create_ipc(h, h->shm_node, h->node_comm);
+        else
+            h->shm_node = NULL;
     }
     for (int l = 0; l < L->nlevels; l++) {
         if ((L->type[l] != MXH_LEVEL_NODE && L->type[l] != MXH_LEVEL_ISLAND) ||
@@ -377,6 +405,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         return MXH_ERR_NO_MEMORY;
     }
     h->comm      = MPI_COMM_NULL;
+    h->node_comm = MPI_COMM_NULL;
     h->user_comm = comm;
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         h->level_comm[l] = MPI_COMM_NULL;

@@ -77,6 +77,12 @@ typedef struct mxh_hier {
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */
+    /* several nodes, device node level wanted (MPIX_HIER_IPC): my whole node */
+    MPI_Comm          node_comm;                  /* or MPI_COMM_NULL */
+    mxh_shm_t        *shm_node;                   /* its segment, or NULL */
+    struct mxh_ipc   *ipc_node;                   /* its device node level, or NULL (agreed
+                                                     by the node's ranks) */
+    mxh_grow_buf_t    ipc_regs;                   /* region lists of ipc_hybrid_allreduce */
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
     unsigned          shm_levels;                 /* bit l: some rank has shm[l] (agreed) */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */

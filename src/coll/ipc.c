@@ -17,6 +17,9 @@ typedef struct ipc_pub {
     mxh_mem_ipc_desc_t d[2];
 } ipc_pub_t;
 
+/* Copies or reductions of a region list started before waiting for them. */
+#define EV_BATCH 64
+
 struct mxh_ipc {
     mxh_shm_t       *shm;
     int              n, me;
@@ -25,7 +28,8 @@ struct mxh_ipc {
     ipc_pub_t       *pub;             /* [n] this call's publications */
     char           **buf;             /* [2 n] rank q's buffer b at buf[2 q + b] (mine: my own) */
     const void     **src;             /* [n] reduction inputs */
-    mxh_mem_event_t *ev;              /* [n] */
+    mxh_mem_event_t *ev;              /* [nev] */
+    int              nev;             /* n + EV_BATCH */
     unsigned long    ran, declined;
 };
 
@@ -45,7 +49,8 @@ mxh_status_t mxh_ipc_create(mxh_shm_t *shm, int n, int me, void *owner, mxh_ipc_
     x->pub    = calloc((size_t)n, sizeof(ipc_pub_t));
     x->buf    = calloc(2 * (size_t)n, sizeof(char *));
     x->src    = calloc((size_t)n, sizeof(void *));
-    x->ev     = calloc((size_t)n, sizeof(mxh_mem_event_t));
+    x->nev    = n + EV_BATCH;
+    x->ev     = calloc((size_t)x->nev, sizeof(mxh_mem_event_t));
     if (!x->counts || !x->displs || !x->pub || !x->buf || !x->src || !x->ev) {
         mxh_ipc_destroy(x);
         return MXH_ERR_NO_MEMORY;
@@ -336,5 +341,89 @@ mxh_status_t mxh_ipc_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const void *
         return st;
     slice(count, tsize, x->n, x->me, &lo, &hi);
     st = reduce_slice(x, ops, 0, x->buf[2 * root + 1] + lo * tsize, lo * tsize, hi - lo, dt, op);
+    return finish(x, st);
+}
+
+/* ---- the node part of a multi-node allreduce -------------------------------------------------- */
+
+/* Start @ops's op for every region through @start, EV_BATCH at a time. */
+typedef mxh_status_t (*region_fn)(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
+                                  size_t cnt, int q, mxh_mem_event_t *ev);
+
+static mxh_status_t each_region(mxh_ipc_t *x, const mxh_mem_ops_t *ops, region_fn fn, void *arg,
+                                const size_t *off, const size_t *cnt, int nreg, int q)
+{
+    mxh_status_t st = MXH_OK;
+    int k = 0;
+
+    for (int r = 0; r < nreg && st == MXH_OK; r++) {
+        if (cnt[r] == 0)
+            continue;
+        if ((st = fn(x, ops, arg, off[r], cnt[r], q, &x->ev[k])) == MXH_OK && ++k == EV_BATCH) {
+            st = wait_events(ops, x->ev, k);
+            k  = 0;
+        }
+    }
+    mxh_status_t ws = wait_events(ops, x->ev, k);
+    return st != MXH_OK ? st : ws;
+}
+
+typedef struct reduce_arg {
+    char        *out;
+    size_t       tsize;
+    MPI_Datatype dt;
+    MPI_Op       op;
+} reduce_arg_t;
+
+static mxh_status_t region_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
+                                  size_t cnt, int q, mxh_mem_event_t *ev)
+{
+    reduce_arg_t *ra = arg;
+    (void)q;
+    for (int p = 0; p < x->n; p++)
+        x->src[p] = x->buf[2 * p] + off * ra->tsize;
+    /* the kinds take the input list at the start (a launch's arguments) */
+    return ops->reduce_start(ra->out + off * ra->tsize, x->src, x->n, cnt, ra->dt, ra->op, ev);
+}
+
+mxh_status_t mxh_ipc_node_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
+                                 void *out, size_t bytes, const size_t *off, const size_t *cnt,
+                                 int nreg, MPI_Datatype dt, size_t tsize, MPI_Op op, int *engaged)
+{
+    reduce_arg_t ra = {out, tsize, dt, op};
+    mxh_status_t st;
+
+    *engaged = 0;
+    if ((st = agree(x, ops, able, in, bytes, out, bytes, dt, op, -1)) != MXH_OK)
+        return st;
+    *engaged = 1;
+    return each_region(x, ops, region_reduce, &ra, off, cnt, nreg, x->me);
+}
+
+static mxh_status_t region_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
+                                size_t cnt, int q, mxh_mem_event_t *ev)
+{
+    reduce_arg_t *ra = arg;
+    return ops->copy_start(x->buf[2 * q + 1] + off * ra->tsize, ra->out + off * ra->tsize,
+                           cnt * ra->tsize, ev);
+}
+
+mxh_status_t mxh_ipc_node_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *out,
+                               const size_t *off, const size_t *cnt, int nreg, size_t tsize,
+                               mxh_status_t st)
+{
+    reduce_arg_t ra = {out, tsize, MPI_DATATYPE_NULL, MPI_OP_NULL};
+    int any;
+    mxh_status_t rs = round_max(x, st != MXH_OK, &any);
+
+    if (st == MXH_OK)
+        st = rs;
+    /* a rank that failed before has its regions unwritten: the others still
+     * push theirs (nobody may hang) and every rank reports an error */
+    for (int q = 0; q < x->n && st == MXH_OK; q++)
+        if (q != x->me)
+            st = each_region(x, ops, region_push, &ra, off, cnt, nreg, q);
+    if (st == MXH_OK && any)
+        st = MXH_ERR_MPI;
     return finish(x, st);
 }

@@ -88,6 +88,27 @@ mxh_status_t mxh_ipc_bcast(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *buf, si
 mxh_status_t mxh_ipc_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const void *in, void *out,
                             size_t count, MPI_Datatype dt, size_t tsize, MPI_Op op, int root);
 
+/* The node part of a multi-node allreduce (coll.c: ipc_hybrid_allreduce): the
+ * network steps of the schedule run in between, on host memory, exactly as on
+ * a node that stages (so nodes need not agree with each other, only the ranks
+ * of one node: the network messages are the same either way).
+ *
+ * mxh_ipc_node_reduce: agree (@able: this rank's schedule suits it), then
+ * reduce the @nreg regions (@off, @cnt in elements) of this rank - where its
+ * first network step starts - from every node rank's @in into its own @out.
+ * *@engaged = 1 once agreed: mxh_ipc_node_push must follow, whatever the
+ * status (peers wait in it). MXH_ERR_UNSUPPORTED with *engaged = 0: declined
+ * on every rank of the node, nothing written.
+ * mxh_ipc_node_push: a round (@st: this rank's status so far), then this rank
+ * copies its regions - where its last network step left the results - into
+ * every peer's @out; a closing round. Returns the first error of any rank. */
+mxh_status_t mxh_ipc_node_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
+                                 void *out, size_t bytes, const size_t *off, const size_t *cnt,
+                                 int nreg, MPI_Datatype dt, size_t tsize, MPI_Op op, int *engaged);
+mxh_status_t mxh_ipc_node_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *out,
+                               const size_t *off, const size_t *cnt, int nreg, size_t tsize,
+                               mxh_status_t st);
+
 /* Calls that ran on the device node level / that were declined (agreed
  * MXH_ERR_UNSUPPORTED) since the object was made. */
 void mxh_ipc_counts(const mxh_ipc_t *x, unsigned long *ran, unsigned long *declined);
