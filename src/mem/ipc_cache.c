@@ -1,10 +1,12 @@
 /* Process-wide cache of peer IPC mappings keyed by (kind, pid, allocation
  * range, buffer id). See ipc_cache.h for the rules; this file has no CUDA code
- * (the CUDA opener is in src/gpu/gpu.c), so the logic is unit-tested anywhere. */
+ * (the CUDA opener is in src/gpu/gpu.c, the test kind's in src/mem/mem_test.c),
+ * so the logic is unit-tested anywhere. */
 #include "config.h"
 
 #include "mem/ipc_cache.h"
 #include "mem/mem.h"
+#include "mem/mem_impl.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -52,6 +54,8 @@ static const mxh_ipc_cache_ops_t *ops_for(int32_t kind)
     case MXH_MEM_CUDA:
         return &mxh_gpu_ipc_ops;
 #endif
+    case MXH_MEM_TEST:
+        return &mxh_mem_test_ipc_ops;
     default:
         return NULL;
     }
