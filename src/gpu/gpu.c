@@ -6,6 +6,7 @@
 
 #include "gpu/gpu.h"
 #include "mem/ipc_cache.h"
+#include "mem/mem.h"
 #include "util/log.h"
 
 #include <cuda.h>
@@ -259,6 +260,7 @@ mxh_status_t mxh_gpu_ipc_map(const mxh_ipc_desc_t *d, void *owner, void **ptr)
     *ptr = NULL;
     if (!d->valid)
         return MXH_ERR_INVALID_PARAM;
+    key.kind      = MXH_MEM_CUDA;
     key.pid       = d->pid;
     key.base      = d->base;
     key.size      = d->size;

@@ -1,9 +1,12 @@
-/* Process-wide cache of peer IPC mappings keyed by (pid, allocation range,
- * buffer id). See ipc_cache.h for the rules; this file has no CUDA code (the
- * CUDA opener is in src/gpu/gpu.c), so the logic is unit-tested anywhere. */
+/* Process-wide cache of peer IPC mappings keyed by (kind, pid, allocation
+ * range, buffer id). See ipc_cache.h for the rules; this file has no CUDA code
+ * (the CUDA opener is in src/gpu/gpu.c, the test kind's in src/mem/mem_test.c),
+ * so the logic is unit-tested anywhere. */
 #include "config.h"
 
 #include "mem/ipc_cache.h"
+#include "mem/mem.h"
+#include "mem/mem_impl.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -12,9 +15,6 @@
 #ifdef HAVE_CUDA
 /* the CUDA IPC opener (src/gpu/gpu.c) */
 extern const mxh_ipc_cache_ops_t mxh_gpu_ipc_ops;
-#define DEFAULT_OPS (&mxh_gpu_ipc_ops)
-#else
-#define DEFAULT_OPS NULL
 #endif
 
 #define DEFAULT_CAPACITY 256
@@ -35,7 +35,7 @@ typedef struct entry {
 
 static struct {
     const mxh_ipc_cache_ops_t *ops;
-    int                        ops_set; /* 0: DEFAULT_OPS */
+    int                        ops_set; /* 0: each kind's own opener (ops_for) */
     entry_t                   *tab;
     int                        cap;     /* entries in tab (0: not allocated yet) */
     int                        max;     /* capacity for the next allocation */
@@ -44,17 +44,31 @@ static struct {
     mxh_ipc_cache_stats_t      st;
 } C = {.max = DEFAULT_CAPACITY};
 
-static const mxh_ipc_cache_ops_t *ops_now(void)
+/* The opener of @kind's mappings: the one set by a test, else the kind's own. */
+static const mxh_ipc_cache_ops_t *ops_for(int32_t kind)
 {
-    return C.ops_set ? C.ops : DEFAULT_OPS;
+    if (C.ops_set)
+        return C.ops;
+    switch (kind) {
+#ifdef HAVE_CUDA
+    case MXH_MEM_CUDA:
+        return &mxh_gpu_ipc_ops;
+#endif
+    case MXH_MEM_TEST:
+        return &mxh_mem_test_ipc_ops;
+    default:
+        return NULL;
+    }
 }
 
 static void entry_close(entry_t *e)
 {
-    const mxh_ipc_cache_ops_t *ops = ops_now();
+    const mxh_ipc_cache_ops_t *ops;
     if (e->mapped == NULL)
         return;
-    mxh_trace("ipc cache: close pid %d [0x%llx, +%llu) id %llu", (int)e->key.pid,
+    ops = ops_for(e->key.kind);
+    mxh_trace("ipc cache: close kind %d pid %d [0x%llx, +%llu) id %llu", (int)e->key.kind,
+              (int)e->key.pid,
               (unsigned long long)e->key.base, (unsigned long long)e->key.size,
               (unsigned long long)e->key.buffer_id);
     if (ops != NULL && ops->close != NULL)
@@ -65,12 +79,14 @@ static void entry_close(entry_t *e)
 
 static int overlaps(const mxh_ipc_key_t *a, const mxh_ipc_key_t *b)
 {
-    return a->pid == b->pid && a->base < b->base + b->size && b->base < a->base + a->size;
+    return a->kind == b->kind && a->pid == b->pid && a->base < b->base + b->size &&
+           b->base < a->base + a->size;
 }
 
 static int contains(const mxh_ipc_key_t *outer, const mxh_ipc_key_t *inner)
 {
-    return outer->pid == inner->pid && outer->buffer_id == inner->buffer_id &&
+    return outer->kind == inner->kind && outer->pid == inner->pid &&
+           outer->buffer_id == inner->buffer_id &&
            outer->base <= inner->base && inner->base + inner->size <= outer->base + outer->size;
 }
 
@@ -92,10 +108,10 @@ static uint64_t owner_bit(const void *owner)
     return UINT64_C(1) << free_slot;
 }
 
-static void evict_pid(int32_t pid)
+static void evict_pid(int32_t kind, int32_t pid)
 {
     for (int i = 0; i < C.cap; i++)
-        if (C.tab[i].mapped != NULL && C.tab[i].key.pid == pid)
+        if (C.tab[i].mapped != NULL && C.tab[i].key.kind == kind && C.tab[i].key.pid == pid)
             entry_close(&C.tab[i]);
 }
 
@@ -125,7 +141,7 @@ void mxh_ipc_cache_set_capacity(int capacity)
 mxh_status_t mxh_ipc_cache_open(const mxh_ipc_key_t *key, const void *handle, void *owner,
                                 void **mapped)
 {
-    const mxh_ipc_cache_ops_t *ops = ops_now();
+    const mxh_ipc_cache_ops_t *ops = ops_for(key->kind);
     entry_t *slot = NULL;
     uint64_t bit;
     void *m = NULL;
@@ -138,7 +154,8 @@ mxh_status_t mxh_ipc_cache_open(const mxh_ipc_key_t *key, const void *handle, vo
         return MXH_ERR_INVALID_PARAM;
     }
     if (ops == NULL || ops->open == NULL) {
-        mxh_error("ipc cache: no IPC opener in this build (peer %d)", (int)key->pid);
+        mxh_error("ipc cache: no IPC opener for memory kind %d in this build (peer %d)",
+                  (int)key->kind, (int)key->pid);
         return MXH_ERR_UNSUPPORTED;
     }
     if (C.tab == NULL) { /* the one allocation (again after set_capacity) */
@@ -184,7 +201,7 @@ mxh_status_t mxh_ipc_cache_open(const mxh_ipc_key_t *key, const void *handle, vo
                   "mappings and retrying",
                   (int)key->pid, (unsigned long long)key->base, (unsigned long long)key->size,
                   (int)key->pid);
-        evict_pid(key->pid);
+        evict_pid(key->kind, key->pid);
         C.st.retries++;
         rc = ops->open(ops->arg, key, handle, &m);
     }

@@ -4,10 +4,13 @@
  * milliseconds) and a process may map a given peer allocation only once, so
  * the mappings are opened once and cached. An entry is keyed by
  *
- *   (exporter pid, exporter's allocation range [base, base + size), buffer id)
+ *   (memory kind, exporter pid, exporter's allocation range [base, base + size),
+ *    buffer id)
  *
- * and a lookup hits an entry of the same pid and buffer id whose range
- * contains the requested one.
+ * and a lookup hits an entry of the same kind, pid and buffer id whose range
+ * contains the requested one. Kinds never interact: the eviction rules below
+ * apply within one (kind, pid) (a test-kind mapping of a peer says nothing
+ * about its CUDA allocations).
  *
  * Why the range (the defect this replaces): the old cache keyed entries by the
  * exact (pid, base). When a peer frees an allocation and gets a new one that
@@ -16,12 +19,12 @@
  * maps whole allocations; UCX, Open MPI and MPICH each had to add the same
  * fix: evict overlapping entries and retry). Here, on a miss:
  *
- *   1. every entry of that pid whose range overlaps the new range is closed
+ *   1. every entry of that (kind, pid) whose range overlaps the new range is closed
  *      (the peer freed that memory: its mapping is stale for every owner);
  *   2. the handle is opened;
  *   3. if the open still fails with "already mapped" (the driver's mapping
- *      covered more than the recorded range), every entry of that pid is
- *      closed and the open is retried once.
+ *      covered more than the recorded range), every entry of that (kind, pid)
+ *      is closed and the open is retried once.
  *
  * Owners: each entry remembers which owners (opaque pointers; the engine uses
  * its per-communicator object) use it. mxh_ipc_cache_release_owner(owner),
@@ -36,10 +39,12 @@
  * victim; so the capacity must exceed the number of peer buffers one
  * collective (or all collectives in flight) touch at once.
  *
- * The opener (open/close of one mapping) is pluggable: the CUDA build plugs in
- * cudaIpcOpenMemHandle/cudaIpcCloseMemHandle by default (mxh_gpu_ipc_ops in
- * src/gpu/gpu.c); unit tests plug in a fake that simulates the driver (and
- * its "already mapped" error) on a machine without a GPU.
+ * The opener (open/close of one mapping) is pluggable. By default it is chosen
+ * by the key's kind: MXH_MEM_CUDA -> cudaIpcOpenMemHandle/cudaIpcCloseMemHandle
+ * (mxh_gpu_ipc_ops in src/gpu/gpu.c, CUDA builds only), MXH_MEM_TEST -> the
+ * test kind's /proc/<pid>/fd mapping (src/mem/mem_test.c); other kinds have
+ * none. Unit tests plug in one fake for every kind that simulates the driver
+ * (and its "already mapped" error) on a machine without a GPU.
  *
  * No allocation after the first open (the entry table is allocated once, at
  * the current capacity). Not thread-safe: callers serialize (the library's
@@ -59,6 +64,7 @@ extern "C" {
 
 /* What identifies one exported allocation of a peer. */
 typedef struct mxh_ipc_key {
+    int32_t  kind;      /* mxh_mem_kind_t of the exporter's memory (picks the opener) */
     int32_t  pid;       /* exporting process */
     uint64_t base;      /* exporter's allocation start (its address space) */
     uint64_t size;      /* allocation size in bytes (> 0) */
@@ -82,9 +88,10 @@ typedef struct mxh_ipc_cache_ops {
     void *arg;
 } mxh_ipc_cache_ops_t;
 
-/* Replace the opener (tests). Closes every cached mapping with the old opener
- * first. NULL restores the default (CUDA IPC in CUDA builds, none otherwise:
- * opens then fail with MXH_ERR_UNSUPPORTED). */
+/* Replace the opener of every kind (tests). Closes every cached mapping with
+ * the old opener first. NULL restores the default: per kind, CUDA IPC (CUDA
+ * builds) and the test kind's; a kind without one fails its opens with
+ * MXH_ERR_UNSUPPORTED. */
 void mxh_ipc_cache_set_ops(const mxh_ipc_cache_ops_t *ops);
 
 /* Maximum number of cached mappings (>= 1; default 256). Closes every cached
@@ -94,7 +101,8 @@ void mxh_ipc_cache_set_capacity(int capacity);
 /* The local address of the peer allocation @key (its base: add the offset of
  * the exported pointer), opened on a miss as described above and tagged with
  * @owner. Errors: MXH_ERR_INVALID_PARAM (size 0), MXH_ERR_NO_MEMORY,
- * MXH_ERR_UNSUPPORTED (no opener), MXH_ERR_MPI (the open failed; logged). */
+ * MXH_ERR_UNSUPPORTED (no opener for key->kind), MXH_ERR_MPI (the open failed;
+ * logged). */
 mxh_status_t mxh_ipc_cache_open(const mxh_ipc_key_t *key, const void *handle, void *owner,
                                 void **mapped);
 

@@ -15,6 +15,10 @@
  *          and a copy takes effect only when its event is tested complete,
  *          several polls after it was started, so a consumer that reads data
  *          before its copy completed reads stale bytes and the test fails.
+ *          It emulates CUDA IPC between the processes of one node too (peers
+ *          map an allocation's memfd through /proc/<pid>/fd; a peer's buffer
+ *          is never directly accessible) and runs reduce_start with the CPU
+ *          kernels, deferred like its copies.
  *
  * The engine's data path for a buffer of a non-host kind ("staged"): its data
  * is copied into host work memory (the kind's staging allocator: pinned for
@@ -189,6 +193,11 @@ void mxh_mem_test_set_delay(int polls);
 /* Copies of the test kind (n > 0) started and completed since the process
  * started (tests check that the staged path ran). */
 uint64_t mxh_mem_test_copies(void);
+/* Reductions of the test kind (reduce_start, count > 0) completed, and peer
+ * allocations mapped by its IPC opener, since the process started (tests
+ * check that the device node level ran). */
+uint64_t mxh_mem_test_reductions(void);
+uint64_t mxh_mem_test_ipc_opens(void);
 /* Current hold count of the test allocation holding @p (0: not held or not
  * test memory). For tests and assertions. */
 int mxh_mem_test_holds(const void *p);

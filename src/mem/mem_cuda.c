@@ -10,7 +10,12 @@
  *    pool (events are created on demand and returned to the pool when tested
  *    complete: no cudaEventCreate per copy in the steady state);
  *  - staging memory: pinned (cudaHostAlloc, portable to every device), so the
- *    copies are truly asynchronous DMA.
+ *    copies are truly asynchronous DMA;
+ *  - device node level: buffers exported by CUDA IPC (mxh_gpu_ipc_export, the
+ *    mxh_ipc_desc_t copied into the descriptor bytes), peers' buffers mapped
+ *    through the process-wide cache (mxh_gpu_ipc_map), reductions by the
+ *    kernels of reduce/reduce_cuda.h on the library's stream with a pooled
+ *    event, fences = an event recorded on that stream.
  *
  * Ordering: copies of one device run in the order they were started (one
  * stream). At the start of each collective (enter) the stream waits for the
@@ -27,6 +32,8 @@
 #include "gpu/gpu.h"
 #include "mem/mem.h"
 #include "mem/mem_impl.h"
+#include "reduce/reduce.h"
+#include "reduce/reduce_cuda.h"
 #include "util/log.h"
 
 #include <cuda_runtime_api.h>
@@ -190,6 +197,228 @@ static int cuda_event_test(mxh_mem_event_t *ev)
     return -(int)mxh_gpu_cuda(rc, "a device copy (cudaEventQuery)");
 }
 
+/* ---- device node level ------------------------------------------------------------ */
+
+_Static_assert(sizeof(mxh_ipc_desc_t) <= MXH_MEM_IPC_DESC_BYTES,
+               "mxh_ipc_desc_t must fit the descriptor bytes of mxh_mem_ipc_desc_t");
+
+static mxh_status_t cuda_ipc_export(const void *p, size_t n, mxh_mem_ipc_desc_t *d)
+{
+    mxh_ipc_desc_t g;
+    mxh_status_t st;
+
+    memset(d, 0, sizeof(*d));
+    d->kind = MXH_MEM_CUDA;
+    st      = mxh_gpu_ipc_export(p, &g);
+    if (st != MXH_OK || !g.valid)
+        return st;
+    if (g.offset > g.size || n > g.size - g.offset)
+        return MXH_OK; /* [p, p + n) is not inside one allocation: not exportable */
+    memcpy(d->b, &g, sizeof(g));
+    d->valid = 1;
+    return MXH_OK;
+}
+
+static mxh_status_t cuda_ipc_map(const mxh_mem_ipc_desc_t *d, void *owner, void **ptr)
+{
+    mxh_ipc_desc_t g;
+
+    *ptr = NULL;
+    if (d->kind != MXH_MEM_CUDA || !d->valid) {
+        mxh_error("cuda memory: ipc_map of a descriptor of kind %d, valid %d", (int)d->kind,
+                  (int)d->valid);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    memcpy(&g, d->b, sizeof(g));
+    return mxh_gpu_ipc_map(&g, owner, ptr);
+}
+
+/* The half types are in the core library (src/reduce), which unit tests of
+ * src/mem do not link: referenced weakly (NULL: no half type exists). */
+extern __typeof__(mxh_half_kind) mxh_half_kind __attribute__((weak));
+extern __typeof__(mxh_half_op_lookup) mxh_half_op_lookup __attribute__((weak));
+
+/* MPI's predefined datatypes as the kernels' element kinds, with the ops MPI
+ * defines on them: the one table of the CUDA kind's reductions. Not here (the
+ * staged path reduces them): long double, the pair types (MINLOC/MAXLOC),
+ * Fortran types, and MAX/MIN on unsigned types (MPICH 4.0.2 compares those
+ * as signed; mxh_reduce_multi follows it, the kernels do not). */
+enum {
+    OPS_INT   = 1, /* SUM PROD MAX MIN LAND LOR LXOR BAND BOR BXOR */
+    OPS_UINT  = 2, /* the same but MAX MIN */
+    OPS_FLOAT = 3, /* SUM PROD MAX MIN */
+    OPS_CPLX  = 4, /* SUM PROD */
+    OPS_BYTE  = 5, /* BAND BOR BXOR */
+    OPS_BOOL  = 6  /* LAND LOR LXOR */
+};
+
+#define CSINT(T) (sizeof(T) == 1 ? MXH_CUDA_I8 : sizeof(T) == 2 ? MXH_CUDA_I16 \
+                  : sizeof(T) == 4 ? MXH_CUDA_I32 : sizeof(T) == 8 ? MXH_CUDA_I64 : MXH_CUDA_DT_NONE)
+#define CUINT(T) (sizeof(T) == 1 ? MXH_CUDA_U8 : sizeof(T) == 2 ? MXH_CUDA_U16 \
+                  : sizeof(T) == 4 ? MXH_CUDA_U32 : sizeof(T) == 8 ? MXH_CUDA_U64 : MXH_CUDA_DT_NONE)
+
+static const struct {
+    MPI_Datatype dt;
+    int          cdt; /* mxh_cuda_dt_t */
+    int          ops;
+} cuda_dts[] = {
+    {MPI_FLOAT, MXH_CUDA_F32, OPS_FLOAT}, {MPI_DOUBLE, MXH_CUDA_F64, OPS_FLOAT},
+    {MPI_INT, CSINT(int), OPS_INT}, {MPI_LONG, CSINT(long), OPS_INT},
+    {MPI_UNSIGNED, CUINT(unsigned), OPS_UINT},
+    {MPI_INT8_T, MXH_CUDA_I8, OPS_INT}, {MPI_INT16_T, MXH_CUDA_I16, OPS_INT},
+    {MPI_INT32_T, MXH_CUDA_I32, OPS_INT}, {MPI_INT64_T, MXH_CUDA_I64, OPS_INT},
+    {MPI_UINT8_T, MXH_CUDA_U8, OPS_UINT}, {MPI_UINT16_T, MXH_CUDA_U16, OPS_UINT},
+    {MPI_UINT32_T, MXH_CUDA_U32, OPS_UINT}, {MPI_UINT64_T, MXH_CUDA_U64, OPS_UINT},
+    {MPI_SHORT, CSINT(short), OPS_INT}, {MPI_UNSIGNED_SHORT, CUINT(unsigned short), OPS_UINT},
+    {MPI_UNSIGNED_LONG, CUINT(unsigned long), OPS_UINT},
+    {MPI_LONG_LONG_INT, CSINT(long long), OPS_INT}, {MPI_LONG_LONG, CSINT(long long), OPS_INT},
+    {MPI_UNSIGNED_LONG_LONG, CUINT(unsigned long long), OPS_UINT},
+    {MPI_SIGNED_CHAR, CSINT(signed char), OPS_INT},
+    {MPI_UNSIGNED_CHAR, CUINT(unsigned char), OPS_UINT},
+    {MPI_AINT, CSINT(MPI_Aint), OPS_INT}, {MPI_OFFSET, CSINT(MPI_Offset), OPS_INT},
+    {MPI_COUNT, CSINT(MPI_Count), OPS_INT},
+    {MPI_BYTE, MXH_CUDA_U8, OPS_BYTE},
+    {MPI_C_BOOL, sizeof(_Bool) == 1 ? MXH_CUDA_U8 : MXH_CUDA_DT_NONE, OPS_BOOL},
+    {MPI_C_COMPLEX, MXH_CUDA_C32, OPS_CPLX}, {MPI_C_FLOAT_COMPLEX, MXH_CUDA_C32, OPS_CPLX},
+    {MPI_C_DOUBLE_COMPLEX, MXH_CUDA_C64, OPS_CPLX},
+};
+
+static mxh_cuda_op_t cuda_op_of(MPI_Op op)
+{
+    if (op == MPI_SUM) return MXH_CUDA_SUM;
+    if (op == MPI_PROD) return MXH_CUDA_PROD;
+    if (op == MPI_MAX) return MXH_CUDA_MAX;
+    if (op == MPI_MIN) return MXH_CUDA_MIN;
+    if (op == MPI_LAND) return MXH_CUDA_LAND;
+    if (op == MPI_LOR) return MXH_CUDA_LOR;
+    if (op == MPI_LXOR) return MXH_CUDA_LXOR;
+    if (op == MPI_BAND) return MXH_CUDA_BAND;
+    if (op == MPI_BOR) return MXH_CUDA_BOR;
+    if (op == MPI_BXOR) return MXH_CUDA_BXOR;
+    return MXH_CUDA_OP_NONE;
+}
+
+static int ops_allow(int ops, mxh_cuda_op_t o)
+{
+    switch (ops) {
+    case OPS_INT: return 1;
+    case OPS_UINT: return o != MXH_CUDA_MAX && o != MXH_CUDA_MIN;
+    case OPS_FLOAT: return o <= MXH_CUDA_MIN;
+    case OPS_CPLX: return o == MXH_CUDA_SUM || o == MXH_CUDA_PROD;
+    case OPS_BYTE: return o >= MXH_CUDA_BAND;
+    case OPS_BOOL: return o == MXH_CUDA_LAND || o == MXH_CUDA_LOR || o == MXH_CUDA_LXOR;
+    default: return 0;
+    }
+}
+
+/* (dt, op) as the kernels' (element kind, op); 0 when there is no kernel. */
+static int cuda_reduce_pair(MPI_Datatype dt, MPI_Op op, mxh_cuda_dt_t *cdt, mxh_cuda_op_t *cop)
+{
+    mxh_half_kind_t hk = mxh_half_kind != NULL ? mxh_half_kind(dt) : MXH_HALF_NONE;
+    mxh_cuda_op_t o    = cuda_op_of(op);
+
+    *cdt = MXH_CUDA_DT_NONE;
+    *cop = MXH_CUDA_OP_NONE;
+    if (hk != MXH_HALF_NONE) {
+        mxh_half_kind_t ok;
+        MPI_Op base;
+        /* the user ops standing for SUM/PROD/MAX/MIN on the half types */
+        if (o == MXH_CUDA_OP_NONE && mxh_half_op_lookup != NULL &&
+            mxh_half_op_lookup(op, &ok, &base) && ok == hk)
+            o = cuda_op_of(base);
+        if (o == MXH_CUDA_OP_NONE || !ops_allow(OPS_FLOAT, o))
+            return 0;
+        *cdt = hk == MXH_HALF_FP16 ? MXH_CUDA_F16 : MXH_CUDA_BF16;
+    } else {
+        size_t i, n = sizeof(cuda_dts) / sizeof(cuda_dts[0]);
+        if (dt == MPI_DATATYPE_NULL || o == MXH_CUDA_OP_NONE)
+            return 0;
+        for (i = 0; i < n && cuda_dts[i].dt != dt; i++)
+            ;
+        if (i == n || cuda_dts[i].cdt == MXH_CUDA_DT_NONE || !ops_allow(cuda_dts[i].ops, o))
+            return 0;
+        *cdt = (mxh_cuda_dt_t)cuda_dts[i].cdt;
+    }
+    *cop = o;
+    return mxh_cuda_reduce_supported(*cdt, *cop);
+}
+
+static int cuda_reduce_ok(MPI_Datatype dt, MPI_Op op)
+{
+    mxh_cuda_dt_t cdt;
+    mxh_cuda_op_t cop;
+    return cuda_reduce_pair(dt, op, &cdt, &cop);
+}
+
+static mxh_status_t cuda_reduce_start(void *out, const void *const *in, int nin, size_t count,
+                                      MPI_Datatype dt, MPI_Op op, mxh_mem_event_t *ev)
+{
+    mxh_cuda_dt_t cdt;
+    mxh_cuda_op_t cop;
+    cudaStream_t s;
+    cudaEvent_t e;
+    mxh_status_t st;
+    int dev;
+
+    ev->pending = 0;
+    ev->h[0]    = 0;
+    ev->h[1]    = 0;
+    if (nin < 1 || in == NULL) {
+        mxh_error("cuda memory: reduce_start with %d inputs", nin);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    if (!cuda_reduce_pair(dt, op, &cdt, &cop)) {
+        mxh_error("cuda memory: reduce_start: no kernel for this (datatype, op) "
+                  "(reduce_ok is 0)");
+        return MXH_ERR_UNSUPPORTED;
+    }
+    if (count == 0) {
+        ev->pending = 1; /* complete at the first test */
+        return MXH_OK;
+    }
+    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
+        (st = event_get(dev, &e)) != MXH_OK)
+        return st;
+    st = mxh_gpu_cuda(mxh_cuda_reduce(out, in, nin, count, cdt, cop, s),
+                      "mxh_cuda_reduce (a device node level reduction)");
+    if (st == MXH_OK)
+        st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (reduction completion)");
+    if (st != MXH_OK) {
+        event_put(dev, e);
+        return st;
+    }
+    ev->pending = 1;
+    ev->h[0]    = (uintptr_t)e;
+    ev->h[1]    = (uintptr_t)dev;
+    return MXH_OK;
+}
+
+/* Everything queued on the library's stream so far (copies, reductions, and
+ * what enter() made the stream wait for) is complete when this event is. */
+static mxh_status_t cuda_fence_start(mxh_mem_event_t *ev)
+{
+    cudaStream_t s;
+    cudaEvent_t e;
+    mxh_status_t st;
+    int dev;
+
+    ev->pending = 0;
+    ev->h[0]    = 0;
+    ev->h[1]    = 0;
+    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
+        (st = event_get(dev, &e)) != MXH_OK)
+        return st;
+    st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (fence)");
+    if (st != MXH_OK) {
+        event_put(dev, e);
+        return st;
+    }
+    ev->pending = 1;
+    ev->h[0]    = (uintptr_t)e;
+    ev->h[1]    = (uintptr_t)dev;
+    return MXH_OK;
+}
+
 static void *cuda_stage_alloc(size_t n)
 {
     void *p = NULL;
@@ -217,6 +446,11 @@ const mxh_mem_ops_t mxh_mem_cuda_ops = {
     .hold        = NULL,
     .release     = NULL,
     .enter       = cuda_enter,
+    .ipc_export   = cuda_ipc_export,
+    .ipc_map      = cuda_ipc_map,
+    .reduce_start = cuda_reduce_start,
+    .reduce_ok    = cuda_reduce_ok,
+    .fence_start  = cuda_fence_start,
 };
 
 void mxh_mem_cuda_finalize(void)

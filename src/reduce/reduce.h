@@ -43,6 +43,11 @@ mxh_status_t mxh_reduce_multi(const void *const *in, int nin, void *out, size_t 
 
 MPI_Op mxh_reduce_mpi_op(MPI_Datatype dt, MPI_Op op);
 
+/* 1 if mxh_reduce_local/mxh_reduce_multi run a kernel of their own for (dt,
+ * op) (the pairs above; not those that go to MPI_Reduce_local). Fortran types
+ * ask MPI_Type_size (MPI must be initialized for them). */
+int mxh_reduce_has_kernel(MPI_Datatype dt, MPI_Op op);
+
 /* ---- half precision datatypes (half_types.c) ---- */
 
 typedef enum mxh_half_kind {

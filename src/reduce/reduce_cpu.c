@@ -309,6 +309,33 @@ static mxh_status_t fallback(const void *in, void *inout, size_t count, MPI_Data
     return MXH_OK;
 }
 
+/* The element kind of @dt (*idx: its dt_kinds entry) and the op index of @op
+ * (-1: none), the half types' user ops resolved to their predefined op. */
+static enum kind lookup(MPI_Datatype dt, MPI_Op op, size_t *idx, int *o)
+{
+    enum kind k = kind_of(dt, idx);
+
+    *o = opk_of(op);
+    if (*o < 0) {
+        /* the user ops standing for SUM/PROD/MAX/MIN on the half types */
+        mxh_half_kind_t hk;
+        MPI_Op base;
+        if (mxh_half_op_lookup(op, &hk, &base) &&
+            (hk == MXH_HALF_FP16 ? K_FP16 : K_BF16) == k)
+            *o = opk_of(base);
+    }
+    return k;
+}
+
+int mxh_reduce_has_kernel(MPI_Datatype dt, MPI_Op op)
+{
+    size_t idx;
+    int o;
+    enum kind k = lookup(dt, op, &idx, &o);
+    /* unsigned MAX/MIN may run the signed kernel of the same width: both exist */
+    return k != K_NONE && o >= 0 && kinds[k].fn[o] != NULL;
+}
+
 /* inout = in op inout, not charged to a simulated clock. */
 static mxh_status_t reduce_exec(const void *in, void *inout, size_t count, MPI_Datatype dt,
                                 MPI_Op op)
@@ -318,16 +345,7 @@ static mxh_status_t reduce_exec(const void *in, void *inout, size_t count, MPI_D
     int o;
     kern_t fn = NULL;
 
-    k = kind_of(dt, &idx);
-    o = opk_of(op);
-    if (o < 0) {
-        /* the user ops standing for SUM/PROD/MAX/MIN on the half types */
-        mxh_half_kind_t hk;
-        MPI_Op base;
-        if (mxh_half_op_lookup(op, &hk, &base) &&
-            (hk == MXH_HALF_FP16 ? K_FP16 : K_BF16) == k)
-            o = opk_of(base);
-    }
+    k = lookup(dt, op, &idx, &o);
     if ((o == O_MAX || o == O_MIN) && k >= K_U8 && k <= K_U64 && minmax_as_signed(idx, k))
         k = (enum kind)(k - K_U8 + K_I8);
     if (k != K_NONE && o >= 0)

@@ -329,7 +329,7 @@ namespace {
 // pid is "already mapped". Addresses are fake and never dereferenced.
 struct FakeDriver {
     struct Map {
-        int32_t  pid;
+        int32_t  kind, pid;
         uint64_t lo, hi;
     };
     uint64_t granule = 4096;
@@ -348,14 +348,15 @@ struct FakeDriver {
         uint64_t hi = (k->base + k->size + granule - 1) / granule * granule;
         bool clash = always_already;
         for (auto &m : open_maps)
-            clash = clash || (m.second.pid == k->pid && m.second.lo < hi && lo < m.second.hi);
+            clash = clash || (m.second.kind == k->kind && m.second.pid == k->pid &&
+                              m.second.lo < hi && lo < m.second.hi);
         if (clash) {
             already++;
             return MXH_IPC_OPEN_ALREADY_MAPPED;
         }
         uintptr_t a = next + (uintptr_t)(k->base - lo);
         next += (uintptr_t)1 << 32;
-        open_maps[a] = {k->pid, lo, hi};
+        open_maps[a] = {k->kind, k->pid, lo, hi};
         opens++;
         *mapped = (void *)a;
         return MXH_IPC_OPEN_OK;
@@ -406,9 +407,10 @@ struct IpcCache : ::testing::Test {
         s.owner_closes -= s0.owner_closes;
         return s;
     }
-    static mxh_ipc_key_t key(int32_t pid, uint64_t base, uint64_t size, uint64_t id)
+    static mxh_ipc_key_t key(int32_t pid, uint64_t base, uint64_t size, uint64_t id,
+                             int32_t kind = MXH_MEM_CUDA)
     {
-        return mxh_ipc_key_t{pid, base, size, id};
+        return mxh_ipc_key_t{kind, pid, base, size, id};
     }
     mxh_status_t open(const mxh_ipc_key_t &k, void *owner, void **m)
     {
@@ -588,4 +590,52 @@ TEST_F(IpcCache, CapacityEvictsTheLeastRecentlyUsed)
     EXPECT_EQ(3, delta().entries);
     EXPECT_EQ(5, drv.opens);
     mxh_ipc_cache_set_capacity(256);
+}
+
+TEST_F(IpcCache, KindsAreKeyedApart)
+{
+    // the same pid, range and buffer id in two kinds: two mappings, no hit
+    void *c = must_open(key(100, 0x100000, 0x10000, 7, MXH_MEM_CUDA), &o1);
+    void *t = must_open(key(100, 0x100000, 0x10000, 7, MXH_MEM_TEST), &o1);
+    EXPECT_NE(c, t);
+    EXPECT_EQ(2, drv.opens);
+    EXPECT_EQ(0u, delta().hits);
+    EXPECT_EQ(0u, delta().overlap_evictions);
+    EXPECT_EQ(c, must_open(key(100, 0x100000, 0x10, 7, MXH_MEM_CUDA), &o1));
+    EXPECT_EQ(t, must_open(key(100, 0x100000, 0x10, 7, MXH_MEM_TEST), &o1));
+    EXPECT_EQ(2u, delta().hits);
+    // a new test-kind allocation overlapping: evicts the test-kind entry only
+    void *t2 = must_open(key(100, 0x108000, 0x10000, 8, MXH_MEM_TEST), &o1);
+    EXPECT_FALSE(is_open(t));
+    EXPECT_TRUE(is_open(c));
+    EXPECT_TRUE(is_open(t2));
+    EXPECT_EQ(1u, delta().overlap_evictions);
+    // "already mapped" (the fake driver clashes within a kind) drops every
+    // mapping of that (kind, pid), not the other kind's
+    drv.granule = 1u << 20;
+    void *c2 = must_open(key(100, 0x500000, 0x1000, 9, MXH_MEM_CUDA), &o1);
+    void *t3 = must_open(key(100, 0x120000, 0x1000, 10, MXH_MEM_TEST), &o1);
+    EXPECT_EQ(1, drv.already);
+    EXPECT_EQ(1u, delta().retries);
+    EXPECT_FALSE(is_open(t2));
+    EXPECT_TRUE(is_open(t3));
+    EXPECT_TRUE(is_open(c));
+    EXPECT_TRUE(is_open(c2));
+    EXPECT_EQ(3, delta().entries);
+}
+
+TEST(IpcCacheDefault, OpenerFollowsTheKind)
+{
+    mxh_test::QuietStderr quiet;
+    LogCapture cap;
+    mxh_ipc_cache_set_ops(nullptr);
+    mxh_ipc_key_t k{MXH_MEM_HOST, 100, 0x1000, 0x1000, 1};
+    void *m = (void *)1;
+    uint64_t h = 0;
+    // host memory has no opener in any build
+    EXPECT_EQ(MXH_ERR_UNSUPPORTED, mxh_ipc_cache_open(&k, &h, nullptr, &m));
+    EXPECT_EQ(nullptr, m);
+    EXPECT_TRUE(logged("no IPC opener for memory kind 0"));
+    EXPECT_EQ(nullptr, mxh_mem_ops(MXH_MEM_HOST)->ipc_export); // host: always staged
+    // (the test kind's opener is exercised by tests/unit/test_mem_ipc.cc)
 }
