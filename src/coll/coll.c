@@ -1730,8 +1730,15 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
         size_t fo           = mxh_sched_frag_offset(sched, f);
         int first = -1, last = -1, after = 0;
         for (int i = 0; i < p->nsteps; i++) {
+            mxh_step_type_t t = p->steps[i].type;
             if (skip >> p->steps[i].level & 1u) {
                 after = first >= 0;
+                /* node steps that split the data between the node's ranks (so
+                 * their regions are disjoint) before, that join it after; not
+                 * the latency plan's whole-vector allreduce at every level */
+                if (after ? t != MXH_STEP_ALLGATHER && t != MXH_STEP_BCAST
+                          : t != MXH_STEP_REDUCE_SCATTER && t != MXH_STEP_REDUCE)
+                    able = 0;
                 continue;
             }
             if (after)

@@ -135,6 +135,9 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
     int bad = 0;
 
     memset(&mine, 0, sizeof(mine));
+    if ((int)MXH_LOG_DEBUG <= mxh_log_level_current && ops != NULL && ops->reduce_ok && op != MPI_OP_NULL &&
+        !ops->reduce_ok(dt, op))
+        mxh_debug("device node level: no %s kernel for this type and op", ops->name);
     mine.ok = able && ops != NULL && ops->ipc_export && ops->ipc_map && ops->copy_start &&
               ops->event_test &&
               (op == MPI_OP_NULL || (ops->reduce_start && ops->reduce_ok && ops->reduce_ok(dt, op)));
@@ -156,9 +159,14 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
     st = mxh_shm_allgather(x->shm, &mine, x->pub, x->counts, x->displs, MPI_BYTE, 1);
     if (st != MXH_OK)
         return st;
-    for (int q = 0; q < x->n; q++)
-        if (!x->pub[q].ok || x->pub[q].kind != x->pub[0].kind)
+    for (int q = 0; q < x->n; q++) {
+        if (!x->pub[q].ok || x->pub[q].kind != x->pub[0].kind) {
+            mxh_debug("device node level declined: rank %d of the node %s", q,
+                      !x->pub[q].ok ? "cannot take part (buffers, type or op)"
+                                    : "has buffers of another kind");
             goto declined;
+        }
+    }
     for (int q = 0; q < x->n; q++) {
         for (int i = 0; i < 2; i++) {
             void *p = NULL;

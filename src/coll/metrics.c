@@ -18,16 +18,17 @@
 /* The algorithm a call ran: its path, and the schedule's algorithm on the
  * hierarchical path. */
 const char *const mxh_metrics_algo_names[] = {"none", "mpi", "shm", "hier", "pipeline", "railx",
-                                                     "ipc", NULL};
+                                                     "ipc", "hier_ipc", NULL};
 const char *const mxh_metrics_path_names[] = {"none", "plain", "shm", "sched", "railx", NULL};
-static const int alg_path[MXH_NALG] = {0, 1, 2, 3, 3, 4, 2};
+static const int alg_path[MXH_NALG] = {0, 1, 2, 3, 3, 4, 2, 3};
 
 const mxh_metric_family_t mxh_metric_families[] = {
     {"mpix_hier_calls_total", "counter", "coll,blocking,path,algo",
      "Collective calls completed on the communicator, by collective, blocking (1) or "
      "nonblocking (0) form, path (none: nothing to move, plain: MPI's collective, shm: "
      "shared memory, sched: hierarchical schedule) and algorithm (none, mpi, shm, hier, "
-     "pipeline)."},
+     "pipeline, railx; ipc / hier_ipc: the device node level, alone or as the node part of "
+     "a schedule)."},
     {"mpix_hier_bytes_total", "counter", "coll,blocking,path,algo",
      "Bytes of those calls at this rank: per call the larger of the data of its send and "
      "receive buffers, in the user's datatypes (allreduce, bcast, reduce: count x type size; "

@@ -43,6 +43,7 @@ extern const char *const mxh_metrics_path_names[]; /* path label, NULL-terminate
 enum { MXH_ALG_NONE, MXH_ALG_MPI, MXH_ALG_SHM, MXH_ALG_HIER, MXH_ALG_PIPELINE,
        MXH_ALG_RAILX, /* allreduce with excluded rails (rail_exclude.h) */
        MXH_ALG_IPC,   /* path shm on the device node level (coll/ipc.h) */
+       MXH_ALG_IPC_SCHED, /* path sched, its node part on the device node level */
        MXH_NALG };
 typedef struct mxh_mcell {
     uint64_t calls, bytes, ticks;
@@ -104,7 +105,8 @@ __attribute__((always_inline)) static inline void mxh_metrics_record(const mxh_c
     case MXH_PATH_PLAIN: alg = MXH_ALG_MPI; break;
     case MXH_PATH_SHM:   alg = a->ipc ? MXH_ALG_IPC : MXH_ALG_SHM; break;
     case MXH_PATH_RAILX: alg = MXH_ALG_RAILX; break;
-    default:             alg = a->choice.algo == MXH_ALGO_PIPELINE ? MXH_ALG_PIPELINE : MXH_ALG_HIER;
+    default:             alg = a->ipc ? MXH_ALG_IPC_SCHED
+                               : a->choice.algo == MXH_ALGO_PIPELINE ? MXH_ALG_PIPELINE : MXH_ALG_HIER;
     }
     mxh_mcell_t *c = &m->c[a->coll][blocking][alg];
     c->calls++;

@@ -43,8 +43,9 @@ inline std::string fmt(const char *f, ...)
 // memory), chosen per role by $MXH_TEST_MEM, e.g. "send=test,recv=host,delay=5"
 // (default send=test,recv=test,delay=3); MPICH's reference results are always
 // computed on ordinary host buffers. Every Checker then also asserts that the
-// library copied through the kind's ops (mxh_mem_test_copies() grew) when the
-// test gave it a significant, non-empty test-kind buffer.
+// library went through the kind's ops (mxh_mem_test_copies() or, on the device
+// node level, mxh_mem_test_reductions() grew) when the test gave it a
+// significant, non-empty test-kind buffer.
 
 enum class Role { host, send, recv };
 
@@ -220,9 +221,10 @@ class Checker {
             fail("results not bitwise identical on all ranks of the communicator; first case: " +
                  labels_[(size_t)bad]);
 #if MXH_TEST_MEMKIND && !MXH_TEST_PLAIN
-        if (expect_copies_ && mxh_mem_test_copies() == copies0_)
+        if (expect_copies_ && mem_ops_done() == copies0_)
             fail("test-kind buffers (" + mem_cfg().desc + ") were given to the library but "
-                 "mxh_mem_test_copies() did not grow: the staged path did not run");
+                 "neither mxh_mem_test_copies() nor mxh_mem_test_reductions() grew: neither "
+                 "the staged path nor the device node level ran");
 #endif
         if (failures_ > kMaxReports)
             ADD_FAILURE() << failures_ << " failures in total (" << kMaxReports << " shown)";
@@ -240,7 +242,9 @@ class Checker {
     bool finished_ = false;
     bool expect_copies_ = false;
 #if MXH_TEST_MEMKIND
-    uint64_t copies0_ = mxh_mem_test_copies();
+    // copies (the staged path) and reductions (the device node level, coll/ipc.h)
+    static uint64_t mem_ops_done() { return mxh_mem_test_copies() + mxh_mem_test_reductions(); }
+    uint64_t copies0_ = mem_ops_done();
 #endif
     std::vector<uint64_t> hashes_;
     std::vector<std::string> labels_;

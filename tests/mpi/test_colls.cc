@@ -1138,6 +1138,56 @@ TEST(PipelineRamp, BigMessagesMatchMpich)
     }
 }
 
+#if MXH_TEST_MEMKIND && !MXH_TEST_PLAIN
+// The device node level (coll/ipc.h), forced on at every size on a communicator
+// of its own: one node, every collective through peer mappings; several nodes,
+// allreduce's node part (the network steps between, on host memory). Results
+// against MPICH as everywhere; where every node holds >= 2 ranks of the
+// communicator and both buffers are test memory (MXH_TEST_EXPECT_IPC=1, set by
+// run_mpi_tests.sh), the kind's reductions must have run (the staged path
+// never calls them). Mixed kinds (send=host) take the agreed decline: staged.
+TEST(DeviceNodeLevel, MatchesMpich)
+{
+    for (const char *frag : {"8m", "256k"}) {
+        MPI_Comm comm;
+        MPI_Info info;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpix_hier_ipc", "yes");
+        MPI_Info_set(info, "mpix_hier_ipc_min", "0");
+        MPI_Info_set(info, "mpix_hier_frag_size", frag);
+        ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_init(comm, info)) << frag;
+        MPI_Info_free(&info);
+        uint64_t red0 = mxh_mem_test_reductions();
+        {
+            Checker ck(comm, (std::string("ipc-frag") + frag).c_str());
+            const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+            const mxh_type_t *tf = mxh_type_find(MPI_FLOAT);
+            for (int count : {1, 7, 1000, 65537, 600007}) {
+                for (bool inplace : {false, true}) {
+                    allreduce_case(ck, ti, MPI_SUM, count, inplace, salt_of(ti, MPI_SUM, count, 41));
+                    allreduce_case(ck, td, MPI_MAX, count, inplace, salt_of(td, MPI_MAX, count, 42));
+                    int blk = count / ck.size + 1;
+                    rsb_case(ck, tf, MPI_SUM, blk, inplace, salt_of(tf, MPI_SUM, blk, 43));
+                    allgather_case(ck, td, blk, inplace, salt_of(td, MPI_OP_NULL, blk, 44));
+                    reduce_case(ck, ti, MPI_PROD, count, inplace, count % ck.size,
+                                salt_of(ti, MPI_PROD, count, 45));
+                }
+                bcast_case(ck, td, count, (count + 1) % ck.size, salt_of(td, MPI_OP_NULL, count, 46));
+            }
+            ck.finish();
+        }
+        const mxh_test::MemCfg &m = mxh_test::mem_cfg();
+        if (mxh_env_int("MXH_TEST_EXPECT_IPC", 0) && m.send_test && m.recv_test) {
+            EXPECT_GT(mxh_mem_test_reductions(), red0)
+                << "the device node level did not reduce anything (frag " << frag << ")";
+        }
+        MPI_Comm_free(&comm);
+    }
+}
+#endif
+
 std::string algo_name(const ::testing::TestParamInfo<AlgoCfg> &info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Forced, Algos, ::testing::ValuesIn(kAlgoCfgs), algo_name);
 
