@@ -1553,11 +1553,15 @@ static int mpi_takes(const mxh_mem_ops_t *m)
 /* The common small call: host buffers of a dense type on one node go
  * straight to shared memory, in the view's elements (what run_view would hand
  * run_hier, without its layers and its copy of the record). */
+static int ipc_considered(const mxh_coll_args_t *a);
 static inline int shm_direct(const mxh_coll_args_t *a)
 {
+    /* not when the call tries the device node level: host buffers there too,
+     * since only that level's agreement tells whether a peer's are device ones */
     return a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
            (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST ||
-            a->coll == MXH_COLL_REDUCE);
+            a->coll == MXH_COLL_REDUCE) &&
+           (a->hier->ipc == NULL || !ipc_considered(a));
 }
 
 /* ---- the device node level ------------------------------------------------------------------ */
@@ -1784,6 +1788,7 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
 
 static mxh_status_t body(mxh_coll_args_t *a)
 {
+    /* every rank, whatever its buffers (the agreement is inside) */
     if (a->path == MXH_PATH_SHM && a->hier->ipc != NULL && ipc_considered(a)) {
         mxh_status_t st = ipc_single(a);
         if (st != MXH_ERR_UNSUPPORTED)

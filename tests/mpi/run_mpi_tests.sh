@@ -222,6 +222,51 @@ run 1+2+3 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=host,delay=5 MXH_TEST_QUI
     -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
 tag=
 
+# The device node level (coll/ipc.h) on the test kind, whose IPC maps a peer's
+# memfd through /proc/PID/fd: forced on at every size (MPIX_HIER_IPC=yes,
+# MPIX_HIER_IPC_MIN=0) for test_colls_mem's whole matrix on one node (every
+# collective through peer mappings) and for the nonblocking matrix; then
+# DeviceNodeLevel.* (a communicator of its own, forced on by MPI_Info) on one
+# node, even and uneven nodes (MXH_TEST_EXPECT_IPC=1 where every node holds >= 2
+# ranks: the kind's reductions must have run), and with mixed kinds (the agreed
+# decline to staging).
+ipcf='MPIX_HIER_IPC=yes MPIX_HIER_IPC_MIN=0'
+tag=ipc-all
+# shellcheck disable=SC2086 # $ipcf: two assignments
+run 1node-3 test_colls_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=3 MXH_TEST_QUICK=1 $ipcf \
+    -- -n 3 BIN
+# shellcheck disable=SC2086
+run 1node-2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=2 MXH_TEST_QUICK=1 $ipcf \
+    -- -n 2 BIN
+# shellcheck disable=SC2086
+run 2x2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=2 MXH_TEST_QUICK=1 $ipcf -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN
+tag=ipc-dn
+dn='DeviceNodeLevel.*'
+tt='MXH_TEST_MEM=send=test,recv=test,delay=3'
+run 1node-3 test_colls_mem "$dn" $tt MXH_TEST_EXPECT_IPC=1 -- -n 3 BIN
+run 2x2 test_colls_mem "$dn" $tt MXH_TEST_EXPECT_IPC=1 -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run interleaved-3x2 test_colls_mem "$dn" $tt MXH_TEST_EXPECT_IPC=1 -- \
+    -n 6 /bin/bash "$self" --interleave a,b,c BIN
+run 3level-4x2 test_colls_mem "$dn" $tt MXH_TEST_EXPECT_IPC=1 MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+run 3+1 test_colls_mem "$dn" $tt -- -n 3 -env $H a BIN : -n 1 -env $H b BIN
+run 1+2+3 test_colls_mem "$dn" $tt -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
+tag=ipc-mixed
+run 2x2 test_colls_mem "$dn" MXH_TEST_MEM=send=host,recv=test,delay=0 -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 1node-3 test_colls_mem "$dn" MXH_TEST_MEM=send=test,recv=host,delay=5 -- -n 3 BIN
+# nodes that decide differently (a, c: peer-mapped node parts; b: host buffers;
+# d: mixed kinds, staged) must still exchange the same network messages
+tag=ipc-nodes-differ
+M=MXH_TEST_MEM
+run 3level-4x2 test_colls_mem "$dn" MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a -env $M send=test,recv=test,delay=3 -env MXH_TEST_EXPECT_IPC 1 BIN : \
+    -n 2 -env $H b -env $M send=host,recv=host BIN : \
+    -n 2 -env $H c -env $M send=test,recv=test,delay=1 -env MXH_TEST_EXPECT_IPC 1 BIN : \
+    -n 2 -env $H d -env $M send=test,recv=host BIN
+tag=
+
 # test_vcolls' contract tests, on their own so that a hang or a known
 # deviation is reported here and not in the matrix above: type signatures (even
 # ranks MPI_INT, odd ranks a contiguous or vector type of 2 ints; a rank whose
