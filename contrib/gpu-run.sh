@@ -192,7 +192,8 @@ do_run() {
     done
     # the device node level forced on (MPIX_HIER_IPC=yes; auto takes it when
     # discovery binds every rank to a GPU): peer reads + kernels, no staging
-    step gpu-bench-4ranks-ipc 40 $MPIEXEC -genv MPIX_HIER_IPC yes -n 4 "$pkg/bin/mpix_gpu_bench" \
+    step gpu-bench-4ranks-ipc 40 $MPIEXEC -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 4 \
+        "$pkg/bin/mpix_gpu_bench" \
         -b 64K -e 64M -n 10
     step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
         -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10

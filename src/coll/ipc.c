@@ -10,6 +10,7 @@
 #include <string.h>
 
 /* What one rank publishes per call. */
+/* What one rank publishes per call (mxh_shm_exchange: at most MXH_SHM_XCHG_MAX). */
 typedef struct ipc_pub {
     int32_t            ok;     /* this rank can take part (buffers exportable, kernel exists) */
     int32_t            kind;   /* mxh_mem_kind_t of its buffers */
@@ -20,11 +21,13 @@ typedef struct ipc_pub {
 /* Copies or reductions of a region list started before waiting for them. */
 #define EV_BATCH 64
 
+_Static_assert(sizeof(ipc_pub_t) <= MXH_SHM_XCHG_MAX, "a publication fits one exchange");
+
 struct mxh_ipc {
     mxh_shm_t       *shm;
     int              n, me;
     void            *owner;
-    int             *counts, *displs; /* [n] bytes of each publication, for the allgather */
+    int             *votes;           /* [n] a round's votes */
     ipc_pub_t       *pub;             /* [n] this call's publications */
     char           **buf;             /* [2 n] rank q's buffer b at buf[2 q + b] (mine: my own) */
     const void     **src;             /* [n] reduction inputs */
@@ -44,20 +47,15 @@ mxh_status_t mxh_ipc_create(mxh_shm_t *shm, int n, int me, void *owner, mxh_ipc_
     x->n      = n;
     x->me     = me;
     x->owner  = owner;
-    x->counts = malloc((size_t)n * sizeof(int));
-    x->displs = malloc((size_t)n * sizeof(int));
+    x->votes  = malloc((size_t)n * sizeof(int));
     x->pub    = calloc((size_t)n, sizeof(ipc_pub_t));
     x->buf    = calloc(2 * (size_t)n, sizeof(char *));
     x->src    = calloc((size_t)n, sizeof(void *));
     x->nev    = n + EV_BATCH;
     x->ev     = calloc((size_t)x->nev, sizeof(mxh_mem_event_t));
-    if (!x->counts || !x->displs || !x->pub || !x->buf || !x->src || !x->ev) {
+    if (!x->votes || !x->pub || !x->buf || !x->src || !x->ev) {
         mxh_ipc_destroy(x);
         return MXH_ERR_NO_MEMORY;
-    }
-    for (int q = 0; q < n; q++) {
-        x->counts[q] = (int)sizeof(ipc_pub_t);
-        x->displs[q] = q * (int)sizeof(ipc_pub_t);
     }
     *ipc_p = x;
     return MXH_OK;
@@ -67,8 +65,7 @@ void mxh_ipc_destroy(mxh_ipc_t *x)
 {
     if (x == NULL)
         return;
-    free(x->counts);
-    free(x->displs);
+    free(x->votes);
     free(x->pub);
     free(x->buf);
     free(x->src);
@@ -112,9 +109,10 @@ static mxh_status_t wait_events(const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, i
  * vote). *@out = 1 when the round itself failed. */
 static mxh_status_t round_max(mxh_ipc_t *x, int v, int *out)
 {
-    mxh_status_t st = mxh_shm_allreduce(x->shm, &v, out, 1, MPI_INT, sizeof(int), MPI_MAX);
-    if (st != MXH_OK)
-        *out = 1;
+    mxh_status_t st = mxh_shm_exchange(x->shm, &v, sizeof(v), x->votes);
+    *out = st != MXH_OK;
+    for (int q = 0; q < x->n && st == MXH_OK; q++)
+        *out = x->votes[q] > *out ? x->votes[q] : *out;
     return st;
 }
 
@@ -156,7 +154,7 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
         if (ops->ipc_export(b[i], nb[i], &mine.d[i]) != MXH_OK || !mine.d[i].valid)
             mine.ok = 0;
     }
-    st = mxh_shm_allgather(x->shm, &mine, x->pub, x->counts, x->displs, MPI_BYTE, 1);
+    st = mxh_shm_exchange(x->shm, &mine, sizeof(mine), x->pub);
     if (st != MXH_OK)
         return st;
     for (int q = 0; q < x->n; q++) {

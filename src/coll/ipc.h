@@ -4,8 +4,9 @@
  * counterpart of coll/shm.c, with no host staging and no MPI call.
  *
  * Control rides on the node's shared-memory object (coll/shm.h): buffer
- * descriptors travel with mxh_shm_allgather, agreement and barriers are a
- * one-integer mxh_shm_allreduce (MPI_MAX, a "round"). Every call:
+ * descriptors and the one-integer votes of the barriers ("rounds") travel
+ * with mxh_shm_exchange, beside the data slots, so that a host-buffer call
+ * the level declines keeps the slots' rhythm. Every call:
  *
  *   1. agree: each rank waits for its kind's fence (its input is produced:
  *      the application's work that the kind's enter() ordered the library

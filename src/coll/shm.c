@@ -56,8 +56,9 @@
 #define SHM_SLEEP_PROGRESS_NS  50000L  /* ... after 50 us with a progress hook to call */
 #define SHM_SLEEP_NS           10000L  /* without futexes: nanosleep */
 
-/* F_CMA: step whose buffer descriptor (cma line) is published */
-enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_CMA = 3, F_COUNT };
+/* F_CMA: step whose buffer descriptor (cma line) is published; F_XCHG: round
+ * of mxh_shm_exchange whose bytes are in xchg[round % 2] */
+enum { F_READY = 0, F_RES = 1, F_DONE = 2, F_CMA = 3, F_XCHG = 4, F_COUNT };
 
 typedef struct shm_ctrl {
     struct {
@@ -75,6 +76,8 @@ typedef struct shm_ctrl {
         _Atomic uint32_t n;
         char             pad[SHM_LINE - sizeof(uint32_t)];
     } sleepers;
+    /* mxh_shm_exchange's bytes, double-buffered by round */
+    unsigned char xchg[2][MXH_SHM_XCHG_MAX];
 } shm_ctrl_t;
 
 typedef struct shm_peer {
@@ -99,6 +102,7 @@ struct mxh_shm {
     unsigned long long nwait, nlong, nsleep;
     long long          wait_ns;
     uint64_t    step;      /* last step used; the same on every rank between calls */
+    uint64_t    xstep;     /* last round of mxh_shm_exchange (the same on every rank) */
     shm_peer_t *peers;     /* [size] */
     void (*progress)(void *);
     void       *progress_arg;
@@ -499,7 +503,8 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
 
     shm->rank = rank;
     shm->size = size;
-    shm->step = 0;
+    shm->step  = 0;
+    shm->xstep = 0;
     shm->oversub = all[3] != 0;
     {
         /* diagnosis: MXH_SHM_SPIN_NS=ns before sleeping, MXH_SHM_WAIT_STATS=1 */
@@ -929,6 +934,29 @@ static void ag_copy_in(mxh_shm_t *shm, const char *part, size_t c, size_t C, siz
     if (len)
         memcpy(my_in(shm, s), part + lo * tsize, len * tsize);
     flag_set(shm, F_READY, s);
+}
+
+mxh_status_t mxh_shm_exchange(mxh_shm_t *shm, const void *mine, size_t len, void *all)
+{
+    shm_ctrl_t *c = shm->peers[shm->rank].ctrl;
+    uint64_t k;
+
+    if (len > MXH_SHM_XCHG_MAX) {
+        mxh_error("shm: exchange of %zu bytes (at most %d)", len, MXH_SHM_XCHG_MAX);
+        return MXH_ERR_INVALID_PARAM;
+    }
+    k = ++shm->xstep;
+    /* xchg[k % 2] held round k - 2: every peer read it before it raised round
+     * k - 1, which this rank's round k - 1 waited for */
+    memcpy(c->xchg[k % 2], mine, len);
+    flag_set(shm, F_XCHG, k);
+    memcpy((char *)all + (size_t)shm->rank * len, mine, len);
+    for (int i = 1; i < shm->size; i++) {
+        int p = (shm->rank + i) % shm->size;
+        wait_flag(shm, p, F_XCHG, k);
+        memcpy((char *)all + (size_t)p * len, shm->peers[p].ctrl->xchg[k % 2], len);
+    }
+    return MXH_OK;
 }
 
 mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, const int *counts,

@@ -143,6 +143,15 @@ size_t mxh_shm_get_cma_max(const mxh_shm_t *shm);
 void mxh_shm_set_cma_min(mxh_shm_t *shm, size_t bytes);
 void mxh_shm_set_cma_max(mxh_shm_t *shm, size_t bytes);
 
+/* Every rank's @len bytes (the same len on every rank, at most
+ * MXH_SHM_XCHG_MAX) into @all, in rank order (@all holds size x len bytes): a
+ * control exchange beside the data slots (its own flag and two small buffers
+ * per rank), so it does not change the slots' rhythm for the collectives
+ * around it (coll/ipc.c agrees and votes with it). Collective like the others;
+ * one round costs a store and a wait per peer. */
+#define MXH_SHM_XCHG_MAX 512
+mxh_status_t mxh_shm_exchange(mxh_shm_t *shm, const void *mine, size_t len, void *all);
+
 /* out = in[0] op in[1] op ... op in[n-1] (count elements) on every rank.
  * @in == @out (in place) or disjoint; other overlaps are not supported. */
 mxh_status_t mxh_shm_allreduce(mxh_shm_t *shm, const void *in, void *out, size_t count,

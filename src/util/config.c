@@ -83,9 +83,10 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Device buffers of the ranks of one node are read through peer mappings (CUDA IPC) and "
      "reduced by the device's kernels instead of being staged through host memory: auto (when "
      "every rank of the node drives a GPU), yes, no.", 1},
-    {"MPIX_HIER_IPC_MIN", "32k",
-     "Smallest message (bytes of the whole vector) that takes the device node level; smaller "
-     "ones are staged (the peer-mapped protocol costs four flag rounds).", 1},
+    {"MPIX_HIER_IPC_MIN", "256k",
+     "Smallest message (bytes of the whole vector) that tries the device node level; smaller "
+     "ones are staged. Where the level exists every rank of the node, host buffers too, pays "
+     "one shared-memory exchange per such call (0.1-0.5 us on 2 ranks) to agree.", 1},
     /* mpix_doctor's feedback (README: mpix_doctor) */
     {"MPIX_HIER_EXCLUDE_RAILS", "",
      "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
@@ -307,7 +308,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
     cfg->ipc             = -1;        /* auto */
-    cfg->ipc_min         = 32 << 10;  /* not measured on a GPU yet: RESULTS.md section 4 */
+    cfg->ipc_min         = 256 << 10; /* host cost of agreeing: RESULTS.md section 4 */
     cfg->metrics         = 1;
 }
 
