@@ -107,6 +107,76 @@ static int entry_start(mxh_coll_args_t *a, int hier_op, MPI_Request *req)
     return entry_done(a, mxh_coll_start(a, req));
 }
 
+/* ---- a call shaped like the last one of its collective ----
+ *
+ * Count, predefined datatype and op equal to the memo of the last call of the
+ * collective on the communicator's cached hierarchy (coll.c: mxh_coll_recall):
+ * those arguments passed every check then and pass them now (predefined
+ * handles never change, the count is the same, the hierarchy's communicator
+ * is a valid intracommunicator), and while every buffer is host memory
+ * (mem.h) a buffer passes its check when it is neither NULL nor MPI_IN_PLACE
+ * (count > 0: count 0 is never remembered). So such a call checks only its
+ * buffers and root here; anything else goes through the full checks, which
+ * raise the errors. */
+static inline const mxh_coll_memo_t *memo_hit(MPI_Comm comm, mxh_coll_t coll, int count,
+                                              MPI_Datatype dt, MPI_Op op)
+{
+    const mxh_coll_memo_t *m;
+    if (!mxh_hier_cached(comm) || !mxh_mem_host_only())
+        return NULL;
+    m = &mxh_hier_last->memo[coll];
+    if (!m->valid || m->count != count || m->dt != dt || m->op != op || count <= 0)
+        return NULL;
+    return m;
+}
+
+static inline int buf_ok(const void *buf)
+{
+    return buf != NULL && buf != MPI_IN_PLACE;
+}
+
+/* ... and on the plain path with nothing in flight (no task to progress, no
+ * queue to drain, not inside a task) and its counters at hand: MPI's own
+ * collective, called from here with what the record would hold, counted as
+ * mxh_metrics_record counts it. On a hierarchy with nothing to exploit this
+ * is every call: the record, the decision and the layers below cost more than
+ * the MPI call of a small message. */
+static inline int plain_fast(const mxh_coll_memo_t *m)
+{
+    return m->path == MXH_PATH_PLAIN && mxh_task_in_flight() == 0 && mxh_lib_initialized &&
+           (mxh_metrics_off || mxh_hier_last->mstats != NULL);
+}
+
+#define PLAIN_FAST(_m, _coll, _call)                                                        \
+    do {                                                                                    \
+        struct mxh_mstats *_s = mxh_metrics_off ? NULL : mxh_hier_last->mstats;            \
+        uint64_t _t0          = _s != NULL ? mxh_ticks() : 0;                               \
+        int _rc               = (_call);                                                    \
+        if (_s != NULL)                                                                     \
+            mxh_metrics_record_plain_fast(_s, _coll, (_m)->mbytes, (_m)->why,               \
+                                          mxh_ticks() - _t0);                               \
+        return _rc; /* an MPI error went through the communicator's handler */             \
+    } while (0)
+
+/* ... on another path: its record, then the run (mxh_coll_recall takes the
+ * decision over). Out of line, like the full checks (*_checked): the record's
+ * frame stays out of the plain path's. @sendcount and @sendtype: allgather's. */
+static __attribute__((noinline)) int run_remembered(mxh_coll_t coll, const char *func,
+                                                    const void *sendbuf, void *recvbuf,
+                                                    int count, MPI_Datatype dt, MPI_Op op,
+                                                    int root, MPI_Comm comm, int sendcount,
+                                                    MPI_Datatype sendtype, int hier_op)
+{
+    mxh_coll_args_t a;
+    args_start(&a, coll, func, sendbuf, recvbuf, dt, op, root, comm);
+    a.count = count;
+    if (coll == MXH_COLL_ALLGATHER) {
+        a.sendcount = sendcount;
+        a.sendtype  = sendtype;
+    }
+    return entry_run(&a, hier_op);
+}
+
 /* On an intercommunicator MPI's collective runs as it is; the checks whose
  * failure MPICH 4.0.2 turns into an abort (a negative count, a null or
  * uncommitted datatype, a null op) come first (MPI_BYTE, MPI_SUM: unused). */
@@ -180,8 +250,10 @@ static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     return MPI_SUCCESS;
 }
 
-int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                        MPI_Op op, MPI_Comm comm)
+/* The full checks, then the call (every call not shaped like the last one). */
+static __attribute__((noinline)) int allreduce_checked(const void *sendbuf, void *recvbuf,
+                                                       int count, MPI_Datatype datatype,
+                                                       MPI_Op op, MPI_Comm comm)
 {
     mxh_coll_args_t a;
     int hier_op = 0;
@@ -194,6 +266,20 @@ int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datat
     CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, "MPIX_Hier_allreduce", &a,
                          &hier_op));
     return entry_run(&a, hier_op);
+}
+
+int MPIX_Hier_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm)
+{
+    const mxh_coll_memo_t *m = memo_hit(comm, MXH_COLL_ALLREDUCE, count, datatype, op);
+    if (m != NULL && buf_ok(recvbuf) && sendbuf != recvbuf && sendbuf != NULL) {
+        if (plain_fast(m))
+            PLAIN_FAST(m, MXH_COLL_ALLREDUCE,
+                       MPI_Allreduce(sendbuf, recvbuf, count, datatype, m->mpi_op, comm));
+        return run_remembered(MXH_COLL_ALLREDUCE, "MPIX_Hier_allreduce", sendbuf, recvbuf, count,
+                              datatype, op, -1, comm, 0, MPI_DATATYPE_NULL, m->hier_op);
+    }
+    return allreduce_checked(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -230,8 +316,9 @@ static int rsb_args(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datat
     return MPI_SUCCESS;
 }
 
-int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+static __attribute__((noinline)) int rsb_checked(const void *sendbuf, void *recvbuf,
+                                                 int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                                 MPI_Comm comm)
 {
     mxh_coll_args_t a;
     int hier_op = 0;
@@ -244,6 +331,24 @@ int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm,
                    "MPIX_Hier_reduce_scatter_block", &a, &hier_op));
     return entry_run(&a, hier_op);
+}
+
+int MPIX_Hier_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    const mxh_coll_memo_t *m =
+        memo_hit(comm, MXH_COLL_REDUCE_SCATTER_BLOCK, recvcount, datatype, op);
+    if (m != NULL && buf_ok(recvbuf) && sendbuf != recvbuf && sendbuf != NULL) {
+        /* in place: through a copy (coll.c: plain_rsb) */
+        if (sendbuf != MPI_IN_PLACE && plain_fast(m))
+            PLAIN_FAST(m, MXH_COLL_REDUCE_SCATTER_BLOCK,
+                       MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                                m->mpi_op, comm));
+        return run_remembered(MXH_COLL_REDUCE_SCATTER_BLOCK, "MPIX_Hier_reduce_scatter_block",
+                              sendbuf, recvbuf, recvcount, datatype, op, -1, comm, 0,
+                              MPI_DATATYPE_NULL, m->hier_op);
+    }
+    return rsb_checked(sendbuf, recvbuf, recvcount, datatype, op, comm);
 }
 
 int MPIX_Hier_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -288,8 +393,10 @@ static int allgather_args(const void *sendbuf, int sendcount, MPI_Datatype sendt
     return MPI_SUCCESS;
 }
 
-int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int allgather_checked(const void *sendbuf, int sendcount,
+                                                       MPI_Datatype sendtype, void *recvbuf,
+                                                       int recvcount, MPI_Datatype recvtype,
+                                                       MPI_Comm comm)
 {
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_allgather"));
@@ -301,6 +408,25 @@ int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                          "MPIX_Hier_allgather", &a));
     return entry_run(&a, 0);
+}
+
+int MPIX_Hier_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const mxh_coll_memo_t *m = memo_hit(comm, MXH_COLL_ALLGATHER, recvcount, recvtype, MPI_OP_NULL);
+    if (m != NULL && buf_ok(recvbuf) &&
+        (sendbuf == MPI_IN_PLACE ||
+         (sendcount == recvcount && sendtype == recvtype && sendbuf != NULL &&
+          sendbuf != recvbuf))) {
+        if (plain_fast(m))
+            PLAIN_FAST(m, MXH_COLL_ALLGATHER,
+                       MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                     comm));
+        return run_remembered(MXH_COLL_ALLGATHER, "MPIX_Hier_allgather", sendbuf, recvbuf,
+                              recvcount, recvtype, MPI_OP_NULL, -1, comm, sendcount, sendtype,
+                              0);
+    }
+    return allgather_checked(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 int MPIX_Hier_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -336,7 +462,8 @@ static int bcast_args(void *buffer, int count, MPI_Datatype datatype, int root, 
     return MPI_SUCCESS;
 }
 
-int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+static __attribute__((noinline)) int bcast_checked(void *buffer, int count,
+                                                   MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     mxh_coll_args_t a;
     CHECK(mxh_check_comm(comm, "MPIX_Hier_bcast"));
@@ -347,6 +474,18 @@ int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MP
     }
     CHECK(bcast_args(buffer, count, datatype, root, comm, "MPIX_Hier_bcast", &a));
     return entry_run(&a, 0);
+}
+
+int MPIX_Hier_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    const mxh_coll_memo_t *m = memo_hit(comm, MXH_COLL_BCAST, count, datatype, MPI_OP_NULL);
+    if (m != NULL && buf_ok(buffer) && root >= 0 && root < mxh_hier_last->size) {
+        if (plain_fast(m))
+            PLAIN_FAST(m, MXH_COLL_BCAST, MPI_Bcast(buffer, count, datatype, root, comm));
+        return run_remembered(MXH_COLL_BCAST, "MPIX_Hier_bcast", MPI_IN_PLACE, buffer, count,
+                              datatype, MPI_OP_NULL, root, comm, 0, MPI_DATATYPE_NULL, 0);
+    }
+    return bcast_checked(buffer, count, datatype, root, comm);
 }
 
 int MPIX_Hier_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -394,8 +533,9 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     return MPI_SUCCESS;
 }
 
-int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                     MPI_Op op, int root, MPI_Comm comm)
+static __attribute__((noinline)) int reduce_checked(const void *sendbuf, void *recvbuf,
+                                                    int count, MPI_Datatype datatype, MPI_Op op,
+                                                    int root, MPI_Comm comm)
 {
     mxh_coll_args_t a;
     int hier_op = 0;
@@ -408,6 +548,23 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, "MPIX_Hier_reduce", &a,
                       &hier_op));
     return entry_run(&a, hier_op);
+}
+
+int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, int root, MPI_Comm comm)
+{
+    const mxh_coll_memo_t *m = memo_hit(comm, MXH_COLL_REDUCE, count, datatype, op);
+    if (m != NULL && root >= 0 && root < mxh_hier_last->size &&
+        (root == mxh_hier_last->rank ? buf_ok(recvbuf) && sendbuf != recvbuf && sendbuf != NULL
+                                     : buf_ok(sendbuf))) {
+        /* in place at a root other than 0: through a copy (coll.c: plain_reduce) */
+        if ((sendbuf != MPI_IN_PLACE || root == 0) && plain_fast(m))
+            PLAIN_FAST(m, MXH_COLL_REDUCE,
+                       MPI_Reduce(sendbuf, recvbuf, count, datatype, m->mpi_op, root, comm));
+        return run_remembered(MXH_COLL_REDUCE, "MPIX_Hier_reduce", sendbuf, recvbuf, count,
+                              datatype, op, root, comm, 0, MPI_DATATYPE_NULL, m->hier_op);
+    }
+    return reduce_checked(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 int MPIX_Hier_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

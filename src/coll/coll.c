@@ -1890,6 +1890,15 @@ static size_t call_bytes(const mxh_coll_args_t *a)
     }
 }
 
+/* The send side of a collective with a send type of its own (allgather,
+ * alltoall) is the receive side's (same count and type) or in place, so that
+ * the memo's key (count, dt, op) holds the whole call's shape. */
+static inline int same_send(const mxh_coll_args_t *a)
+{
+    return !coll_table[a->coll].sendtype || a->sendbuf == MPI_IN_PLACE ||
+           (a->sendtype == a->dt && a->sendcount == a->count);
+}
+
 int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
 {
     const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
@@ -1927,9 +1936,10 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
                                                                                : a->recvbuf);
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
-    /* one count of a predefined type (a handle never reused): the decision is
-     * a function of the key of hier.h's memo */
-    a->memo   = a->tsize > 0 && !ci->vector && !ci->sendtype;
+    /* one count of a predefined type (a handle never reused), the send side
+     * the same as the receive side or in place: the decision is a function of
+     * the key of hier.h's memo */
+    a->memo   = a->tsize > 0 && !ci->vector && same_send(a);
     a->mbytes = call_bytes(a); /* before view() changes tsize */
     a->path   = MXH_PATH_PLAIN;
     if (ci->reducing && hier_op <= 0) {
@@ -2029,7 +2039,7 @@ int mxh_coll_recall(mxh_coll_args_t *a, int hier_op)
     h = mxh_hier_last;
     m = &h->memo[a->coll];
     if (!m->valid || m->count != a->count || m->dt != a->dt || m->op != a->op ||
-        m->hier_op != (hier_op > 0))
+        m->hier_op != (hier_op > 0) || !same_send(a))
         return 0;
     /* what mxh_coll_needs_hier, the lookup and mxh_coll_prepare set */
     a->hier    = h;

@@ -124,6 +124,20 @@ __attribute__((always_inline)) static inline void mxh_metrics_record(const mxh_c
         mxh_metrics_poll();
 }
 
+/* A blocking call on the plain path that the entry layer handed to MPI
+ * itself (mpix/colls.c: a call decided like the last of its shape): what
+ * mxh_metrics_record counts for it, without its argument record. */
+static inline void mxh_metrics_record_plain_fast(struct mxh_mstats *m, mxh_coll_t coll,
+                                                 size_t bytes, mxh_fallback_t why, uint64_t dt)
+{
+    mxh_mcell_t *c = &m->c[coll][1][MXH_ALG_MPI];
+    c->calls++;
+    c->bytes += bytes;
+    c->ticks += dt;
+    m->fb[coll][1][why]++;
+    mxh_metrics_poll();
+}
+
 /* A call served by MPI before the library looked at it (intercommunicator):
  * counted as a fallback with @why; @t0 its start, 0 for a nonblocking post
  * (no time counted). */

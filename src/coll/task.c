@@ -82,7 +82,8 @@ static mxh_task_t       *current;     /* the task running now, NULL on a caller'
 static ucontext_t        engine_uc;   /* where a yielding task returns to */
 static mxh_task_queue_t *queues;      /* queues with tasks */
 static mxh_task_t       *pool;        /* released task objects (with their stacks) */
-static int               npool, nflight;
+static int               npool;
+int                      mxh_task_nflight; /* task.h: mxh_task_in_flight */
 #ifdef HAVE_MPIX_GREQUEST_CLASS_CREATE
 static MPIX_Grequest_class greq_class;
 static int               greq_class_ok;
@@ -97,11 +98,6 @@ static size_t            engine_stack_size;
 void mxh_task_set_error_fn(mxh_task_error_fn fn)
 {
     error_fn = fn;
-}
-
-int mxh_task_in_flight(void)
-{
-    return nflight;
 }
 
 int mxh_task_in_fiber(void)
@@ -272,7 +268,7 @@ static int task_finish(mxh_task_queue_t *q, mxh_task_t *t)
         queue_unlist(q);
     }
     t->next = NULL;
-    nflight--;
+    mxh_task_nflight--;
     if (t->status != MXH_OK)
         mxh_debug("%s (nonblocking) failed: %s", t->func, mxh_status_string(t->status));
     /* complete the user's request: free_fn may run inside (MPI_Request_free earlier) */
@@ -466,7 +462,7 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
         q->head = t;
     q->tail = t;
     queue_list(q);
-    nflight++;
+    mxh_task_nflight++;
     *req = t->req;
     /* start it now if it is first in line: its first messages go out at once */
     if (q->head == t)
@@ -525,7 +521,7 @@ int mxh_task_wait(MPI_Request *req, MPI_Status *stat)
 /* Nothing of ours to move: inside a task (its own MPI calls) or none posted. */
 static int sim_quiet(void)
 {
-    return current != NULL || nflight == 0;
+    return current != NULL || mxh_task_nflight == 0;
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *stat)

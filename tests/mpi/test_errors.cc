@@ -309,6 +309,57 @@ TEST_F(Errors, Reduce)
     });
 }
 
+// A call shaped like the last one (same count, type, op): the entry checks only
+// its buffers and root (mpix/colls.c: memo_hit); each bad call here follows a
+// good call of its shape.
+#define AFTER_GOOD(good, bad)                                                                  \
+    [](MPI_Comm c) {                                                                           \
+        int grc = good;                                                                        \
+        EXPECT_EQ(grc, MPI_SUCCESS);                                                           \
+        return bad;                                                                            \
+    }
+
+TEST_F(Errors, RememberedShapeStillChecked)
+{
+    const char *ar = "MPIX_Hier_allreduce", *rsb = "MPIX_Hier_reduce_scatter_block",
+               *ag = "MPIX_Hier_allgather", *bc = "MPIX_Hier_bcast", *rd = "MPIX_Hier_reduce";
+    run_cases({
+        {"allreduce sendbuf=NULL", ar, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_allreduce(B.s, B.r, 2, MPI_INT, MPI_SUM, c),
+                    MPIX_Hier_allreduce(nullptr, B.r, 2, MPI_INT, MPI_SUM, c))},
+        {"allreduce recvbuf=MPI_IN_PLACE", ar, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_allreduce(B.s, B.r, 2, MPI_INT, MPI_SUM, c),
+                    MPIX_Hier_allreduce(B.s, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM, c))},
+        {"allreduce aliased", ar, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_allreduce(B.s, B.r, 2, MPI_INT, MPI_SUM, c),
+                    MPIX_Hier_allreduce(B.r, B.r, 2, MPI_INT, MPI_SUM, c))},
+        {"reduce_scatter_block recvbuf=NULL", rsb, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_reduce_scatter_block(B.s, B.r, 1, MPI_INT, MPI_SUM, c),
+                    MPIX_Hier_reduce_scatter_block(B.s, nullptr, 1, MPI_INT, MPI_SUM, c))},
+        {"allgather sendbuf=NULL", ag, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, 1, MPI_INT, c),
+                    MPIX_Hier_allgather(nullptr, 1, MPI_INT, B.r, 1, MPI_INT, c))},
+        {"allgather sendcount=-1", ag, MPI_ERR_COUNT, false, false,
+         AFTER_GOOD(MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, 1, MPI_INT, c),
+                    MPIX_Hier_allgather(B.s, -1, MPI_INT, B.r, 1, MPI_INT, c))},
+        {"allgather sendtype=MPI_DATATYPE_NULL", ag, MPI_ERR_TYPE, false, false,
+         AFTER_GOOD(MPIX_Hier_allgather(B.s, 1, MPI_INT, B.r, 1, MPI_INT, c),
+                    MPIX_Hier_allgather(B.s, 1, MPI_DATATYPE_NULL, B.r, 1, MPI_INT, c))},
+        {"bcast buffer=NULL", bc, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_bcast(B.r, 1, MPI_INT, 0, c),
+                    MPIX_Hier_bcast(nullptr, 1, MPI_INT, 0, c))},
+        {"bcast root=size", bc, MPI_ERR_ROOT, false, false,
+         AFTER_GOOD(MPIX_Hier_bcast(B.r, 1, MPI_INT, 0, c),
+                    MPIX_Hier_bcast(B.r, 1, MPI_INT, comm_size(c), c))},
+        {"reduce root=-1", rd, MPI_ERR_ROOT, false, false,
+         AFTER_GOOD(MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, 0, c),
+                    MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, -1, c))},
+        {"reduce sendbuf=NULL", rd, MPI_ERR_BUFFER, false, false,
+         AFTER_GOOD(MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, MPI_SUM, 0, c),
+                    MPIX_Hier_reduce(nullptr, B.r, 1, MPI_INT, MPI_SUM, 0, c))},
+    });
+}
+
 // ---- v-collectives and all-to-all: count arrays of the communicator's size
 // (up to 64 ranks): all 1, or -1 in entry 0; displacements i.
 struct Arrays {

@@ -243,6 +243,51 @@ TEST(Metrics, KnownCallsExact)
     MPI_Comm_free(&c);
 }
 
+// Calls that repeat their shape (the entry's remembered-shape path, mpix/colls.c;
+// on a layout with nothing to exploit, 1+1, MPI's collective called from the
+// entry): every call counted, with its bytes and, on path plain, its reason.
+TEST(Metrics, RepeatedShapesExact)
+{
+    MPI_Comm c;
+    int size, rank;
+    const int n = 7, count = 4;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_size(c, &size);
+    MPI_Comm_rank(c, &rank);
+    std::vector<int> a(count * size, rank + 1), b(count * size, 0);
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(MPIX_Hier_allreduce(a.data(), b.data(), count, MPI_INT, MPI_SUM, c), MPI_SUCCESS);
+        EXPECT_EQ(b[0], size * (size + 1) / 2);
+        ASSERT_EQ(MPIX_Hier_reduce_scatter_block(a.data(), b.data(), count, MPI_INT, MPI_SUM, c),
+                  MPI_SUCCESS);
+        EXPECT_EQ(b[count - 1], size * (size + 1) / 2);
+        ASSERT_EQ(MPIX_Hier_allgather(a.data(), count, MPI_INT, b.data(), count, MPI_INT, c),
+                  MPI_SUCCESS);
+        EXPECT_EQ(b[count * size - 1], size);
+        ASSERT_EQ(MPIX_Hier_bcast(b.data(), count, MPI_INT, size - 1, c), MPI_SUCCESS);
+        ASSERT_EQ(MPIX_Hier_reduce(a.data(), b.data(), count, MPI_INT, MPI_MAX, 0, c), MPI_SUCCESS);
+        if (rank == 0) {
+            EXPECT_EQ(b[0], size);
+        }
+    }
+    const size_t bytes = count * sizeof(int);
+    EXPECT_EQ(stat(c, "mpix_hier_calls_total"), 5 * n);
+    EXPECT_EQ(stat(c, "mpix_hier_calls_total{blocking=\"1\"}"), 5 * n);
+    for (const char *coll : {"allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce"}) {
+        std::string sel = std::string("{coll=\"") + coll + "\"}";
+        EXPECT_EQ(stat(c, "mpix_hier_calls_total" + sel), n) << coll;
+        bool blocks = !strcmp(coll, "reduce_scatter_block") || !strcmp(coll, "allgather");
+        EXPECT_EQ(stat(c, "mpix_hier_bytes_total" + sel), n * bytes * (blocks ? size : 1)) << coll;
+        EXPECT_GT(stat(c, "mpix_hier_call_seconds_total" + sel), 0) << coll;
+    }
+    EXPECT_EQ(stat(c, "mpix_hier_calls_total{algo=\"mpi\"}"), stat(c, "mpix_hier_fallbacks_total"));
+    if (getenv("MXH_TEST_EXPECT_PLAIN") != nullptr) { // nothing to exploit: all MPI's
+        EXPECT_EQ(stat(c, "mpix_hier_calls_total{path=\"plain\"}"), 5 * n);
+        EXPECT_EQ(stat(c, "mpix_hier_fallbacks_total"), 5 * n);
+    }
+    MPI_Comm_free(&c);
+}
+
 TEST(Metrics, FallbackOnlyCommunicator)
 {
     MPI_Comm c;
@@ -435,7 +480,9 @@ TEST(Metrics, Disabled)
     if (getenv("MXH_TEST_METRICS_OFF") == nullptr)
         GTEST_SKIP() << "MXH_TEST_METRICS_OFF not set";
     int x = 1, y = 0;
-    ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    for (int i = 0; i < 3; i++) // the later ones shaped like the first (mpix/colls.c: PLAIN_FAST)
+        ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(y, 1 * [] { int s; MPI_Comm_size(MPI_COMM_WORLD, &s); return s; }());
     EXPECT_EQ(stat(MPI_COMM_WORLD, "mpix_hier_calls_total"), 0);
     parse_prom(text_now()); // still a valid text (no samples counted)
 }
