@@ -39,11 +39,22 @@
  *  - Memory: host, CUDA device and CUDA managed buffers (builds with CUDA;
  *    without it, host memory only). Send and receive buffers may be of
  *    different kinds, and ranks may pass buffers of different kinds in one
- *    call: the path a call takes never depends on where buffers live. A
- *    device buffer is staged: the library copies it into pinned host memory
- *    on its own CUDA stream, runs the same hierarchical schedule as for host
- *    buffers (every level, pipelining; reductions on the host) and copies the
- *    results back. Synchronization as in CUDA-aware MPI: the contents of
+ *    call: the network messages of a call never depend on where buffers
+ *    live. A device buffer is staged: the library copies it into pinned host
+ *    memory on its own CUDA stream, runs the same hierarchical schedule as
+ *    for host buffers (every level, pipelining; reductions on the host) and
+ *    copies the results back. Device node level (MPIX_HIER_IPC, on where
+ *    every rank drives a GPU): from MPIX_HIER_IPC_MIN bytes, when every rank
+ *    of a node passes cudaMalloc'ed memory, the ranks of the node read and
+ *    write each other's buffers directly (CUDA IPC mappings, cached per
+ *    allocation and released with the communicator) and reduce them with
+ *    the library's kernels: on one node for allreduce, reduce_scatter_block,
+ *    allgather, bcast and reduce, on several nodes for allreduce's node part
+ *    (only the part the network carries is staged). Peers then access your
+ *    buffers during the call, so they must stay allocated and untouched
+ *    until it completes, as MPI requires anyway. The ranks of a node agree
+ *    per call; memory that cannot be mapped (managed, cudaMallocAsync pools)
+ *    on any of them makes the node stage. Synchronization as in CUDA-aware MPI: the contents of
  *    device buffers must be complete when the call starts (synchronize the
  *    stream that produced them first) and results are complete in device
  *    memory when the call returns (blocking) or when MPI_Test/MPI_Wait report
