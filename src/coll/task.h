@@ -55,7 +55,10 @@ int mxh_task_in_fiber(void);
  * resume. Outside: sched_yield(). */
 void mxh_task_yield(void);
 
-/* MPI_Waitall / MPI_Waitany / MPI_Wait with the suspension rule above. */
+/* MPI_Waitall / MPI_Waitany / MPI_Wait with the suspension rule above. (In a
+ * task of the simulation build, mxh_task_wait_all may complete some requests
+ * before all, and mxh_task_wait_any may complete several at once and leaves
+ * @stat alone: coll/task.c, task_testany.) */
 int mxh_task_wait_all(int n, MPI_Request *reqs, MPI_Status *stats);
 int mxh_task_wait_any(int n, MPI_Request *reqs, int *idx, MPI_Status *stat);
 int mxh_task_wait(MPI_Request *req, MPI_Status *stat);
