@@ -24,9 +24,10 @@
  * (collectives on one communicator complete in posting order, and the
  * communicator's scratch buffers, shared-memory segments and level
  * communicators serve one collective at a time). Heads of different
- * communicators run interleaved. mxh_task_progress_all() resumes every head
- * once; it is what MPI_Test/MPI_Wait on a library request, and every entry
- * into the library, call. */
+ * communicators run interleaved. mxh_task_progress_all() resumes every head,
+ * again while its last slice (resume to yield) completed something, and is
+ * what MPI_Test/MPI_Wait on a library request, and every entry into the
+ * library, call. */
 #ifndef MXH_COLL_TASK_H
 #define MXH_COLL_TASK_H
 
@@ -54,7 +55,10 @@ int mxh_task_in_fiber(void);
  * resume. Outside: sched_yield(). */
 void mxh_task_yield(void);
 
-/* MPI_Waitall / MPI_Waitany / MPI_Wait with the suspension rule above. */
+/* MPI_Waitall / MPI_Waitany / MPI_Wait with the suspension rule above. (In a
+ * task of the simulation build, mxh_task_wait_all may complete some requests
+ * before all, and mxh_task_wait_any may complete several at once and leaves
+ * @stat alone: coll/task.c, task_testany.) */
 int mxh_task_wait_all(int n, MPI_Request *reqs, MPI_Status *stats);
 int mxh_task_wait_any(int n, MPI_Request *reqs, int *idx, MPI_Status *stat);
 int mxh_task_wait(MPI_Request *req, MPI_Status *stat);
@@ -95,8 +99,13 @@ mxh_status_t mxh_task_done_request(MPI_Request *req);
 /* Release a task that was never posted. */
 void mxh_task_discard(mxh_task_t *t);
 
-/* Resume the head of every queue once (tasks of different communicators run
- * interleaved). Does nothing when called from inside a task. */
+/* Resume the head of every queue (tasks of different communicators run
+ * interleaved), and resume it again while its slice completed something (a
+ * wait primitive found its requests complete, or the task left the wait it
+ * was resumed in): at most a few dozen slices per queue, ending with one that
+ * moved nothing, so that a call advances every task as far as it can go now
+ * and stays cheap when nothing is ready. Does nothing when called from inside
+ * a task. */
 void mxh_task_progress_all(void);
 
 /* The entry layer's conversion of a task's failure into an MPI error code
