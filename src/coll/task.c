@@ -6,9 +6,8 @@
  * that finds nothing ready, or returns when the collective is done. The
  * request handed to the user is an MPICH generalized request with poll and
  * wait functions (MPIX_Grequest_class_create), so that MPI_Test and MPI_Wait
- * (every variant) drive the progress engine: the poll function resumes every queue head
- * (again while its slices complete something), the wait function resumes them until the
- * tasks waited on are complete.
+ * (every variant) drive the progress engine: the poll function resumes every queue head once,
+ * the wait function resumes them until the tasks waited on are complete.
  * MPI_Grequest_complete is called when a body returns. An MPI without that
  * extension gets standard generalized requests, which nothing would progress:
  * there a posted task runs to completion before the post returns. SimGrid's
@@ -56,12 +55,6 @@
 #define TASK_STACK_BYTES ((size_t)1 << 20)
 /* Stacks and task objects kept for reuse (the steady state allocates nothing). */
 #define TASK_POOL_MAX 64
-/* Slices of a queue per progress call at most (a task that keeps completing
- * things, or tasks that finish one after the other): a bound on the time one
- * MPI_Test spends in the library. A slice that moved nothing ends the call
- * for its queue after one failed test, so a call with nothing ready costs
- * what it did before. */
-#define TASK_REENTER_MAX 32
 
 enum { TASK_NEW = 0, TASK_QUEUED, TASK_RUNNING, TASK_DONE };
 
@@ -74,7 +67,6 @@ struct mxh_task {
     int               finished;   /* out of its queue, request completed */
     int               completing; /* inside MPI_Grequest_complete */
     mxh_task_queue_t *q;
-    const void       *site;    /* the wait it last yielded in (see slice_moved) */
     mxh_task_t       *next;    /* in its queue, or in the free pool */
     MPI_Request       req;
     ucontext_t        uc;
@@ -87,14 +79,6 @@ struct mxh_task {
 };
 
 static mxh_task_t       *current;     /* the task running now, NULL on a caller's stack */
-/* The running slice (from a resume to the next yield) completed something: a
- * wait primitive below found its requests complete, or the task yields in
- * another wait than the one it was resumed in (that one ended: a request, a
- * shared-memory flag, a copy). The progress engine resumes the task again
- * while its slices do (mxh_task_progress_all). A task that leaves a wait and
- * yields in the same place again (a shared-memory wait for the next flag) is
- * not seen: it waits for the next progress call, as before. */
-static int               slice_moved;
 static ucontext_t        engine_uc;   /* where a yielding task returns to */
 static mxh_task_queue_t *queues;      /* queues with tasks */
 static mxh_task_t       *pool;        /* released task objects (with their stacks) */
@@ -142,13 +126,14 @@ static void switch_to(mxh_task_t *t)
     current = NULL;
 }
 
-/* task -> engine, from the wait at @site */
-static void yield_at(const void *site)
+/* task -> engine */
+void mxh_task_yield(void)
 {
     mxh_task_t *t = current;
-    if (site != t->site)
-        slice_moved = 1;
-    t->site = site;
+    if (t == NULL) {
+        sched_yield();
+        return;
+    }
 #ifdef MXH_TASK_ASAN
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, engine_stack_bottom, engine_stack_size);
@@ -156,24 +141,6 @@ static void yield_at(const void *site)
     swapcontext(&t->uc, &engine_uc);
 #ifdef MXH_TASK_ASAN
     __sanitizer_finish_switch_fiber(fake, &engine_stack_bottom, &engine_stack_size);
-#endif
-}
-
-/* The wait that calls it is its caller's call site (not inlined, so that the
- * return address is that of the wait loop). */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-void mxh_task_yield(void)
-{
-    if (current == NULL) {
-        sched_yield();
-        return;
-    }
-#if defined(__GNUC__)
-    yield_at(__builtin_return_address(0));
-#else
-    yield_at(&slice_moved); /* one site: no progress seen from these waits */
 #endif
 }
 
@@ -224,7 +191,6 @@ mxh_task_t *mxh_task_new(void)
     t->finished   = 0;
     t->completing = 0;
     t->q      = NULL;
-    t->site   = NULL;
     t->next   = NULL;
     t->req    = MPI_REQUEST_NULL;
     return t;
@@ -333,7 +299,6 @@ static int queue_step(mxh_task_queue_t *q)
                     (unsigned)(p & 0xffffffffu));
         t->state = TASK_RUNNING;
     }
-    slice_moved = 0;
     switch_to(t);
     if (t->state != TASK_DONE)
         return 0;
@@ -354,15 +319,9 @@ void mxh_task_progress_all(void)
             queue_unlist(q);
             continue;
         }
-        /* a finished head lets the next task start in the same pass; a head
-         * whose slice completed something goes on (its next exchange may be
-         * ready at once: a schedule's next stage, the next fragment) until a
-         * slice moves nothing, at most TASK_REENTER_MAX times */
-        for (int k = 0; k < TASK_REENTER_MAX; k++) {
-            int r = queue_step(q);
-            if (r == 1 || (r == 0 && !slice_moved))
-                break;
-        }
+        /* a finished head lets the next task start in the same pass */
+        while (queue_step(q) == 2)
+            ;
     }
     mxh_metrics_poll(); /* the periodic metrics file, when due */
     mxh_pmpi_leave();
@@ -517,10 +476,6 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
 
 /* ---- waits ------------------------------------------------------------------------------------ */
 
-/* Where the primitives yield (their addresses: one site each), and what they
- * tell the progress engine: a wait that finds its requests complete moved. */
-static const char site_wait_all, site_wait_any, site_wait;
-
 /* MPI_Testany for a task. In the simulation mxh_testsome instead (arrays of up
  * to 64): SMPI 3.32 charges MPI_Testany an injected time that grows with every
  * call finding nothing, one counter for all simulated ranks, whatever
@@ -553,11 +508,9 @@ int mxh_task_wait_all(int n, MPI_Request *reqs, MPI_Status *stats)
         return MPI_Waitall(n, reqs, stats);
     for (;;) {
         rc = mxh_testall(n, reqs, &flag, stats);
-        if (rc != MPI_SUCCESS || flag) {
-            slice_moved = 1;
+        if (rc != MPI_SUCCESS || flag)
             return rc;
-        }
-        yield_at(&site_wait_all);
+        mxh_task_yield();
     }
 }
 
@@ -568,11 +521,9 @@ int mxh_task_wait_any(int n, MPI_Request *reqs, int *idx, MPI_Status *stat)
         return MPI_Waitany(n, reqs, idx, stat);
     for (;;) {
         rc = task_testany(n, reqs, idx, &flag, stat);
-        if (rc != MPI_SUCCESS || flag) {
-            slice_moved = 1;
+        if (rc != MPI_SUCCESS || flag)
             return rc;
-        }
-        yield_at(&site_wait_any);
+        mxh_task_yield();
     }
 }
 
@@ -583,11 +534,9 @@ int mxh_task_wait(MPI_Request *req, MPI_Status *stat)
         return MPI_Wait(req, stat);
     for (;;) {
         rc = MPI_Test(req, &flag, stat);
-        if (rc != MPI_SUCCESS || flag) {
-            slice_moved = 1;
+        if (rc != MPI_SUCCESS || flag)
             return rc;
-        }
-        yield_at(&site_wait);
+        mxh_task_yield();
     }
 }
 

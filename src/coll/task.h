@@ -24,10 +24,9 @@
  * (collectives on one communicator complete in posting order, and the
  * communicator's scratch buffers, shared-memory segments and level
  * communicators serve one collective at a time). Heads of different
- * communicators run interleaved. mxh_task_progress_all() resumes every head,
- * again while its last slice (resume to yield) completed something, and is
- * what MPI_Test/MPI_Wait on a library request, and every entry into the
- * library, call. */
+ * communicators run interleaved. mxh_task_progress_all() resumes every head
+ * once; it is what MPI_Test/MPI_Wait on a library request, and every entry
+ * into the library, call. */
 #ifndef MXH_COLL_TASK_H
 #define MXH_COLL_TASK_H
 
@@ -99,13 +98,8 @@ mxh_status_t mxh_task_done_request(MPI_Request *req);
 /* Release a task that was never posted. */
 void mxh_task_discard(mxh_task_t *t);
 
-/* Resume the head of every queue (tasks of different communicators run
- * interleaved), and resume it again while its slice completed something (a
- * wait primitive found its requests complete, or the task left the wait it
- * was resumed in): at most a few dozen slices per queue, ending with one that
- * moved nothing, so that a call advances every task as far as it can go now
- * and stays cheap when nothing is ready. Does nothing when called from inside
- * a task. */
+/* Resume the head of every queue once (tasks of different communicators run
+ * interleaved). Does nothing when called from inside a task. */
 void mxh_task_progress_all(void);
 
 /* The entry layer's conversion of a task's failure into an MPI error code
