@@ -46,6 +46,15 @@ typedef struct mxh_config {
     int    metrics;                         /* MPIX_HIER_METRICS */
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
+    /* cost model (coll/cost.h) */
+    int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model */
+    double cost_node_latency;               /* MPIX_HIER_COST_NODE_LATENCY (s per exchange) */
+    double cost_node_bw;                    /* MPIX_HIER_COST_NODE_BW (bytes/s per rank) */
+    double cost_net_latency;                /* MPIX_HIER_COST_NET_LATENCY (s per exchange) */
+    double cost_net_bw;                     /* MPIX_HIER_COST_NET_BW (bytes/s per rank) */
+    double cost_net_contention;             /* MPIX_HIER_COST_NET_CONTENTION (>= 1) */
+    double cost_reduce_bw;                  /* MPIX_HIER_COST_REDUCE_BW (bytes/s of output) */
+    double cost_copy_bw;                    /* MPIX_HIER_COST_COPY_BW (bytes/s) */
 } mxh_config_t;
 
 typedef struct mxh_config_var {

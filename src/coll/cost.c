@@ -1,0 +1,420 @@
+#include "coll/cost.h"
+#include "coll/sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* mirrors of the executor's and the builders' constants (p2p.h, plan.h): the model
+ * takes the algorithm the library takes */
+#define P2P_SMALL      (32u << 10)
+#define P2P_DIRECT_P   64
+#define P2P_DIRECT_ANY 8
+#define P2P_RADIX      32
+#define MAX_FRAGS_MODELLED 65536
+
+static int is_net(mxh_level_type_t t)
+{
+    return t == MXH_LEVEL_RAIL || t == MXH_LEVEL_SPINE;
+}
+
+void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
+                         const mxh_level_type_t *type, const int *gsize)
+{
+    long prod = 1;
+    memset(m, 0, sizeof(*m));
+    m->nlevels = nlevels < MXH_MAX_LEVELS ? nlevels : MXH_MAX_LEVELS;
+    for (int l = 0; l < m->nlevels; l++) {
+        m->type[l]  = type[l];
+        m->gsize[l] = gsize[l] > 0 ? gsize[l] : 1;
+        m->net[l]   = is_net(type[l]);
+        if (m->net[l]) {
+            m->lvl[l].alpha = cfg->cost_net_latency;
+            m->lvl[l].beta  = cfg->cost_net_contention / cfg->cost_net_bw;
+        } else {
+            m->lvl[l].alpha = cfg->cost_node_latency;
+            m->lvl[l].beta  = 1.0 / cfg->cost_node_bw;
+        }
+        prod *= m->gsize[l];
+    }
+    m->nranks = (int)prod;
+    m->grid   = m->nlevels >= 1;
+    m->gamma  = 1.0 / cfg->cost_reduce_bw;
+    m->kappa  = 1.0 / cfg->cost_copy_bw;
+    m->ramp   = cfg->pipeline_ramp;
+}
+
+void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_level_type_t type[MXH_MAX_LEVELS] = {MXH_LEVEL_NODE};
+    int gsize[MXH_MAX_LEVELS] = {0}, grid = L->nlevels >= 1;
+    long prod = 1;
+    for (int l = 0; l < L->nlevels && l < MXH_MAX_LEVELS; l++) {
+        type[l]  = L->type[l];
+        gsize[l] = L->gsize[l][0];
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
+            grid = 0;
+        for (int r = 1; r < L->nranks; r++)
+            if (L->gsize[l][r] != gsize[l])
+                grid = 0;
+        prod *= gsize[l];
+    }
+    mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
+    m->nranks = L->nranks;
+    m->grid   = grid && prod == L->nranks;
+}
+
+/* ---- steps ------------------------------------------------------------------------ */
+
+static int radix_factors(int p, int *fac)
+{
+    int n = 0;
+    while (p > 1) {
+        int f = P2P_RADIX;
+        while (f > 1 && p % f != 0)
+            f--;
+        if (f < 2)
+            return 0;
+        fac[n++] = f;
+        p /= f;
+    }
+    return n;
+}
+
+static int log2i(int p)
+{
+    int k = 0;
+    while ((1 << (k + 1)) <= p)
+        k++;
+    return k;
+}
+
+typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX } p2p_t;
+
+/* mxh_p2p_choose without forcing, for even splits (parts contiguous) */
+static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes)
+{
+    int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
+    int net_direct = m->net[level] && p <= P2P_DIRECT_P;
+    if (p == 2)
+        return A_DIRECT;
+    if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
+        return A_RADIX;
+    if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
+        return A_DIRECT;
+    return pow2 ? A_RHD : A_RING;
+}
+
+double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
+                     double *link_p, double *cpu_p)
+{
+    int p = m->gsize[level], fac[32];
+    double n = (double)bytes, a = m->lvl[level].alpha, b = m->lvl[level].beta, g = m->gamma;
+    double lat = 0, link = 0, cpu = 0, share = (double)(p - 1) / p;
+    int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE;
+    int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE;
+
+    if (p > 1 && bytes > 0) {
+        switch (choose(m, level, type, bytes)) {
+        case A_RADIX: {
+            int nf = radix_factors(p, fac);
+            for (int i = 0; i < nf; i++) {
+                lat += a;
+                link += (fac[i] - 1) * n * b;
+                cpu += (fac[i] + 1) / 3.0 * n * g;
+            }
+            break;
+        }
+        case A_DIRECT:
+            lat  = (rs + ag) * a;
+            link = (rs + ag) * share * n * b;
+            cpu  = rs ? (p + 1) / 3.0 * n / p * g : 0;
+            break;
+        case A_RHD:
+        case A_RING: {
+            int ex = choose(m, level, type, bytes) == A_RHD ? log2i(p) : p - 1;
+            lat  = (rs + ag) * ex * a;
+            link = (rs + ag) * share * n * b;
+            cpu  = rs ? share * n * g : 0;
+            break;
+        }
+        }
+    }
+    if (link_p)
+        *link_p = link;
+    if (cpu_p)
+        *cpu_p = cpu;
+    return lat + link + cpu;
+}
+
+/* ---- fragments (sched.c's cut) ----------------------------------------------------- */
+
+static int block_coll(mxh_coll_t coll)
+{
+    return coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
+}
+
+static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
+{
+    int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
+    while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
+        k--;
+    return k;
+}
+
+static void ramp_pieces(size_t fcnt, int k, size_t *piece)
+{
+    size_t used = 0;
+    for (int j = 0; j < k; j++) {
+        piece[j] = fcnt >> (j == 0 ? k : k - j + 1);
+        used += piece[j];
+    }
+    piece[k] = fcnt - used;
+}
+
+size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                      size_t frag_bytes, size_t *sizes, size_t max)
+{
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, fcnt = count, n = 0;
+    if (count == 0 || tsize == 0)
+        return 0;
+    if (frag_bytes > 0) {
+        fcnt = frag_bytes / (tsize * per);
+        if (fcnt == 0)
+            fcnt = 1;
+        if (fcnt > count)
+            fcnt = count;
+        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
+            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
+    }
+    size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
+    int kh = 0, kt = 0;
+    if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
+        kh = ramp_depth(m->ramp, fcnt, tsize * per);
+        kt = ramp_depth(m->ramp, last, tsize * per);
+    }
+    size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
+    ramp_pieces(fcnt, kh, head);
+    ramp_pieces(last, kt, tail);
+    for (size_t u = 0; u < nuni; u++) {
+        int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;
+        for (int j = 0; j < np; j++, n++)
+            if (n < max)
+                sizes[n] = u == 0 ? head[j] : u == nuni - 1 ? tail[kt - j] : fcnt;
+    }
+    return n;
+}
+
+/* ---- schedules ---------------------------------------------------------------------- */
+
+/* slots: 0 copy in, 1 .. 2 nlevels - 1 the plan's stages, 2 nlevels copy out */
+#define NSLOT (2 * MXH_MAX_LEVELS + 1)
+
+typedef struct stage_cost {
+    double t[NSLOT];
+    double link[MXH_MAX_LEVELS]; /* byte time per level */
+    double cpu;                  /* reductions and copies */
+} stage_cost_t;
+
+static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
+                mxh_step_type_t type, double bytes)
+{
+    double link, cpu;
+    if (bytes < 1)
+        bytes = 1;
+    sc->t[1 + stage] += mxh_cost_step(m, level, type, (size_t)bytes, &link, &cpu);
+    sc->link[level] += link;
+    sc->cpu += cpu;
+}
+
+static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
+{
+    sc->t[slot] += bytes * m->kappa;
+    sc->cpu += bytes * m->kappa;
+}
+
+static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
+{
+    size_t copies = 0, bytes = count * tsize;
+    for (int l = 0; l < m->nlevels; l++)
+        if (m->net[l])
+            copies += (size_t)(m->gsize[l] - 1);
+    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+        return MXH_COST_LATENCY;
+    if (m->nlevels >= 2 && !m->net[0] && copies > 0) {
+        size_t g = (size_t)m->gsize[0], piece = (count + g - 1) / g * tsize;
+        if (copies * piece <= MXH_PLAN_HYBRID_NET_BYTES)
+            return MXH_COST_HYBRID;
+    }
+    return MXH_COST_RS;
+}
+
+/* The stage costs of one fragment of @c elements (per block for block collectives). */
+static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size_t tsize,
+                      mxh_cost_variant_t variant, int nfrag, stage_cost_t *sc)
+{
+    int top = m->nlevels - 1;
+    double n = (double)c * (double)tsize, reg;
+    memset(sc, 0, sizeof(*sc));
+
+    switch (coll) {
+    case MXH_COLL_ALLREDUCE:
+        if (variant == MXH_COST_PLAN)
+            variant = plan_variant(m, c, tsize);
+        if (variant == MXH_COST_LATENCY) {
+            for (int l = 0; l <= top; l++)
+                add(m, sc, l, l, MXH_STEP_ALLREDUCE, n);
+        } else if (variant == MXH_COST_HYBRID && m->nlevels >= 2) {
+            add(m, sc, 0, 0, MXH_STEP_REDUCE_SCATTER, n);
+            for (int l = 1; l <= top; l++)
+                add(m, sc, l, l, MXH_STEP_ALLREDUCE, n / m->gsize[0]);
+            add(m, sc, 2 * top, 0, MXH_STEP_ALLGATHER, n);
+        } else {
+            reg = n;
+            for (int l = 0; l < top; l++) {
+                add(m, sc, l, l, MXH_STEP_REDUCE_SCATTER, reg);
+                reg /= m->gsize[l];
+            }
+            add(m, sc, top, top, MXH_STEP_ALLREDUCE, reg);
+            for (int l = top - 1; l >= 0; l--) {
+                reg *= m->gsize[l];
+                add(m, sc, 2 * top - l, l, MXH_STEP_ALLGATHER, reg);
+            }
+        }
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        reg = n * m->nranks;
+        copy(m, sc, 0, reg); /* every block's piece packed into the work buffer */
+        for (int l = 0; l <= top; l++) {
+            add(m, sc, l, l, MXH_STEP_REDUCE_SCATTER, reg);
+            reg /= m->gsize[l];
+        }
+        copy(m, sc, 2 * m->nlevels, n); /* my block out */
+        break;
+    case MXH_COLL_ALLGATHER:
+        reg = n * m->nranks;
+        for (int l = 0; l < top; l++)
+            reg /= m->gsize[l];
+        add(m, sc, top, top, MXH_STEP_ALLGATHER, reg);
+        for (int l = top - 1; l >= 0; l--) {
+            reg *= m->gsize[l];
+            add(m, sc, 2 * top - l, l, MXH_STEP_ALLGATHER, reg);
+        }
+        /* fragment-major work buffer: my piece in, every block's piece out (one
+         * fragment in rank order needs neither: only a single level does) */
+        if (nfrag > 1 || m->nlevels > 1) {
+            copy(m, sc, 0, n);
+            copy(m, sc, 2 * m->nlevels, n * m->nranks);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
+{
+    return m->grid && m->nlevels >= 1 &&
+           (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
+            coll == MXH_COLL_ALLGATHER);
+}
+
+double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    if (nf == 0 || nf > MAX_FRAGS_MODELLED)
+        return -1;
+    size_t *sizes = malloc(nf * sizeof(*sizes));
+    if (sizes == NULL)
+        return -1;
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+
+    /* the top level's allreduce/reduce-scatter/allgather runs in the middle slot:
+     * slots 1 + stage; a level whose slots are empty costs nothing */
+    double done[NSLOT] = {0}, link[MXH_MAX_LEVELS] = {0}, cpu = 0;
+    stage_cost_t sc;
+    size_t prev = 0;
+    for (size_t f = 0; f < nf; f++) {
+        if (f == 0 || sizes[f] != prev)
+            frag_cost(m, coll, sizes[f], tsize, variant, (int)nf, &sc);
+        prev = sizes[f];
+        double t = 0;
+        for (int s = 0; s < NSLOT; s++) {
+            /* fragment f enters slot s once it left slot s - 1 and f - 1 left slot s */
+            t       = (t > done[s] ? t : done[s]) + sc.t[s];
+            done[s] = t;
+        }
+        for (int l = 0; l < m->nlevels; l++)
+            link[l] += sc.link[l];
+        cpu += sc.cpu;
+    }
+    free(sizes);
+    double T = done[NSLOT - 1];
+    for (int l = 0; l < m->nlevels; l++)
+        T = link[l] > T ? link[l] : T;
+    return cpu > T ? cpu : T;
+}
+
+double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize)
+{
+    stage_cost_t sc;
+    double b = 0;
+    if (!modelled(m, coll))
+        return -1;
+    frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
+    for (int l = 0; l < m->nlevels; l++)
+        b = sc.link[l] > b ? sc.link[l] : b;
+    return b;
+}
+
+int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        mxh_cost_cand_t *c, int max)
+{
+    int n = 0;
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, work = count * tsize * per;
+    if (!modelled(m, coll))
+        return 0;
+#define CAND(A, F, NF, V)                                                              \
+    do {                                                                              \
+        if (n < max) {                                                                \
+            c[n].algo = (A), c[n].frag_bytes = (F), c[n].nfrag = (NF);                \
+            c[n].variant = (V);                                                       \
+            c[n].t = mxh_cost_predict(m, coll, count, tsize, (F), (V));               \
+            n++;                                                                      \
+        }                                                                             \
+    } while (0)
+    CAND(MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN);
+    if (coll == MXH_COLL_ALLREDUCE && m->nlevels >= 2)
+        for (int v = MXH_COST_RS; v <= MXH_COST_HYBRID; v++)
+            if (v != (int)plan_variant(m, count, tsize))
+                CAND(MXH_ALGO_HIER, 0, 1, (mxh_cost_variant_t)v);
+    /* pipelines (select.c: at least two fragments of frag_bytes in the work) */
+    size_t last_nf = 1, last_first = count;
+    for (int k = 62; k >= 18; k--) {
+        size_t fb = (size_t)1 << k, first;
+        if (fb > work / 2)
+            continue;
+        size_t nf = mxh_cost_frags(m, coll, count, tsize, fb, &first, 1);
+        if (nf > 4096)
+            break;
+        if (nf == last_nf && first == last_first)
+            continue;
+        CAND(MXH_ALGO_PIPELINE, fb, nf, MXH_COST_PLAN);
+        last_nf    = nf;
+        last_first = first;
+    }
+#undef CAND
+    return n;
+}
+
+int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && (best < 0 || c[i].t < c[best].t))
+            best = i;
+    return best;
+}
