@@ -12,6 +12,9 @@
 #define P2P_DIRECT_ANY 8
 #define P2P_RADIX      32
 #define MAX_FRAGS_MODELLED 65536
+#define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
+#define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
+#define CAP_HIST 16
 
 static int is_net(mxh_level_type_t t)
 {
@@ -42,6 +45,12 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
     m->kappa  = 1.0 / cfg->cost_copy_bw;
     m->ramp   = cfg->pipeline_ramp;
+    m->lat_n  = cfg->cost_lat_n;
+    m->bw_n   = cfg->cost_bw_n;
+    memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
+    memcpy(m->lat_f, cfg->cost_lat_f, sizeof(m->lat_f));
+    memcpy(m->bw_size, cfg->cost_bw_size, sizeof(m->bw_size));
+    memcpy(m->bw_f, cfg->cost_bw_f, sizeof(m->bw_f));
 }
 
 void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L)
@@ -105,46 +114,100 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
     return pow2 ? A_RHD : A_RING;
 }
 
-double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
-                     double *link_p, double *cpu_p)
+static double factor(int n, const size_t *size, const double *f, double msg)
 {
-    int p = m->gsize[level], fac[32];
-    double n = (double)bytes, a = m->lvl[level].alpha, b = m->lvl[level].beta, g = m->gamma;
-    double lat = 0, link = 0, cpu = 0, share = (double)(p - 1) / p;
+    double v = 1;
+    for (int i = 0; i < n && (double)size[i] <= msg; i++)
+        v = f[i];
+    return v;
+}
+
+/* Latency of one exchange of messages of @msg bytes at @level. */
+static double alpha(const mxh_cost_model_t *m, int level, double msg)
+{
+    return m->lvl[level].alpha * factor(m->lat_n, m->lat_size, m->lat_f, msg);
+}
+
+/* Seconds per byte of messages of @msg bytes at @level. */
+static double beta(const mxh_cost_model_t *m, int level, double msg)
+{
+    return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
+}
+
+static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
+{
+    if (ph->n < MXH_COST_MAX_PHASES) {
+        ph->ph[ph->n].alpha = a;
+        ph->ph[ph->n].link  = link;
+        ph->ph[ph->n].cpu   = cpu;
+        ph->n++;
+    } else { /* lump the rest into the last one */
+        ph->ph[ph->n - 1].alpha += a;
+        ph->ph[ph->n - 1].link += link;
+        ph->ph[ph->n - 1].cpu += cpu;
+    }
+}
+
+void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
+                          size_t bytes, mxh_cost_phases_t *ph)
+{
+    int p = m->gsize[level], fac[32], k = log2i(p);
+    double n = (double)bytes, g = m->gamma;
+    double share = (double)(p - 1) / p;
     int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE;
     int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE;
 
-    if (p > 1 && bytes > 0) {
-        switch (choose(m, level, type, bytes)) {
-        case A_RADIX: {
-            int nf = radix_factors(p, fac);
-            for (int i = 0; i < nf; i++) {
-                lat += a;
-                link += (fac[i] - 1) * n * b;
-                cpu += (fac[i] + 1) / 3.0 * n * g;
-            }
-            break;
-        }
-        case A_DIRECT:
-            lat  = (rs + ag) * a;
-            link = (rs + ag) * share * n * b;
-            cpu  = rs ? (p + 1) / 3.0 * n / p * g : 0;
-            break;
-        case A_RHD:
-        case A_RING: {
-            int ex = choose(m, level, type, bytes) == A_RHD ? log2i(p) : p - 1;
-            lat  = (rs + ag) * ex * a;
-            link = (rs + ag) * share * n * b;
-            cpu  = rs ? share * n * g : 0;
-            break;
-        }
-        }
+    ph->n = 0;
+    if (p <= 1 || bytes == 0)
+        return;
+    switch (choose(m, level, type, bytes)) {
+    case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
+        for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
+            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n), (fac[i] + 1) / 3.0 * n * g);
+        break;
+    case A_DIRECT: /* one exchange per phase: my part from / to every peer */
+        if (rs)
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p),
+                  (p + 1) / 3.0 * n / p * g);
+        if (ag)
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+        break;
+    case A_RHD: /* halves, quarters, ... then back */
+        if (rs)
+            for (int i = 1; i <= k; i++)
+                phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
+                      n / (1 << i) * g);
+        if (ag)
+            for (int i = k; i >= 1; i--)
+                phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
+                      0);
+        break;
+    case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
+        if (rs)
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
+                  share * n * g);
+        if (ag)
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+        break;
+    }
+}
+
+double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
+                     double *link_p, double *cpu_p)
+{
+    mxh_cost_phases_t ph;
+    double t = 0, link = 0, cpu = 0;
+    mxh_cost_step_phases(m, level, type, bytes, &ph);
+    for (int i = 0; i < ph.n; i++) {
+        t += ph.ph[i].alpha + ph.ph[i].link + ph.ph[i].cpu;
+        link += ph.ph[i].link;
+        cpu += ph.ph[i].cpu;
     }
     if (link_p)
         *link_p = link;
     if (cpu_p)
         *cpu_p = cpu;
-    return lat + link + cpu;
+    return t;
 }
 
 /* ---- fragments (sched.c's cut) ----------------------------------------------------- */
@@ -211,7 +274,9 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
 #define NSLOT (2 * MXH_MAX_LEVELS + 1)
 
 typedef struct stage_cost {
-    double t[NSLOT];
+    mxh_cost_phases_t ph[NSLOT];
+    int    level[NSLOT];         /* -1: a copy */
+    double region[NSLOT];        /* bytes of the slot's step (light stages) */
     double link[MXH_MAX_LEVELS]; /* byte time per level */
     double cpu;                  /* reductions and copies */
 } stage_cost_t;
@@ -219,17 +284,22 @@ typedef struct stage_cost {
 static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
                 mxh_step_type_t type, double bytes)
 {
-    double link, cpu;
+    mxh_cost_phases_t *ph = &sc->ph[1 + stage];
     if (bytes < 1)
         bytes = 1;
-    sc->t[1 + stage] += mxh_cost_step(m, level, type, (size_t)bytes, &link, &cpu);
-    sc->link[level] += link;
-    sc->cpu += cpu;
+    mxh_cost_step_phases(m, level, type, (size_t)bytes, ph);
+    sc->level[1 + stage]  = level;
+    sc->region[1 + stage] = bytes;
+    for (int i = 0; i < ph->n; i++) {
+        sc->link[level] += ph->ph[i].link;
+        sc->cpu += ph->ph[i].cpu;
+    }
 }
 
 static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
 {
-    sc->t[slot] += bytes * m->kappa;
+    phase(&sc->ph[slot], 0, 0, bytes * m->kappa);
+    sc->level[slot] = -1;
     sc->cpu += bytes * m->kappa;
 }
 
@@ -256,6 +326,8 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
     int top = m->nlevels - 1;
     double n = (double)c * (double)tsize, reg;
     memset(sc, 0, sizeof(*sc));
+    for (int k = 0; k < NSLOT; k++)
+        sc->level[k] = -1;
 
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
@@ -332,27 +404,80 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         return -1;
     mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
 
-    /* the top level's allreduce/reduce-scatter/allgather runs in the middle slot:
-     * slots 1 + stage; a level whose slots are empty costs nothing */
-    double done[NSLOT] = {0}, link[MXH_MAX_LEVELS] = {0}, cpu = 0;
+    /* The stream executor (exec.c): fragments enter each stage in order; at most
+     * two work on a stage at once (MXH_STREAM_STAGE_CAP: one transfers while the
+     * other waits on latency), any number on a light stage (a region of at most
+     * 1/32 of the largest step's), one on a copy; at most W in their stages. A
+     * phase waits its latency, then its bytes take the stage's links after the
+     * other fragment's, then its reduction runs. Levels shared by two stages
+     * (the node's reduce-scatter and allgather) and the rank's reductions and
+     * copies are bounded below by their totals. */
     stage_cost_t sc;
-    size_t prev = 0;
+    double start_prev[NSLOT] = {0}, link_free[NSLOT] = {0}, done_hist[NSLOT][CAP_HIST] = {{0}};
+    double link[MXH_MAX_LEVELS] = {0}, cpu = 0, T = 0;
+    int cap[NSLOT], W = 0;
+    frag_cost(m, coll, sizes[0], tsize, variant, (int)nf, &sc);
+    {
+        int nst = 0;
+        double most = 0;
+        for (int s = 1; s < NSLOT - 1; s++)
+            if (sc.ph[s].n > 0) {
+                nst++;
+                most = sc.region[s] > most ? sc.region[s] : most;
+            }
+        W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
+        if (W > CAP_HIST)
+            W = CAP_HIST;
+        for (int s = 0; s < NSLOT; s++)
+            cap[s] = sc.level[s] < 0                      ? 1
+                     : sc.region[s] * MXH_COST_LIGHT <= most ? W
+                                                              : MXH_COST_STAGE_CAP;
+    }
+    size_t prev = sizes[0];
+    double *win = calloc((size_t)W, sizeof(double)); /* when fragment f - W left */
+    if (win == NULL) {
+        free(sizes);
+        return -1;
+    }
     for (size_t f = 0; f < nf; f++) {
-        if (f == 0 || sizes[f] != prev)
+        if (sizes[f] != prev)
             frag_cost(m, coll, sizes[f], tsize, variant, (int)nf, &sc);
         prev = sizes[f];
-        double t = 0;
+        double ready = 0;
+        int first = 1;
         for (int s = 0; s < NSLOT; s++) {
-            /* fragment f enters slot s once it left slot s - 1 and f - 1 left slot s */
-            t       = (t > done[s] ? t : done[s]) + sc.t[s];
-            done[s] = t;
+            const mxh_cost_phases_t *ph = &sc.ph[s];
+            if (ph->n == 0)
+                continue;
+            double st = ready > start_prev[s] ? ready : start_prev[s];
+            double fr = done_hist[s][f % (size_t)cap[s]];
+            st = st > fr ? st : fr;
+            if (first && sc.level[s] >= 0) { /* a window slot: fragment f - W done */
+                double w = win[f % (size_t)W];
+                st    = st > w ? st : w;
+                first = 0;
+            }
+            start_prev[s] = st;
+            for (int i = 0; i < ph->n; i++) {
+                st += ph->ph[i].alpha;
+                if (ph->ph[i].link > 0) {
+                    st           = st > link_free[s] ? st : link_free[s];
+                    st           += ph->ph[i].link;
+                    link_free[s] = st;
+                }
+                st += ph->ph[i].cpu;
+            }
+            done_hist[s][f % (size_t)cap[s]] = st;
+            ready                            = st;
         }
+        win[f % (size_t)W] = ready;
+        T                  = ready > T ? ready : T;
         for (int l = 0; l < m->nlevels; l++)
             link[l] += sc.link[l];
         cpu += sc.cpu;
     }
+    free(win);
     free(sizes);
-    double T = done[NSLOT - 1];
     for (int l = 0; l < m->nlevels; l++)
         T = link[l] > T ? link[l] : T;
     return cpu > T ? cpu : T;

@@ -63,7 +63,23 @@ typedef struct mxh_cost_model {
     double gamma;                    /* s per byte of two-input reduction output */
     double kappa;                    /* s per byte of local copy */
     int    ramp;                     /* MPIX_HIER_PIPELINE_RAMP */
+    /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
+     * pays alpha times lat_f[i] and its bytes beta / bw_f[j], i, j the last entries
+     * whose size is at most s (none: 1) */
+    int    lat_n, bw_n;
+    size_t lat_size[MXH_CONFIG_FACTORS], bw_size[MXH_CONFIG_FACTORS];
+    double lat_f[MXH_CONFIG_FACTORS], bw_f[MXH_CONFIG_FACTORS];
 } mxh_cost_model_t;
+
+/* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then
+ * reduces (cpu seconds). */
+#define MXH_COST_MAX_PHASES 12
+typedef struct mxh_cost_phases {
+    int n;
+    struct {
+        double alpha, link, cpu;
+    } ph[MXH_COST_MAX_PHASES];
+} mxh_cost_phases_t;
 
 /* Allreduce plan variants (plan.c: small_plan). */
 typedef enum mxh_cost_variant {
@@ -81,6 +97,8 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
 /* The same from a layout (grid = 0 unless it is one). */
 void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L);
 
+void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
+                          size_t bytes, mxh_cost_phases_t *ph);
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
  * and compute term (reductions) in *@link / *@cpu when not NULL. */
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,

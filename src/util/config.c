@@ -128,6 +128,13 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Cost model: bytes per second of two-input reduction output of one rank (an n-input "
      "reduction costs (n + 1) / 3 of that per output byte).", 1},
     {"MPIX_HIER_COST_COPY_BW", "1500g", "Cost model: bytes per second of local copies.", 1},
+    {"MPIX_HIER_COST_LAT_FACTOR", "",
+     "Cost model: latency factors by message size, 'BYTES:FACTOR;...' (a message pays the "
+     "factor of the largest BYTES not above its size; SimGrid's smpi/lat-factor syntax: "
+     "protocol changes such as eager/rendezvous); empty: 1.", 1},
+    {"MPIX_HIER_COST_BW_FACTOR", "",
+     "Cost model: bandwidth factors by message size, the same syntax (smpi/bw-factor); "
+     "empty: 1.", 1},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
@@ -255,6 +262,52 @@ static int parse_real(const char *s, int time, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* 'BYTES:FACTOR;BYTES:FACTOR...' (any order; sorted by size here), "" = none */
+static int parse_factors(const char *s, int *n, size_t *size, double *f)
+{
+    int k = 0;
+    while (*s) {
+        char *end;
+        unsigned long long b;
+        double v;
+        while (*s == ' ' || *s == ';')
+            s++;
+        if (!*s)
+            break;
+        if (k == MXH_CONFIG_FACTORS || !isdigit((unsigned char)*s))
+            return -1;
+        errno = 0;
+        b = strtoull(s, &end, 10);
+        if (errno || *end != ':')
+            return -1;
+        v = strtod(end + 1, &end);
+        if (!(v > 0) || (*end && *end != ';'))
+            return -1;
+        int i = k++;
+        while (i > 0 && size[i - 1] > b) { /* insertion: ascending sizes */
+            size[i] = size[i - 1];
+            f[i]    = f[i - 1];
+            i--;
+        }
+        size[i] = (size_t)b;
+        f[i]    = v;
+        s       = end;
+    }
+    *n = k;
+    return 0;
+}
+
+static void print_factors(char *buf, size_t len, int n, const size_t *size, const double *f)
+{
+    size_t off = 0;
+    for (int i = n - 1; i >= 0 && off < len; i--) {
+        int k = snprintf(buf + off, len - off, "%s%zu:%g", off ? ";" : "", size[i], f[i]);
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -460,6 +513,10 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_real(value, 0, &cfg->cost_reduce_bw);
     } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
         rc = parse_real(value, 0, &cfg->cost_copy_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
+        rc = parse_factors(value, &cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
+    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
+        rc = parse_factors(value, &cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         rc = parse_bool(value, &cfg->shm);
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -598,6 +655,10 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%gg", cfg->cost_reduce_bw / 1e9);
     } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
         snprintf(buf, len, "%gg", cfg->cost_copy_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
+        print_factors(buf, len, cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
+    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
+        print_factors(buf, len, cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -661,6 +722,18 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &cfg->cost_net_contention, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_reduce_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_copy_bw, sizeof(double));
+    for (int i = 0; i < cfg->cost_lat_n; i++) {
+        uint64_t sz = (uint64_t)cfg->cost_lat_size[i];
+        h = mxh_hash_bytes(h, &sz, sizeof(sz));
+        h = mxh_hash_bytes(h, &cfg->cost_lat_f[i], sizeof(double));
+    }
+    h = mxh_hash_bytes(h, &cfg->cost_lat_n, sizeof(int));
+    for (int i = 0; i < cfg->cost_bw_n; i++) {
+        uint64_t sz = (uint64_t)cfg->cost_bw_size[i];
+        h = mxh_hash_bytes(h, &sz, sizeof(sz));
+        h = mxh_hash_bytes(h, &cfg->cost_bw_f[i], sizeof(double));
+    }
+    h = mxh_hash_bytes(h, &cfg->cost_bw_n, sizeof(int));
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;
 }
