@@ -105,8 +105,6 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
 {
     int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
     int net_direct = m->net[level] && p <= P2P_DIRECT_P;
-    if (p == 2)
-        return A_DIRECT;
     if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
         return A_RADIX;
     if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
@@ -391,6 +389,83 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
             coll == MXH_COLL_ALLGATHER);
 }
 
+/* One stage, fragments arriving at @arr[f]: departures in @dep[f]. At most @cap
+ * fragments on the stage, entering in order; each exchange waits its latency,
+ * moves its bytes sharing the stage's links equally with the other fragments
+ * moving bytes, then reduces. */
+static void stage_ps(const stage_cost_t *kinds, const int *kind_of, int s, int cap,
+                     const double *arr, double *dep, size_t nf)
+{
+    enum { DELAY, LINK, CPU };
+    struct {
+        size_t f;
+        int    ph, mode;
+        double t; /* DELAY, CPU: when it ends; LINK: seconds of bytes left */
+    } a[CAP_HIST];
+    int na = 0;
+    size_t next = 0;
+    double now = 0;
+
+    while (next < nf || na > 0) {
+        /* admit in order */
+        while (next < nf && na < cap && arr[next] <= now) {
+            const mxh_cost_phases_t *ph = &kinds[kind_of[next]].ph[s];
+            if (ph->n == 0) {
+                dep[next++] = now;
+                continue;
+            }
+            a[na].f    = next++;
+            a[na].ph   = 0;
+            a[na].mode = DELAY;
+            a[na].t    = now + ph->ph[0].alpha;
+            na++;
+        }
+        /* settle what is due now (zero-length states included) */
+        for (int i = 0; i < na; i++) {
+            const mxh_cost_phases_t *ph = &kinds[kind_of[a[i].f]].ph[s];
+            for (;;) {
+                if (a[i].mode == DELAY && a[i].t <= now) {
+                    a[i].mode = LINK;
+                    a[i].t    = ph->ph[a[i].ph].link;
+                } else if (a[i].mode == LINK && a[i].t <= 1e-15) {
+                    a[i].mode = CPU;
+                    a[i].t    = now + ph->ph[a[i].ph].cpu;
+                } else if (a[i].mode == CPU && a[i].t <= now) {
+                    if (++a[i].ph == ph->n) {
+                        dep[a[i].f] = now;
+                        a[i--]      = a[--na];
+                        break;
+                    }
+                    a[i].mode = DELAY;
+                    a[i].t    = now + ph->ph[a[i].ph].alpha;
+                } else {
+                    break;
+                }
+            }
+        }
+        if (next < nf && na < cap && arr[next] <= now)
+            continue;
+        /* the next event */
+        int k = 0;
+        double tn = next < nf && na < cap ? arr[next] : HUGE_VAL;
+        for (int i = 0; i < na; i++)
+            k += a[i].mode == LINK;
+        for (int i = 0; i < na; i++) {
+            double e = a[i].mode == LINK ? now + a[i].t * k : a[i].t;
+            tn       = e < tn ? e : tn;
+        }
+        if (tn == HUGE_VAL)
+            break;
+        for (int i = 0; i < na; i++)
+            if (a[i].mode == LINK) {
+                a[i].t -= (tn - now) / k;
+                if (a[i].t < 1e-15)
+                    a[i].t = 0;
+            }
+        now = tn;
+    }
+}
+
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant)
 {
@@ -407,77 +482,79 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     /* The stream executor (exec.c): fragments enter each stage in order; at most
      * two work on a stage at once (MXH_STREAM_STAGE_CAP: one transfers while the
      * other waits on latency), any number on a light stage (a region of at most
-     * 1/32 of the largest step's), one on a copy; at most W in their stages. A
-     * phase waits its latency, then its bytes take the stage's links after the
-     * other fragment's, then its reduction runs. Levels shared by two stages
-     * (the node's reduce-scatter and allgather) and the rank's reductions and
-     * copies are bounded below by their totals. */
-    stage_cost_t sc;
-    double start_prev[NSLOT] = {0}, link_free[NSLOT] = {0}, done_hist[NSLOT][CAP_HIST] = {{0}};
+     * 1/32 of the largest step's), one on a copy; at most W in their stages. On a
+     * stage each exchange waits its latency, then moves its bytes over the stage's
+     * links, shared equally with the other fragment's bytes in flight, then runs
+     * its reduction. Stages are simulated one after another (the arrivals at a
+     * stage are the departures from the one before), three times, so that the
+     * window (fragment f starts once fragment f - W is done) sees the departures
+     * of the pass before. Levels shared by two stages (the node's reduce-scatter
+     * and allgather) and the rank's reductions and copies are bounded below by
+     * their totals. */
+    stage_cost_t kinds[MXH_SCHED_MAX_PLANS + 2]; /* per distinct fragment size */
+    size_t ksize[MXH_SCHED_MAX_PLANS + 2];
+    int nkinds = 0, big = 0, cap[NSLOT], W;
+    int *kind_of  = malloc(nf * sizeof(int));
+    double *arr   = calloc(nf, sizeof(double)), *dep = calloc(nf, sizeof(double));
+    double *last  = calloc(nf, sizeof(double));
     double link[MXH_MAX_LEVELS] = {0}, cpu = 0, T = 0;
-    int cap[NSLOT], W = 0;
-    frag_cost(m, coll, sizes[0], tsize, variant, (int)nf, &sc);
-    {
-        int nst = 0;
-        double most = 0;
-        for (int s = 1; s < NSLOT - 1; s++)
-            if (sc.ph[s].n > 0) {
-                nst++;
-                most = sc.region[s] > most ? sc.region[s] : most;
-            }
-        W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
-        if (W > CAP_HIST)
-            W = CAP_HIST;
-        for (int s = 0; s < NSLOT; s++)
-            cap[s] = sc.level[s] < 0                      ? 1
-                     : sc.region[s] * MXH_COST_LIGHT <= most ? W
-                                                              : MXH_COST_STAGE_CAP;
-    }
-    size_t prev = sizes[0];
-    double *win = calloc((size_t)W, sizeof(double)); /* when fragment f - W left */
-    if (win == NULL) {
-        free(sizes);
+    if (kind_of == NULL || arr == NULL || dep == NULL || last == NULL) {
+        free(kind_of), free(arr), free(dep), free(last), free(sizes);
         return -1;
     }
     for (size_t f = 0; f < nf; f++) {
-        if (sizes[f] != prev)
-            frag_cost(m, coll, sizes[f], tsize, variant, (int)nf, &sc);
-        prev = sizes[f];
-        double ready = 0;
-        int first = 1;
-        for (int s = 0; s < NSLOT; s++) {
-            const mxh_cost_phases_t *ph = &sc.ph[s];
-            if (ph->n == 0)
-                continue;
-            double st = ready > start_prev[s] ? ready : start_prev[s];
-            double fr = done_hist[s][f % (size_t)cap[s]];
-            st = st > fr ? st : fr;
-            if (first && sc.level[s] >= 0) { /* a window slot: fragment f - W done */
-                double w = win[f % (size_t)W];
-                st    = st > w ? st : w;
-                first = 0;
-            }
-            start_prev[s] = st;
-            for (int i = 0; i < ph->n; i++) {
-                st += ph->ph[i].alpha;
-                if (ph->ph[i].link > 0) {
-                    st           = st > link_free[s] ? st : link_free[s];
-                    st           += ph->ph[i].link;
-                    link_free[s] = st;
-                }
-                st += ph->ph[i].cpu;
-            }
-            done_hist[s][f % (size_t)cap[s]] = st;
-            ready                            = st;
+        int k = 0;
+        while (k < nkinds && ksize[k] != sizes[f])
+            k++;
+        if (k == nkinds && nkinds < MXH_SCHED_MAX_PLANS + 2) {
+            frag_cost(m, coll, sizes[f], tsize, variant, (int)nf, &kinds[k]);
+            ksize[k] = sizes[f];
+            if (sizes[f] > ksize[big])
+                big = k;
+            nkinds++;
         }
-        win[f % (size_t)W] = ready;
-        T                  = ready > T ? ready : T;
+        kind_of[f] = k < nkinds ? k : nkinds - 1;
         for (int l = 0; l < m->nlevels; l++)
-            link[l] += sc.link[l];
-        cpu += sc.cpu;
+            link[l] += kinds[kind_of[f]].link[l];
+        cpu += kinds[kind_of[f]].cpu;
     }
-    free(win);
-    free(sizes);
+    {
+        const stage_cost_t *sc = &kinds[big];
+        int nst = 0;
+        double most = 0;
+        for (int s = 1; s < NSLOT - 1; s++)
+            if (sc->ph[s].n > 0) {
+                nst++;
+                most = sc->region[s] > most ? sc->region[s] : most;
+            }
+        W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
+        for (int s = 0; s < NSLOT; s++)
+            cap[s] = sc->level[s] < 0                        ? 1
+                     : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
+                                                               : MXH_COST_STAGE_CAP;
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        int first = 1;
+        memset(arr, 0, nf * sizeof(double));
+        for (int s = 0; s < NSLOT; s++) {
+            if (kinds[big].ph[s].n == 0)
+                continue;
+            if (first && kinds[big].level[s] >= 0) {
+                first = 0;
+                if (pass > 0)
+                    for (size_t f = (size_t)W; f < nf; f++)
+                        arr[f] = arr[f] > last[f - (size_t)W] ? arr[f] : last[f - (size_t)W];
+            }
+            stage_ps(kinds, kind_of, s, cap[s], arr, dep, nf);
+            double *t = arr;
+            arr       = dep;
+            dep       = t;
+        }
+        memcpy(last, arr, nf * sizeof(double));
+    }
+    for (size_t f = 0; f < nf; f++)
+        T = last[f] > T ? last[f] : T;
+    free(kind_of), free(arr), free(dep), free(last), free(sizes);
     for (int l = 0; l < m->nlevels; l++)
         T = link[l] > T ? link[l] : T;
     return cpu > T ? cpu : T;
