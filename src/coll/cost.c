@@ -620,3 +620,36 @@ int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
             best = i;
     return best;
 }
+
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_cost_model_init(&s->m, cfg, L);
+    for (int i = 0; i < MXH_COST_MEMO; i++)
+        s->memo[i].coll = -1;
+}
+
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
+                    size_t *frag)
+{
+    /* sizes in bytes: one-byte elements cut fragments of frag bytes as sched.c cuts
+     * those of any element size (fragment sizes are multiples of the element) */
+    size_t h = (bytes * 0x9E3779B97F4A7C15ull + (size_t)coll) % MXH_COST_MEMO;
+    if (!modelled(&s->m, coll) || bytes == 0)
+        return -1;
+    if (s->memo[h].coll == (int)coll && s->memo[h].bytes == bytes) {
+        *algo = s->memo[h].algo;
+        *frag = s->memo[h].frag;
+        return 0;
+    }
+    mxh_cost_cand_t c[64];
+    int n = mxh_cost_candidates(&s->m, coll, bytes, 1, c, 64), b = mxh_cost_choose(c, n);
+    if (b < 0)
+        return -1;
+    *algo            = c[b].algo;
+    *frag            = c[b].frag_bytes;
+    s->memo[h].coll  = (int)coll;
+    s->memo[h].bytes = bytes;
+    s->memo[h].algo  = *algo;
+    s->memo[h].frag  = *frag;
+    return 0;
+}

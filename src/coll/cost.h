@@ -139,6 +139,27 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
  * the first, i.e. fewer fragments), -1 if none. */
 int mxh_cost_choose(const mxh_cost_cand_t *c, int n);
 
+/* Selection by the model (MPIX_HIER_COST_MODEL=yes, select.c): the model of the
+ * communicator's layout and the choices made, by collective and size. Inputs are
+ * agreed (the layout, the configuration), so every rank chooses alike. */
+#define MXH_COST_MEMO 64
+typedef struct mxh_cost_sel {
+    mxh_cost_model_t m;
+    struct {
+        int        coll; /* -1: empty */
+        size_t     bytes;
+        mxh_algo_t algo;
+        size_t     frag;
+    } memo[MXH_COST_MEMO];
+} mxh_cost_sel_t;
+
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L);
+/* The model's choice for @coll of @bytes per rank (the block for the block
+ * collectives): hier (*@frag 0) or pipeline with fragments of *@frag bytes of the
+ * whole vector. 0, or -1 where the model does not apply (the thresholds decide). */
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
+                    size_t *frag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -428,6 +428,11 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     for (int c = 0; c < MXH_COLL_NSCHED; c++)
         if (!strcmp(o->explain_coll, mxh_coll_name((mxh_coll_t)c)))
             coll = (mxh_coll_t)c;
+    if (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) {
+        fprintf(stderr, "mpix_info: %s: not modelled (the cost model covers allreduce, "
+                        "reduce_scatter_block and allgather)\n", o->explain_coll);
+        return 1;
+    }
     if (coll == MXH_COLL_COUNT || bytes == 0) {
         fprintf(stderr, "mpix_info: --explain COLL BYTES: COLL one of allreduce, "
                         "reduce_scatter_block, allgather; BYTES > 0 (k/m/g suffixes)\n");
@@ -463,6 +468,13 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
         printf(" %s %.3g, %.4g;", mxh_level_type_name(m.type[l]), m.lvl[l].alpha * 1e6,
                1e-9 / m.lvl[l].beta);
     printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m.gamma, 1e-9 / m.kappa);
+    if (m.lat_n || m.bw_n) {
+        char f[512];
+        mxh_config_get_string(cfg, "MPIX_HIER_COST_LAT_FACTOR", f, sizeof(f));
+        printf("#   latency factors by message size: %s\n", m.lat_n ? f : "-");
+        mxh_config_get_string(cfg, "MPIX_HIER_COST_BW_FACTOR", f, sizeof(f));
+        printf("#   bandwidth factors by message size: %s\n", m.bw_n ? f : "-");
+    }
     double bound = mxh_cost_bound(&m, coll, count, ts);
     printf("#   bound (busiest link's bytes, no latency): %.2f us\n", bound * 1e6);
 

@@ -9,6 +9,7 @@
 extern "C" {
 #include "coll/cost.h"
 #include "coll/sched.h"
+#include "coll/select.h"
 #include "hier/levels.h"
 #include "hier/record.h"
 #include "util/config.h"
@@ -233,13 +234,15 @@ TEST(Cost, ChooseIsArgmin)
     int n = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, k, 64), b = mxh_cost_choose(k, n);
     ASSERT_GE(b, 0);
     for (int i = 0; i < n; i++) {
-        if (k[i].variant == MXH_COST_PLAN)
+        if (k[i].variant == MXH_COST_PLAN) {
             EXPECT_LE(k[b].t, k[i].t);
+        }
     }
     EXPECT_EQ(MXH_ALGO_HIER, k[0].algo); // fewest fragments first
     for (int i = 1; i < n; i++) {
-        if (k[i].algo == MXH_ALGO_PIPELINE && k[i - 1].algo == MXH_ALGO_PIPELINE)
+        if (k[i].algo == MXH_ALGO_PIPELINE && k[i - 1].algo == MXH_ALGO_PIPELINE) {
             EXPECT_LT(k[i - 1].nfrag, k[i].nfrag);
+        }
     }
 }
 
@@ -264,6 +267,59 @@ TEST(Cost, MoreLatencyFewerFragments)
         EXPECT_GT(first, last) << mxh_coll_name(coll);
         EXPECT_EQ(1u, last) << mxh_coll_name(coll); // a millisecond per message: no pipeline
     }
+}
+
+// Selection by the model (MPIX_HIER_COST_MODEL=yes): hier or pipeline and the
+// fragment size of the fastest candidate; the thresholds without it; forcing wins.
+TEST(Cost, Select)
+{
+    std::vector<mxh_record_t> recs;
+    for (int n = 0; n < 16; n++)
+        for (int g = 0; g < 8; g++) {
+            mxh_record_t r;
+            mxh_record_init(&r);
+            snprintf(r.node, sizeof(r.node), "n%d", n);
+            recs.push_back(r);
+        }
+    mxh_layout_t *L = NULL;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 128, 0x7, &L));
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_MODEL", "yes", "test"));
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "25us", "test"));
+    static mxh_cost_sel_t sel;
+    mxh_cost_sel_init(&sel, &cfg, L);
+    ASSERT_TRUE(sel.m.grid);
+    mxh_select_shape_t shape = {128, 2, 0};
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+        for (size_t work : {(size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20}) {
+            size_t bytes = coll == MXH_COLL_ALLREDUCE ? work : work / 128;
+            mxh_cost_cand_t k[64];
+            int n = mxh_cost_candidates(&sel.m, coll, bytes, 1, k, 64), b = mxh_cost_choose(k, n);
+            ASSERT_GE(b, 0);
+            for (int again = 0; again < 2; again++) { // the second from the memo
+                mxh_choice_t c = mxh_select_cost(&cfg, &shape, &sel, coll, bytes, work);
+                EXPECT_EQ(k[b].algo, c.algo) << mxh_coll_name(coll) << " " << work;
+                EXPECT_EQ(k[b].algo == MXH_ALGO_PIPELINE ? k[b].frag_bytes : 0, c.frag_bytes);
+            }
+        }
+    // 256 MiB with 25 us per network exchange: fewer, larger fragments than 8 MiB x 32
+    mxh_choice_t c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
+    EXPECT_GT(c.frag_bytes, (size_t)8 << 20);
+    // off: the thresholds (MPIX_HIER_FRAG_SIZE)
+    mxh_config_t off = cfg;
+    off.cost_model   = 0;
+    c = mxh_select_cost(&off, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
+    EXPECT_EQ(cfg.frag_size, c.frag_bytes);
+    // not modelled (bcast), forced (hier): as without the model
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_BCAST, 256 << 20, 256 << 20);
+    EXPECT_EQ(cfg.frag_size, c.frag_bytes);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "hier", "test"));
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_HIER, c.algo);
+    mxh_layout_destroy(L);
 }
 
 } // namespace
