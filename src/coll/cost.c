@@ -32,7 +32,8 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
         m->gsize[l] = gsize[l] > 0 ? gsize[l] : 1;
         m->net[l]   = is_net(type[l]);
         if (m->net[l]) {
-            m->lvl[l].alpha = cfg->cost_net_latency;
+            m->lvl[l].alpha =
+                type[l] == MXH_LEVEL_SPINE ? cfg->cost_spine_latency : cfg->cost_net_latency;
             m->lvl[l].beta  = cfg->cost_net_contention / cfg->cost_net_bw;
         } else {
             m->lvl[l].alpha = cfg->cost_node_latency;

@@ -90,8 +90,9 @@ typedef enum mxh_cost_variant {
 } mxh_cost_variant_t;
 
 /* A grid shape: @nlevels levels of types @type and group sizes @gsize (innermost
- * first), parameters from @cfg (MPIX_HIER_COST_*: node levels get the NODE
- * parameters, rail and spine the NET ones with the NET contention). */
+ * first), parameters from @cfg (MPIX_HIER_COST_*: node and island levels get the NODE
+ * parameters, rail and spine the NET bandwidth with the NET contention, rail the NET
+ * latency, spine the SPINE latency). */
 void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
                          const mxh_level_type_t *type, const int *gsize);
 /* The same from a layout (grid = 0 unless it is one). */

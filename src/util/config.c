@@ -118,9 +118,13 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Cost model: bytes per second of one rank's link inside a node, each direction "
      "(decimal suffix k, m, g, t).", 1},
     {"MPIX_HIER_COST_NET_LATENCY", "2us",
-     "Cost model: seconds per exchange across nodes (rail and spine levels: NIC, switch, "
-     "NIC).", 1},
-    {"MPIX_HIER_COST_NET_BW", "48g", "Cost model: bytes per second of one rank's NIC.", 1},
+     "Cost model: seconds per exchange across nodes under one leaf (rail level: NIC, leaf "
+     "switch, NIC).", 1},
+    {"MPIX_HIER_COST_NET_BW", "48g",
+     "Cost model: bytes per second of one rank's NIC (rail and spine levels).", 1},
+    {"MPIX_HIER_COST_SPINE_LATENCY", "4us",
+     "Cost model: seconds per exchange between leaf groups (spine level: NIC, leaf, spine, "
+     "leaf, NIC); its bandwidth is the NIC's.", 1},
     {"MPIX_HIER_COST_NET_CONTENTION", "1",
      "Cost model: factor on the network levels' byte time (ranks sharing a NIC, an "
      "oversubscribed spine).", 1},
@@ -427,6 +431,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->cost_net_latency    = 2e-6;
     cfg->cost_net_bw         = 48e9;
     cfg->cost_net_contention = 1;
+    cfg->cost_spine_latency  = 4e-6;
     cfg->cost_reduce_bw      = 1000e9;
     cfg->cost_copy_bw        = 1500e9;
 }
@@ -505,6 +510,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_real(value, 1, &cfg->cost_net_latency);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
         rc = parse_real(value, 0, &cfg->cost_net_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
+        rc = parse_real(value, 1, &cfg->cost_spine_latency);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
         rc = parse_real(value, 0, &cfg->cost_net_contention);
         if (rc == 0 && cfg->cost_net_contention < 1)
@@ -649,6 +656,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%gus", cfg->cost_net_latency * 1e6);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
         snprintf(buf, len, "%gg", cfg->cost_net_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
+        snprintf(buf, len, "%gus", cfg->cost_spine_latency * 1e6);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
         snprintf(buf, len, "%g", cfg->cost_net_contention);
     } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
@@ -720,6 +729,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &cfg->cost_net_latency, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_net_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_net_contention, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_spine_latency, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_reduce_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_copy_bw, sizeof(double));
     for (int i = 0; i < cfg->cost_lat_n; i++) {

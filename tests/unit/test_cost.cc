@@ -47,6 +47,16 @@ TEST(Cost, Defaults)
     EXPECT_DOUBLE_EQ(1e-12, m.gamma);
     EXPECT_EQ(0, m.net[0]);
     EXPECT_EQ(1, m.net[1]);
+    // a spine level: its own latency (NIC, leaf, spine, leaf, NIC), the NIC's bandwidth
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[3]             = {8, 16, 2};
+    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    EXPECT_EQ(256, m.nranks);
+    EXPECT_DOUBLE_EQ(4e-6, m.lvl[2].alpha);
+    EXPECT_DOUBLE_EQ(1 / 48e9, m.lvl[2].beta);
+    EXPECT_EQ(1, m.net[2]);
 }
 
 TEST(Cost, Config)
