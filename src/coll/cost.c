@@ -41,6 +41,14 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
         }
         prod *= m->gsize[l];
     }
+    /* the links a level's bytes take: the network levels share the NIC */
+    for (int l = 0, nic = -1; l < m->nlevels; l++) {
+        m->res[l] = l;
+        if (m->net[l]) {
+            nic       = nic < 0 ? l : nic;
+            m->res[l] = nic;
+        }
+    }
     m->nranks = (int)prod;
     m->grid   = m->nlevels >= 1;
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
@@ -290,7 +298,7 @@ static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int leve
     sc->level[1 + stage]  = level;
     sc->region[1 + stage] = bytes;
     for (int i = 0; i < ph->n; i++) {
-        sc->link[level] += ph->ph[i].link;
+        sc->link[m->res[level]] += ph->ph[i].link;
         sc->cpu += ph->ph[i].cpu;
     }
 }

@@ -24,14 +24,23 @@
  *   rhd (p = 2^k)          k alpha per phase, the same bytes, (p-1)/p n gamma
  *   ring                   (p-1) alpha per phase, the same bytes, (p-1)/p n gamma
  *   radix allreduce        per factor f: alpha + (f-1) n beta + (f+1)/3 n gamma
+ * (alpha and beta of a message of m = n/p bytes, or n for radix, times the factors
+ * for its size: MPIX_HIER_COST_LAT_FACTOR / _BW_FACTOR). Each exchange is a phase:
+ * wait alpha, move the bytes, reduce.
  * A schedule runs its F fragments (sizes as sched.c cuts them, ramps included)
- * through its S stages (copy in, the plan's steps, copy out) as a flow shop:
- *   done[f][s] = max(done[f][s-1], done[f-1][s]) + t_s(fragment f)
- * (about sum_s t_s + (F - 1) max_s t_s for uniform fragments), and never less than
- * the busiest resource: a level's link (its stages' byte terms over all fragments:
- * the node's reduce-scatter and allgather of different fragments share NVLink) or
- * the rank (its reductions and copies). The bound printed next to it is the
- * largest link's byte time of the whole vector (no latency, perfect overlap). */
+ * through its stages (copy in, the plan's steps, copy out) as the stream executor
+ * (exec.c) runs them: in order, at most two fragments on a stage at once (any
+ * number on a light stage, one on a copy), at most W in flight; the bytes of the
+ * fragments on a stage share its links equally (processor sharing: two fragments
+ * entering together leave together). For uniform fragments and a dominant stage
+ * of time t = alpha_total + x (x its bytes' time) this is about
+ *   sum_s t_s + (F - 1) max(x, (alpha_total + 2 x) / 2)
+ * and never less than the busiest resource: a link (the byte terms of every stage
+ * on it over all fragments: the node's reduce-scatter and allgather share NVLink,
+ * the rail and spine levels the NIC) or the rank (its reductions and copies). The
+ * bound printed next to it is the busiest link's byte time of the whole vector (no
+ * latency, perfect overlap). Validated against SimGrid in benchmarks/RESULTS.md
+ * section 5. */
 #ifndef MXH_COST_H
 #define MXH_COST_H
 
@@ -59,6 +68,8 @@ typedef struct mxh_cost_model {
     mxh_level_type_t type[MXH_MAX_LEVELS];
     int    gsize[MXH_MAX_LEVELS];
     int    net[MXH_MAX_LEVELS];      /* the level's groups span nodes (rail, spine) */
+    int    res[MXH_MAX_LEVELS];      /* the level's links: levels of one value share them
+                                        (rail and spine: the NIC) */
     mxh_cost_level_t lvl[MXH_MAX_LEVELS];
     double gamma;                    /* s per byte of two-input reduction output */
     double kappa;                    /* s per byte of local copy */
