@@ -398,81 +398,120 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
             coll == MXH_COLL_ALLGATHER);
 }
 
-/* One stage, fragments arriving at @arr[f]: departures in @dep[f]. At most @cap
- * fragments on the stage, entering in order; each exchange waits its latency,
- * moves its bytes sharing the stage's links equally with the other fragments
- * moving bytes, then reduces. */
-static void stage_ps(const stage_cost_t *kinds, const int *kind_of, int s, int cap,
-                     const double *arr, double *dep, size_t nf)
+/* The stream executor, event by event: fragments @kind_of (their stage costs in
+ * @kinds) through the slots; a fragment enters a slot in order, while fewer than
+ * @cap[s] are on it and, for its first step, fragment f - @W has left its last
+ * slot. On a slot each exchange waits its latency, moves its bytes (the bytes in
+ * flight on one link resource, whichever slot they belong to, share it equally),
+ * then reduces. Returns when the last fragment leaves, -1 without memory. */
+static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
+                         const int *kind_of, int big, const int *cap, int W, size_t nf)
 {
-    enum { DELAY, LINK, CPU };
-    struct {
-        size_t f;
-        int    ph, mode;
-        double t; /* DELAY, CPU: when it ends; LINK: seconds of bytes left */
-    } a[CAP_HIST];
-    int na = 0;
-    size_t next = 0;
-    double now = 0;
-
-    while (next < nf || na > 0) {
-        /* admit in order */
-        while (next < nf && na < cap && arr[next] <= now) {
-            const mxh_cost_phases_t *ph = &kinds[kind_of[next]].ph[s];
-            if (ph->n == 0) {
-                dep[next++] = now;
-                continue;
-            }
-            a[na].f    = next++;
-            a[na].ph   = 0;
-            a[na].mode = DELAY;
-            a[na].t    = now + ph->ph[0].alpha;
-            na++;
+    enum { WAIT, DELAY, LINK, CPU, DONE };
+    int slots[NSLOT], ns = 0, first_step = -1;
+    for (int s = 0; s < NSLOT; s++)
+        if (kinds[big].ph[s].n > 0) {
+            if (first_step < 0 && kinds[big].level[s] >= 0)
+                first_step = ns;
+            slots[ns++] = s;
         }
-        /* settle what is due now (zero-length states included) */
-        for (int i = 0; i < na; i++) {
-            const mxh_cost_phases_t *ph = &kinds[kind_of[a[i].f]].ph[s];
-            for (;;) {
-                if (a[i].mode == DELAY && a[i].t <= now) {
-                    a[i].mode = LINK;
-                    a[i].t    = ph->ph[a[i].ph].link;
-                } else if (a[i].mode == LINK && a[i].t <= 1e-15) {
-                    a[i].mode = CPU;
-                    a[i].t    = now + ph->ph[a[i].ph].cpu;
-                } else if (a[i].mode == CPU && a[i].t <= now) {
-                    if (++a[i].ph == ph->n) {
-                        dep[a[i].f] = now;
-                        a[i--]      = a[--na];
-                        break;
+    int *k = calloc(nf, sizeof(int)), *ph = calloc(nf, sizeof(int)),
+        *mode = calloc(nf, sizeof(int));
+    double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
+    size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
+    int act[NSLOT] = {0};
+    double now = 0;
+    if (!k || !ph || !mode || !t || !done) {
+        free(k), free(ph), free(mode), free(t), free(done);
+        return -1;
+    }
+    while (lo < nf) {
+        /* settle everything due now: admissions and zero-length states */
+        for (int changed = 1; changed;) {
+            changed = 0;
+            while (hi < nf && (hi < (size_t)W || done[hi - (size_t)W] >= 0) &&
+                   (hi < (size_t)W || mode[hi - (size_t)W] == DONE))
+                hi++; /* window: fragment f waits for f - W to be done */
+            for (size_t f = lo; f < hi; f++) {
+                const mxh_cost_phases_t *P = NULL;
+                int s = k[f] < ns ? slots[k[f]] : -1;
+                if (mode[f] == DONE)
+                    continue;
+                P = &kinds[kind_of[f]].ph[s];
+                if (mode[f] == WAIT) {
+                    if (next[s] != f || act[s] >= cap[s])
+                        continue;
+                    next[s]++;
+                    if (P->n == 0) { /* nothing here for this fragment's size */
+                        changed = 1;
+                        goto leave;
                     }
-                    a[i].mode = DELAY;
-                    a[i].t    = now + ph->ph[a[i].ph].alpha;
-                } else {
-                    break;
+                    act[s]++;
+                    ph[f]   = 0;
+                    mode[f] = DELAY;
+                    t[f]    = now + P->ph[0].alpha;
+                    changed = 1;
+                }
+                if (mode[f] == DELAY && t[f] <= now) {
+                    mode[f] = LINK;
+                    t[f]    = P->ph[ph[f]].link;
+                    changed = 1;
+                }
+                if (mode[f] == LINK && t[f] <= 1e-15) {
+                    mode[f] = CPU;
+                    t[f]    = now + P->ph[ph[f]].cpu;
+                    changed = 1;
+                }
+                if (mode[f] == CPU && t[f] <= now) {
+                    changed = 1;
+                    if (++ph[f] < P->n) {
+                        mode[f] = DELAY;
+                        t[f]    = now + P->ph[ph[f]].alpha;
+                        f--; /* settle its next phase now if it is empty */
+                        continue;
+                    }
+                    act[s]--;
+                leave:
+                    if (++k[f] < ns) {
+                        mode[f] = WAIT;
+                    } else {
+                        mode[f] = DONE;
+                        done[f] = now;
+                    }
                 }
             }
+            while (lo < hi && mode[lo] == DONE)
+                lo++;
         }
-        if (next < nf && na < cap && arr[next] <= now)
-            continue;
-        /* the next event */
-        int k = 0;
-        double tn = next < nf && na < cap ? arr[next] : HUGE_VAL;
-        for (int i = 0; i < na; i++)
-            k += a[i].mode == LINK;
-        for (int i = 0; i < na; i++) {
-            double e = a[i].mode == LINK ? now + a[i].t * k : a[i].t;
-            tn       = e < tn ? e : tn;
+        if (lo >= nf)
+            break;
+        /* the next event; bytes share their link resource */
+        int nlink[MXH_MAX_LEVELS] = {0};
+        double tn = HUGE_VAL;
+        for (size_t f = lo; f < hi; f++)
+            if (mode[f] == LINK)
+                nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]++;
+        for (size_t f = lo; f < hi; f++) {
+            double e = mode[f] == LINK ? now + t[f] * nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+                       : mode[f] == DELAY || mode[f] == CPU ? t[f]
+                                                            : HUGE_VAL;
+            tn = e < tn ? e : tn;
         }
         if (tn == HUGE_VAL)
-            break;
-        for (int i = 0; i < na; i++)
-            if (a[i].mode == LINK) {
-                a[i].t -= (tn - now) / k;
-                if (a[i].t < 1e-15)
-                    a[i].t = 0;
+            break; /* cannot happen: something is always running */
+        for (size_t f = lo; f < hi; f++)
+            if (mode[f] == LINK) {
+                t[f] -= (tn - now) / nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]];
+                if (t[f] < 1e-15)
+                    t[f] = 0;
             }
         now = tn;
     }
+    double T = 0;
+    for (size_t f = 0; f < nf; f++)
+        T = done[f] > T ? done[f] : T;
+    free(k), free(ph), free(mode), free(t), free(done);
+    return T;
 }
 
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
@@ -542,28 +581,10 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                                                                : MXH_COST_STAGE_CAP;
     }
-    for (int pass = 0; pass < 3; pass++) {
-        int first = 1;
-        memset(arr, 0, nf * sizeof(double));
-        for (int s = 0; s < NSLOT; s++) {
-            if (kinds[big].ph[s].n == 0)
-                continue;
-            if (first && kinds[big].level[s] >= 0) {
-                first = 0;
-                if (pass > 0)
-                    for (size_t f = (size_t)W; f < nf; f++)
-                        arr[f] = arr[f] > last[f - (size_t)W] ? arr[f] : last[f - (size_t)W];
-            }
-            stage_ps(kinds, kind_of, s, cap[s], arr, dep, nf);
-            double *t = arr;
-            arr       = dep;
-            dep       = t;
-        }
-        memcpy(last, arr, nf * sizeof(double));
-    }
-    for (size_t f = 0; f < nf; f++)
-        T = last[f] > T ? last[f] : T;
+    T = stream_sim(m, kinds, kind_of, big, cap, W, nf);
     free(kind_of), free(arr), free(dep), free(last), free(sizes);
+    if (T < 0)
+        return -1;
     for (int l = 0; l < m->nlevels; l++)
         T = link[l] > T ? link[l] : T;
     return cpu > T ? cpu : T;
