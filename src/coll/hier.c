@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/hier.h"
+#include "coll/cost.h"
 #include "coll/ipc.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
@@ -524,6 +525,10 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;
+    if (h->config.cost_model) { /* a function of the layout and the configuration: agreed */
+        mxh_cost_sel_init(&h->cost_sel, &h->config, h->layout);
+        h->cost = &h->cost_sel;
+    }
     h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
     h->description = malloc(dlen + 1);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coll/cost.h"
 #include "coll/plan.h"
 #include "coll/rail_exclude.h"
 #include "coll/sched.h"
@@ -74,6 +75,9 @@ typedef struct mxh_hier {
     mxh_sched_entry_t *scheds;                    /* [config.plan_cache_size] LRU */
     uint64_t          clock;
     mxh_select_shape_t shape;                     /* what selection may use */
+    mxh_cost_sel_t    cost_sel;                   /* MPIX_HIER_COST_MODEL=yes: the cost
+                                                     model of the layout */
+    mxh_cost_sel_t   *cost;                       /* &cost_sel then, else NULL */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */
@@ -159,7 +163,7 @@ int mxh_hier_active(const mxh_hier_t *hier);
 static inline mxh_choice_t mxh_hier_select(const mxh_hier_t *h, mxh_coll_t coll, size_t bytes,
                                            size_t work_bytes)
 {
-    return mxh_select(&h->config, &h->shape, coll, bytes, work_bytes);
+    return mxh_select_cost(&h->config, &h->shape, h->cost, coll, bytes, work_bytes);
 }
 
 #ifdef __cplusplus

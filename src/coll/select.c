@@ -1,4 +1,5 @@
 #include "coll/select.h"
+#include "coll/cost.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -79,7 +80,16 @@ static int applicable(const mxh_select_shape_t *shape, mxh_algo_t algo)
 mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                         mxh_coll_t coll, size_t bytes, size_t work_bytes)
 {
+    return mxh_select_cost(cfg, shape, NULL, coll, bytes, work_bytes);
+}
+
+mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                             struct mxh_cost_sel *cost, mxh_coll_t coll, size_t bytes,
+                             size_t work_bytes)
+{
     mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0, MXH_FB_NONE};
+    mxh_algo_t model_algo = MXH_ALGO_AUTO;
+    size_t model_frag     = 0;
     mxh_algo_t forced =
         (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
 
@@ -108,6 +118,12 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
     } else if (applicable(shape, MXH_ALGO_HIER)) {
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
+        /* the cost model, where it models the collective on this layout */
+        if (cfg->cost_model && cost != NULL &&
+            mxh_cost_select(cost, coll, bytes, &model_algo, &model_frag) == 0)
+            c.algo = model_algo;
+        else
+            model_algo = MXH_ALGO_AUTO;
     } else {
         c.why = MXH_FB_NO_HIERARCHY;
     }
@@ -117,7 +133,7 @@ mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape
     if ((coll == MXH_COLL_ALLTOALL || coll == MXH_COLL_ALLTOALLV) && c.algo == MXH_ALGO_PIPELINE)
         c.algo = MXH_ALGO_HIER;
     if (c.algo == MXH_ALGO_PIPELINE) {
-        c.frag_bytes = cfg->frag_size;
+        c.frag_bytes = model_algo == MXH_ALGO_PIPELINE ? model_frag : cfg->frag_size;
         c.depth      = cfg->pipeline_depth;
         c.ramp       = cfg->pipeline_ramp;
     }
@@ -193,6 +209,10 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             start = pts[i];
         }
     }
+    if (cfg->cost_model && (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
+                            coll == MXH_COLL_ALLGATHER))
+        PUT(" (MPIX_HIER_COST_MODEL=yes: hier or pipeline and the fragments by the cost model on "
+            "grid hierarchies, mpix_info --explain)");
 #undef PUT
     return off;
 }

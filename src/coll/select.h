@@ -88,6 +88,14 @@ size_t mxh_select_shm_max(mxh_coll_t coll);
 mxh_choice_t mxh_select(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                         mxh_coll_t coll, size_t bytes, size_t work_bytes);
 
+/* The same with the cost model of the layout (coll/cost.h; NULL: none): with
+ * MPIX_HIER_COST_MODEL=yes it chooses hier or pipeline and the fragment size of the
+ * collectives it models, where the size thresholds would run either. */
+struct mxh_cost_sel;
+mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
+                             struct mxh_cost_sel *cost, mxh_coll_t coll, size_t bytes,
+                             size_t work_bytes);
+
 /* "[0, 64 KiB) shm; [64 KiB, inf) pipeline" for logs: the choice over sizes. */
 size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *shape,
                            mxh_coll_t coll, char *buf, size_t len);

@@ -10,10 +10,18 @@
  *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
  *                                each collective would use (--count N elements)
  *   --json                       machine-readable output
+ *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L]] [--tsize T]
+ *                                the cost model's candidates for COLL (allreduce,
+ *                                reduce_scatter_block, allgather) of BYTES (as mpix_bench
+ *                                counts: the whole vector for the block collectives) on a
+ *                                grid of N nodes x G GPUs (L leaf groups: a spine level), or
+ *                                under mpiexec on MPI_COMM_WORLD's hierarchy: predicted times,
+ *                                the bound, the model's choice and today's selection
  */
 #include "config.h"
 
 #include "mpix_hier.h"
+#include "coll/cost.h"
 #include "coll/hier.h"
 #include "coll/metrics.h"
 #include "topo/caps.h"
@@ -31,12 +39,17 @@ typedef struct {
     const char *hwloc_xml, *nccl_topo;
     int         json, config_only, metrics_only, hier, local;
     long        count;
+    const char *explain_coll, *explain_bytes;
+    int         nodes, gpus, leaves;
+    long        tsize;
 } opts_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config] [--json]\n"
                "                 [-m|--metrics] [--count N] [--hier] [--local] [-h]\n"
+               "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L]] "
+               "[--tsize T]\n"
                "  without mpiexec: this machine (or the given file) and the configuration\n"
                "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n");
 }
@@ -372,9 +385,143 @@ plans_barrier:
     }
 }
 
+/* ---- cost model (--explain) ---------------------------------------------------------- */
+
+static size_t parse_bytes(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return v > 0 ? (size_t)v : 0;
+}
+
+static const char *fmt_bytes(size_t b, char *buf, size_t len)
+{
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, len, "%zu MiB", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, len, "%zu KiB", b >> 10);
+    else
+        snprintf(buf, len, "%zu B", b);
+    return buf;
+}
+
+static const char *variant_name(mxh_cost_variant_t v)
+{
+    static const char *const names[] = {"rs", "latency", "hybrid", "plan"};
+    return v <= MXH_COST_PLAN ? names[v] : "?";
+}
+
+/* The model's candidates, its choice and today's selection for one collective and size. */
+static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_cost_model_t m;
+    mxh_coll_t coll = MXH_COLL_COUNT;
+    size_t bytes = parse_bytes(o->explain_bytes), ts = (size_t)o->tsize;
+    char a[32], b[32];
+
+    for (int c = 0; c < MXH_COLL_NSCHED; c++)
+        if (!strcmp(o->explain_coll, mxh_coll_name((mxh_coll_t)c)))
+            coll = (mxh_coll_t)c;
+    if (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) {
+        fprintf(stderr, "mpix_info: %s: not modelled (the cost model covers allreduce, "
+                        "reduce_scatter_block and allgather)\n", o->explain_coll);
+        return 1;
+    }
+    if (coll == MXH_COLL_COUNT || bytes == 0) {
+        fprintf(stderr, "mpix_info: --explain COLL BYTES: COLL one of allreduce, "
+                        "reduce_scatter_block, allgather; BYTES > 0 (k/m/g suffixes)\n");
+        return 2;
+    }
+    if (L != NULL) {
+        mxh_cost_model_init(&m, cfg, L);
+    } else {
+        mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+        int gsize[3] = {o->gpus, o->leaves > 1 ? o->nodes / o->leaves : o->nodes, o->leaves};
+        int nl = o->leaves > 1 ? 3 : 2, first = o->gpus > 1 ? 0 : 1;
+        if (o->nodes < 1 || o->gpus < 1 || (o->leaves > 1 && o->nodes % o->leaves)) {
+            fprintf(stderr, "mpix_info: --explain needs --nodes N --gpus G (N a multiple of "
+                            "--leaves) or mpiexec\n");
+            return 2;
+        }
+        mxh_cost_model_grid(&m, cfg, nl - first, type + first, gsize + first);
+    }
+    int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
+    size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
+    if (count == 0 || !m.grid) {
+        fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
+                count == 0 ? "fewer bytes than one element per rank" : "not a grid hierarchy");
+        return 1;
+    }
+    printf("# Cost model: %s of %s (%s for every rank, %zu-byte elements), %d ranks:",
+           mxh_coll_name(coll), fmt_bytes(bytes, a, sizeof(a)),
+           fmt_bytes(count * ts, b, sizeof(b)), ts, m.nranks);
+    for (int l = 0; l < m.nlevels; l++)
+        printf("%s %s %d", l ? " x" : "", mxh_level_type_name(m.type[l]), m.gsize[l]);
+    printf("\n#   per level: alpha (us per exchange), 1/beta (GB/s per rank):");
+    for (int l = 0; l < m.nlevels; l++)
+        printf(" %s %.3g, %.4g;", mxh_level_type_name(m.type[l]), m.lvl[l].alpha * 1e6,
+               1e-9 / m.lvl[l].beta);
+    printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m.gamma, 1e-9 / m.kappa);
+    if (m.lat_n || m.bw_n) {
+        char f[512];
+        mxh_config_get_string(cfg, "MPIX_HIER_COST_LAT_FACTOR", f, sizeof(f));
+        printf("#   latency factors by message size: %s\n", m.lat_n ? f : "-");
+        mxh_config_get_string(cfg, "MPIX_HIER_COST_BW_FACTOR", f, sizeof(f));
+        printf("#   bandwidth factors by message size: %s\n", m.bw_n ? f : "-");
+    }
+    double bound = mxh_cost_bound(&m, coll, count, ts);
+    printf("#   bound (busiest link's bytes, no latency): %.2f us\n", bound * 1e6);
+
+    mxh_cost_cand_t cand[64];
+    int n = mxh_cost_candidates(&m, coll, count, ts, cand, 64), best = mxh_cost_choose(cand, n);
+    /* today's selection (size thresholds, MPIX_HIER_FRAG_SIZE) */
+    mxh_select_shape_t shape = {m.nranks, m.nlevels, 0};
+    mxh_config_t c0 = *cfg;
+    c0.cost_model = 0;
+    mxh_choice_t today = mxh_select(&c0, &shape, coll, count * ts, count * ts * per);
+    size_t tf = today.algo == MXH_ALGO_PIPELINE ? today.frag_bytes : 0;
+    printf("  %-9s %-8s %-10s %9s %12s %8s\n", "algorithm", "plan", "fragment", "fragments",
+           "predicted us", "of bound");
+    for (int i = 0; i < n; i++) {
+        const mxh_cost_cand_t *k = &cand[i];
+        printf("  %-9s %-8s %-10s %9zu %12.2f %8.2f%s%s\n", mxh_algo_name(k->algo),
+               variant_name(k->variant),
+               k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", k->nfrag,
+               k->t * 1e6, k->t > 0 ? bound / k->t : 0, i == best ? "  <- model" : "",
+               k->variant == MXH_COST_PLAN &&
+                       (today.algo == MXH_ALGO_PIPELINE || today.algo == MXH_ALGO_HIER) &&
+                       k->nfrag == mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0) &&
+                       (k->algo == MXH_ALGO_HIER) == (tf == 0)
+                   ? "  <- today"
+                   : "");
+    }
+    if (best >= 0)
+        printf("model: %s%s%s, %zu fragment(s): %.2f us (%.2f of the bound)\n",
+               mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
+               cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
+               cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
+    double tt = today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE
+                    ? mxh_cost_predict(&m, coll, count, ts, tf, MXH_COST_PLAN)
+                    : -1;
+    printf("today: %s%s%s (MPIX_HIER_FRAG_SIZE): ", mxh_algo_name(today.algo),
+           tf ? ", fragments of " : "", tf ? fmt_bytes(tf, a, sizeof(a)) : "");
+    if (tt > 0)
+        printf("%zu fragment(s), %.2f us (%.2f of the bound)\n",
+               mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
+    else
+        printf("not modelled\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20};
+    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20, NULL, NULL, 0, 0, 0, 4};
     mxh_config_t cfg;
     const mxh_machine_t *m = NULL;
     mxh_caps_t caps;
@@ -398,6 +545,17 @@ int main(int argc, char **argv)
             o.local = 1;
         else if (!strcmp(argv[i], "--count") && i + 1 < argc)
             o.count = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--explain") && i + 2 < argc) {
+            o.explain_coll  = argv[++i];
+            o.explain_bytes = argv[++i];
+        } else if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
+            o.nodes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
+            o.gpus = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--leaves") && i + 1 < argc)
+            o.leaves = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tsize") && i + 1 < argc)
+            o.tsize = atol(argv[++i]);
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -426,6 +584,24 @@ int main(int argc, char **argv)
     if (o.nccl_topo)
         snprintf(cfg.nccl_topo_file, sizeof(cfg.nccl_topo_file), "%s", o.nccl_topo);
 
+    if (o.explain_coll) {
+        if (o.tsize < 1)
+            o.tsize = 4;
+        if (o.nodes > 0 || size == 1) {
+            if (rank == 0)
+                rc = explain(&o, &cfg, NULL);
+        } else {
+            mxh_hier_t *h;
+            if (mxh_hier_get(MPI_COMM_WORLD, &h) != MXH_OK) {
+                fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n",
+                        mxh_log_last_error());
+                rc = 1;
+            } else if (rank == 0) {
+                rc = explain(&o, &h->config, h->layout);
+            }
+        }
+        goto out;
+    }
     if (rank == 0 && o.json)
         printf("{\"version\": \"%d.%d.%d\",\n", MPIX_HIER_VERSION_MAJOR, MPIX_HIER_VERSION_MINOR,
                MPIX_HIER_VERSION_PATCH);

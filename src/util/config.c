@@ -105,6 +105,40 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_METRICS_INTERVAL", "0",
      "Seconds between writes of MPIX_HIER_METRICS_FILE (checked in library calls and in the "
      "progress of nonblocking collectives; 0: only at MPI_Finalize).", 0},
+    /* cost model (coll/cost.h): per level latency and bandwidth, the rank's reduction and
+     * copy speed; mpix_info --explain COLL BYTES prints its predictions */
+    {"MPIX_HIER_COST_MODEL", "no",
+     "Choose hier or pipeline and the fragment size of allreduce, reduce_scatter_block and "
+     "allgather on grid hierarchies by the cost model (the MPIX_HIER_COST_* parameters) "
+     "instead of MPIX_HIER_FRAG_SIZE (yes/no).", 1},
+    {"MPIX_HIER_COST_NODE_LATENCY", "1us",
+     "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
+     "us or ns.", 1},
+    {"MPIX_HIER_COST_NODE_BW", "370g",
+     "Cost model: bytes per second of one rank's link inside a node, each direction "
+     "(decimal suffix k, m, g, t).", 1},
+    {"MPIX_HIER_COST_NET_LATENCY", "2us",
+     "Cost model: seconds per exchange across nodes under one leaf (rail level: NIC, leaf "
+     "switch, NIC).", 1},
+    {"MPIX_HIER_COST_NET_BW", "48g",
+     "Cost model: bytes per second of one rank's NIC (rail and spine levels).", 1},
+    {"MPIX_HIER_COST_SPINE_LATENCY", "4us",
+     "Cost model: seconds per exchange between leaf groups (spine level: NIC, leaf, spine, "
+     "leaf, NIC); its bandwidth is the NIC's.", 1},
+    {"MPIX_HIER_COST_NET_CONTENTION", "1",
+     "Cost model: factor on the network levels' byte time (ranks sharing a NIC, an "
+     "oversubscribed spine).", 1},
+    {"MPIX_HIER_COST_REDUCE_BW", "1000g",
+     "Cost model: bytes per second of two-input reduction output of one rank (an n-input "
+     "reduction costs (n + 1) / 3 of that per output byte).", 1},
+    {"MPIX_HIER_COST_COPY_BW", "1500g", "Cost model: bytes per second of local copies.", 1},
+    {"MPIX_HIER_COST_LAT_FACTOR", "",
+     "Cost model: latency factors by message size, 'BYTES:FACTOR;...' (a message pays the "
+     "factor of the largest BYTES not above its size; SimGrid's smpi/lat-factor syntax: "
+     "protocol changes such as eager/rendezvous); empty: 1.", 1},
+    {"MPIX_HIER_COST_BW_FACTOR", "",
+     "Cost model: bandwidth factors by message size, the same syntax (smpi/bw-factor); "
+     "empty: 1.", 1},
     {NULL, NULL, NULL, 0}};
 
 static const char *const level_names[] = {"node", "rail", "spine", "island"};
@@ -197,6 +231,87 @@ static int parse_size(const char *s, size_t *out)
         return -1;
     *out = (size_t)v;
     return 0;
+}
+
+/* A positive number with an optional suffix: @time: s, ms, us, ns (seconds);
+ * else decimal k, m, g, t (bytes per second, "g" = 1e9). */
+static int parse_real(const char *s, int time, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return -1;
+    if (time) {
+        if (!strcmp(end, "ms"))
+            v *= 1e-3, end += 2;
+        else if (!strcmp(end, "us"))
+            v *= 1e-6, end += 2;
+        else if (!strcmp(end, "ns"))
+            v *= 1e-9, end += 2;
+        else if (!strcmp(end, "s"))
+            end++;
+    } else {
+        switch (tolower((unsigned char)*end)) {
+        case 'k': v *= 1e3; end++; break;
+        case 'm': v *= 1e6; end++; break;
+        case 'g': v *= 1e9; end++; break;
+        case 't': v *= 1e12; end++; break;
+        default: break;
+        }
+    }
+    if (*end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* 'BYTES:FACTOR;BYTES:FACTOR...' (any order; sorted by size here), "" = none */
+static int parse_factors(const char *s, int *n, size_t *size, double *f)
+{
+    int k = 0;
+    while (*s) {
+        char *end;
+        unsigned long long b;
+        double v;
+        while (*s == ' ' || *s == ';')
+            s++;
+        if (!*s)
+            break;
+        if (k == MXH_CONFIG_FACTORS || !isdigit((unsigned char)*s))
+            return -1;
+        errno = 0;
+        b = strtoull(s, &end, 10);
+        if (errno || *end != ':')
+            return -1;
+        v = strtod(end + 1, &end);
+        if (!(v > 0) || (*end && *end != ';'))
+            return -1;
+        int i = k++;
+        while (i > 0 && size[i - 1] > b) { /* insertion: ascending sizes */
+            size[i] = size[i - 1];
+            f[i]    = f[i - 1];
+            i--;
+        }
+        size[i] = (size_t)b;
+        f[i]    = v;
+        s       = end;
+    }
+    *n = k;
+    return 0;
+}
+
+static void print_factors(char *buf, size_t len, int n, const size_t *size, const double *f)
+{
+    size_t off = 0;
+    for (int i = n - 1; i >= 0 && off < len; i--) {
+        int k = snprintf(buf + off, len - off, "%s%zu:%g", off ? ";" : "", size[i], f[i]);
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -310,6 +425,15 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->ipc             = -1;        /* auto */
     cfg->ipc_min         = 256 << 10; /* host cost of agreeing: RESULTS.md section 4 */
     cfg->metrics         = 1;
+    /* H100 + NDR, as benchmarks/sim/gen_platform.py describes them (link-exact) */
+    cfg->cost_node_latency   = 1e-6;
+    cfg->cost_node_bw        = 370e9;
+    cfg->cost_net_latency    = 2e-6;
+    cfg->cost_net_bw         = 48e9;
+    cfg->cost_net_contention = 1;
+    cfg->cost_spine_latency  = 4e-6;
+    cfg->cost_reduce_bw      = 1000e9;
+    cfg->cost_copy_bw        = 1500e9;
 }
 
 static const mxh_config_var_t *find_var(const char *name)
@@ -376,6 +500,30 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
+    } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
+        rc = parse_bool(value, &cfg->cost_model);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
+        rc = parse_real(value, 1, &cfg->cost_node_latency);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
+        rc = parse_real(value, 0, &cfg->cost_node_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_LATENCY")) {
+        rc = parse_real(value, 1, &cfg->cost_net_latency);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
+        rc = parse_real(value, 0, &cfg->cost_net_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
+        rc = parse_real(value, 1, &cfg->cost_spine_latency);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
+        rc = parse_real(value, 0, &cfg->cost_net_contention);
+        if (rc == 0 && cfg->cost_net_contention < 1)
+            rc = -1;
+    } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
+        rc = parse_real(value, 0, &cfg->cost_reduce_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
+        rc = parse_real(value, 0, &cfg->cost_copy_bw);
+    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
+        rc = parse_factors(value, &cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
+    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
+        rc = parse_factors(value, &cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         rc = parse_bool(value, &cfg->shm);
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -498,6 +646,28 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%d", cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         snprintf(buf, len, "%d", cfg->pipeline_ramp);
+    } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
+        snprintf(buf, len, "%s", cfg->cost_model ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
+        snprintf(buf, len, "%gus", cfg->cost_node_latency * 1e6);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
+        snprintf(buf, len, "%gg", cfg->cost_node_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_LATENCY")) {
+        snprintf(buf, len, "%gus", cfg->cost_net_latency * 1e6);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
+        snprintf(buf, len, "%gg", cfg->cost_net_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
+        snprintf(buf, len, "%gus", cfg->cost_spine_latency * 1e6);
+    } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
+        snprintf(buf, len, "%g", cfg->cost_net_contention);
+    } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
+        snprintf(buf, len, "%gg", cfg->cost_reduce_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
+        snprintf(buf, len, "%gg", cfg->cost_copy_bw / 1e9);
+    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
+        print_factors(buf, len, cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
+    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
+        print_factors(buf, len, cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
     } else if (!strcmp(name, "MPIX_HIER_SHM")) {
         snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
@@ -552,6 +722,28 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->ipc, sizeof(cfg->ipc));
         h = mxh_hash_bytes(h, &im, sizeof(im));
     }
+    /* the cost model chooses algorithms and fragments from these */
+    h = mxh_hash_bytes(h, &cfg->cost_model, sizeof(cfg->cost_model));
+    h = mxh_hash_bytes(h, &cfg->cost_node_latency, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_node_bw, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_net_latency, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_net_bw, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_net_contention, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_spine_latency, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_reduce_bw, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_copy_bw, sizeof(double));
+    for (int i = 0; i < cfg->cost_lat_n; i++) {
+        uint64_t sz = (uint64_t)cfg->cost_lat_size[i];
+        h = mxh_hash_bytes(h, &sz, sizeof(sz));
+        h = mxh_hash_bytes(h, &cfg->cost_lat_f[i], sizeof(double));
+    }
+    h = mxh_hash_bytes(h, &cfg->cost_lat_n, sizeof(int));
+    for (int i = 0; i < cfg->cost_bw_n; i++) {
+        uint64_t sz = (uint64_t)cfg->cost_bw_size[i];
+        h = mxh_hash_bytes(h, &sz, sizeof(sz));
+        h = mxh_hash_bytes(h, &cfg->cost_bw_f[i], sizeof(double));
+    }
+    h = mxh_hash_bytes(h, &cfg->cost_bw_n, sizeof(int));
     /* The topology file need not agree: leaf names travel in the gathered records. */
     return h;
 }

@@ -15,6 +15,7 @@ extern "C" {
 #define MXH_CONFIG_STR_MAX 1024
 #define MXH_CONFIG_NCOLL   9 /* collectives, in mxh_coll_t order */
 #define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
+#define MXH_CONFIG_FACTORS 16 /* entries of a cost factor table */
 
 /* Names of the collectives and algorithms as MPIX_HIER_ALGO spells them. */
 extern const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL];
@@ -46,6 +47,20 @@ typedef struct mxh_config {
     int    metrics;                         /* MPIX_HIER_METRICS */
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
+    /* cost model (coll/cost.h) */
+    int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model */
+    double cost_node_latency;               /* MPIX_HIER_COST_NODE_LATENCY (s per exchange) */
+    double cost_node_bw;                    /* MPIX_HIER_COST_NODE_BW (bytes/s per rank) */
+    double cost_net_latency;                /* MPIX_HIER_COST_NET_LATENCY (s per exchange) */
+    double cost_net_bw;                     /* MPIX_HIER_COST_NET_BW (bytes/s per rank) */
+    double cost_net_contention;             /* MPIX_HIER_COST_NET_CONTENTION (>= 1) */
+    double cost_spine_latency;              /* MPIX_HIER_COST_SPINE_LATENCY (s per exchange) */
+    double cost_reduce_bw;                  /* MPIX_HIER_COST_REDUCE_BW (bytes/s of output) */
+    double cost_copy_bw;                    /* MPIX_HIER_COST_COPY_BW (bytes/s) */
+    /* MPIX_HIER_COST_LAT_FACTOR / _BW_FACTOR: by message size, ascending sizes */
+    int    cost_lat_n, cost_bw_n;
+    size_t cost_lat_size[MXH_CONFIG_FACTORS], cost_bw_size[MXH_CONFIG_FACTORS];
+    double cost_lat_f[MXH_CONFIG_FACTORS], cost_bw_f[MXH_CONFIG_FACTORS];
 } mxh_config_t;
 
 typedef struct mxh_config_var {

@@ -36,6 +36,14 @@ check "missing file names it" 'does-not-exist.xml' "$out"
 out=$("$info" -c 2>&1)
 check "-c documents" '# default: .yes.; must be equal on all ranks' "$out"
 
+out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain allreduce 256M --nodes 16 --gpus 8 2>&1)
+check "explain bound" 'bound \(busiest link.s bytes, no latency\): 1310.72 us' "$out"
+check "explain candidates" '^  pipeline +plan +8 MiB +36 ' "$out"
+check "explain choice" '^model: pipeline, fragments of [0-9]+ MiB' "$out"
+check "explain today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out"
+out=$("$info" --explain bcast 1M --nodes 2 --gpus 2 2>&1)
+check "explain not modelled" 'not modelled' "$out"
+
 out=$("$info" -m 2>&1)
 check "-m metrics" '^mpix_hier_fallbacks_total counter \{coll,blocking,reason\}' "$out"
 check "-m reasons" '^  user_op +a user-defined reduction operation' "$out"

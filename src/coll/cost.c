@@ -1,0 +1,685 @@
+#include "coll/cost.h"
+#include "coll/sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* mirrors of the executor's and the builders' constants (p2p.h, plan.h): the model
+ * takes the algorithm the library takes */
+#define P2P_SMALL      (32u << 10)
+#define P2P_DIRECT_P   64
+#define P2P_DIRECT_ANY 8
+#define P2P_RADIX      32
+#define MAX_FRAGS_MODELLED 65536
+#define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
+#define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
+#define CAP_HIST 16
+
+static int is_net(mxh_level_type_t t)
+{
+    return t == MXH_LEVEL_RAIL || t == MXH_LEVEL_SPINE;
+}
+
+void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
+                         const mxh_level_type_t *type, const int *gsize)
+{
+    long prod = 1;
+    memset(m, 0, sizeof(*m));
+    m->nlevels = nlevels < MXH_MAX_LEVELS ? nlevels : MXH_MAX_LEVELS;
+    for (int l = 0; l < m->nlevels; l++) {
+        m->type[l]  = type[l];
+        m->gsize[l] = gsize[l] > 0 ? gsize[l] : 1;
+        m->net[l]   = is_net(type[l]);
+        if (m->net[l]) {
+            m->lvl[l].alpha =
+                type[l] == MXH_LEVEL_SPINE ? cfg->cost_spine_latency : cfg->cost_net_latency;
+            m->lvl[l].beta  = cfg->cost_net_contention / cfg->cost_net_bw;
+        } else {
+            m->lvl[l].alpha = cfg->cost_node_latency;
+            m->lvl[l].beta  = 1.0 / cfg->cost_node_bw;
+        }
+        prod *= m->gsize[l];
+    }
+    /* the links a level's bytes take: the network levels share the NIC */
+    for (int l = 0, nic = -1; l < m->nlevels; l++) {
+        m->res[l] = l;
+        if (m->net[l]) {
+            nic       = nic < 0 ? l : nic;
+            m->res[l] = nic;
+        }
+    }
+    m->nranks = (int)prod;
+    m->grid   = m->nlevels >= 1;
+    m->gamma  = 1.0 / cfg->cost_reduce_bw;
+    m->kappa  = 1.0 / cfg->cost_copy_bw;
+    m->ramp   = cfg->pipeline_ramp;
+    m->lat_n  = cfg->cost_lat_n;
+    m->bw_n   = cfg->cost_bw_n;
+    memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
+    memcpy(m->lat_f, cfg->cost_lat_f, sizeof(m->lat_f));
+    memcpy(m->bw_size, cfg->cost_bw_size, sizeof(m->bw_size));
+    memcpy(m->bw_f, cfg->cost_bw_f, sizeof(m->bw_f));
+}
+
+void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_level_type_t type[MXH_MAX_LEVELS] = {MXH_LEVEL_NODE};
+    int gsize[MXH_MAX_LEVELS] = {0}, grid = L->nlevels >= 1;
+    long prod = 1;
+    for (int l = 0; l < L->nlevels && l < MXH_MAX_LEVELS; l++) {
+        type[l]  = L->type[l];
+        gsize[l] = L->gsize[l][0];
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
+            grid = 0;
+        for (int r = 1; r < L->nranks; r++)
+            if (L->gsize[l][r] != gsize[l])
+                grid = 0;
+        prod *= gsize[l];
+    }
+    mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
+    m->nranks = L->nranks;
+    m->grid   = grid && prod == L->nranks;
+}
+
+/* ---- steps ------------------------------------------------------------------------ */
+
+static int radix_factors(int p, int *fac)
+{
+    int n = 0;
+    while (p > 1) {
+        int f = P2P_RADIX;
+        while (f > 1 && p % f != 0)
+            f--;
+        if (f < 2)
+            return 0;
+        fac[n++] = f;
+        p /= f;
+    }
+    return n;
+}
+
+static int log2i(int p)
+{
+    int k = 0;
+    while ((1 << (k + 1)) <= p)
+        k++;
+    return k;
+}
+
+typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX } p2p_t;
+
+/* mxh_p2p_choose without forcing, for even splits (parts contiguous) */
+static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes)
+{
+    int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
+    int net_direct = m->net[level] && p <= P2P_DIRECT_P;
+    if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
+        return A_RADIX;
+    if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
+        return A_DIRECT;
+    return pow2 ? A_RHD : A_RING;
+}
+
+static double factor(int n, const size_t *size, const double *f, double msg)
+{
+    double v = 1;
+    for (int i = 0; i < n && (double)size[i] <= msg; i++)
+        v = f[i];
+    return v;
+}
+
+/* Latency of one exchange of messages of @msg bytes at @level. */
+static double alpha(const mxh_cost_model_t *m, int level, double msg)
+{
+    return m->lvl[level].alpha * factor(m->lat_n, m->lat_size, m->lat_f, msg);
+}
+
+/* Seconds per byte of messages of @msg bytes at @level. */
+static double beta(const mxh_cost_model_t *m, int level, double msg)
+{
+    return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
+}
+
+static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
+{
+    if (ph->n < MXH_COST_MAX_PHASES) {
+        ph->ph[ph->n].alpha = a;
+        ph->ph[ph->n].link  = link;
+        ph->ph[ph->n].cpu   = cpu;
+        ph->n++;
+    } else { /* lump the rest into the last one */
+        ph->ph[ph->n - 1].alpha += a;
+        ph->ph[ph->n - 1].link += link;
+        ph->ph[ph->n - 1].cpu += cpu;
+    }
+}
+
+void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
+                          size_t bytes, mxh_cost_phases_t *ph)
+{
+    int p = m->gsize[level], fac[32], k = log2i(p);
+    double n = (double)bytes, g = m->gamma;
+    double share = (double)(p - 1) / p;
+    int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE;
+    int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE;
+
+    ph->n = 0;
+    if (p <= 1 || bytes == 0)
+        return;
+    switch (choose(m, level, type, bytes)) {
+    case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
+        for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
+            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n), (fac[i] + 1) / 3.0 * n * g);
+        break;
+    case A_DIRECT: /* one exchange per phase: my part from / to every peer */
+        if (rs)
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p),
+                  (p + 1) / 3.0 * n / p * g);
+        if (ag)
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+        break;
+    case A_RHD: /* halves, quarters, ... then back */
+        if (rs)
+            for (int i = 1; i <= k; i++)
+                phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
+                      n / (1 << i) * g);
+        if (ag)
+            for (int i = k; i >= 1; i--)
+                phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
+                      0);
+        break;
+    case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
+        if (rs)
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
+                  share * n * g);
+        if (ag)
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+        break;
+    }
+}
+
+double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
+                     double *link_p, double *cpu_p)
+{
+    mxh_cost_phases_t ph;
+    double t = 0, link = 0, cpu = 0;
+    mxh_cost_step_phases(m, level, type, bytes, &ph);
+    for (int i = 0; i < ph.n; i++) {
+        t += ph.ph[i].alpha + ph.ph[i].link + ph.ph[i].cpu;
+        link += ph.ph[i].link;
+        cpu += ph.ph[i].cpu;
+    }
+    if (link_p)
+        *link_p = link;
+    if (cpu_p)
+        *cpu_p = cpu;
+    return t;
+}
+
+/* ---- fragments (sched.c's cut) ----------------------------------------------------- */
+
+static int block_coll(mxh_coll_t coll)
+{
+    return coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
+}
+
+static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
+{
+    int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
+    while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
+        k--;
+    return k;
+}
+
+static void ramp_pieces(size_t fcnt, int k, size_t *piece)
+{
+    size_t used = 0;
+    for (int j = 0; j < k; j++) {
+        piece[j] = fcnt >> (j == 0 ? k : k - j + 1);
+        used += piece[j];
+    }
+    piece[k] = fcnt - used;
+}
+
+size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                      size_t frag_bytes, size_t *sizes, size_t max)
+{
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, fcnt = count, n = 0;
+    if (count == 0 || tsize == 0)
+        return 0;
+    if (frag_bytes > 0) {
+        fcnt = frag_bytes / (tsize * per);
+        if (fcnt == 0)
+            fcnt = 1;
+        if (fcnt > count)
+            fcnt = count;
+        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
+            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
+    }
+    size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
+    int kh = 0, kt = 0;
+    if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
+        kh = ramp_depth(m->ramp, fcnt, tsize * per);
+        kt = ramp_depth(m->ramp, last, tsize * per);
+    }
+    size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
+    ramp_pieces(fcnt, kh, head);
+    ramp_pieces(last, kt, tail);
+    for (size_t u = 0; u < nuni; u++) {
+        int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;
+        for (int j = 0; j < np; j++, n++)
+            if (n < max)
+                sizes[n] = u == 0 ? head[j] : u == nuni - 1 ? tail[kt - j] : fcnt;
+    }
+    return n;
+}
+
+/* ---- schedules ---------------------------------------------------------------------- */
+
+/* slots: 0 copy in, 1 .. 2 nlevels - 1 the plan's stages, 2 nlevels copy out */
+#define NSLOT (2 * MXH_MAX_LEVELS + 1)
+
+typedef struct stage_cost {
+    mxh_cost_phases_t ph[NSLOT];
+    int    level[NSLOT];         /* -1: a copy */
+    double region[NSLOT];        /* bytes of the slot's step (light stages) */
+    double link[MXH_MAX_LEVELS]; /* byte time per level */
+    double cpu;                  /* reductions and copies */
+} stage_cost_t;
+
+static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
+                mxh_step_type_t type, double bytes)
+{
+    mxh_cost_phases_t *ph = &sc->ph[1 + stage];
+    if (bytes < 1)
+        bytes = 1;
+    mxh_cost_step_phases(m, level, type, (size_t)bytes, ph);
+    sc->level[1 + stage]  = level;
+    sc->region[1 + stage] = bytes;
+    for (int i = 0; i < ph->n; i++) {
+        sc->link[m->res[level]] += ph->ph[i].link;
+        sc->cpu += ph->ph[i].cpu;
+    }
+}
+
+static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
+{
+    phase(&sc->ph[slot], 0, 0, bytes * m->kappa);
+    sc->level[slot] = -1;
+    sc->cpu += bytes * m->kappa;
+}
+
+static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
+{
+    size_t copies = 0, bytes = count * tsize;
+    for (int l = 0; l < m->nlevels; l++)
+        if (m->net[l])
+            copies += (size_t)(m->gsize[l] - 1);
+    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+        return MXH_COST_LATENCY;
+    if (m->nlevels >= 2 && !m->net[0] && copies > 0) {
+        size_t g = (size_t)m->gsize[0], piece = (count + g - 1) / g * tsize;
+        if (copies * piece <= MXH_PLAN_HYBRID_NET_BYTES)
+            return MXH_COST_HYBRID;
+    }
+    return MXH_COST_RS;
+}
+
+/* The stage costs of one fragment of @c elements (per block for block collectives). */
+static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size_t tsize,
+                      mxh_cost_variant_t variant, int nfrag, stage_cost_t *sc)
+{
+    int top = m->nlevels - 1;
+    double n = (double)c * (double)tsize, reg;
+    memset(sc, 0, sizeof(*sc));
+    for (int k = 0; k < NSLOT; k++)
+        sc->level[k] = -1;
+
+    switch (coll) {
+    case MXH_COLL_ALLREDUCE:
+        if (variant == MXH_COST_PLAN)
+            variant = plan_variant(m, c, tsize);
+        if (variant == MXH_COST_LATENCY) {
+            for (int l = 0; l <= top; l++)
+                add(m, sc, l, l, MXH_STEP_ALLREDUCE, n);
+        } else if (variant == MXH_COST_HYBRID && m->nlevels >= 2) {
+            add(m, sc, 0, 0, MXH_STEP_REDUCE_SCATTER, n);
+            for (int l = 1; l <= top; l++)
+                add(m, sc, l, l, MXH_STEP_ALLREDUCE, n / m->gsize[0]);
+            add(m, sc, 2 * top, 0, MXH_STEP_ALLGATHER, n);
+        } else {
+            reg = n;
+            for (int l = 0; l < top; l++) {
+                add(m, sc, l, l, MXH_STEP_REDUCE_SCATTER, reg);
+                reg /= m->gsize[l];
+            }
+            add(m, sc, top, top, MXH_STEP_ALLREDUCE, reg);
+            for (int l = top - 1; l >= 0; l--) {
+                reg *= m->gsize[l];
+                add(m, sc, 2 * top - l, l, MXH_STEP_ALLGATHER, reg);
+            }
+        }
+        break;
+    case MXH_COLL_REDUCE_SCATTER_BLOCK:
+        reg = n * m->nranks;
+        copy(m, sc, 0, reg); /* every block's piece packed into the work buffer */
+        for (int l = 0; l <= top; l++) {
+            add(m, sc, l, l, MXH_STEP_REDUCE_SCATTER, reg);
+            reg /= m->gsize[l];
+        }
+        copy(m, sc, 2 * m->nlevels, n); /* my block out */
+        break;
+    case MXH_COLL_ALLGATHER:
+        reg = n * m->nranks;
+        for (int l = 0; l < top; l++)
+            reg /= m->gsize[l];
+        add(m, sc, top, top, MXH_STEP_ALLGATHER, reg);
+        for (int l = top - 1; l >= 0; l--) {
+            reg *= m->gsize[l];
+            add(m, sc, 2 * top - l, l, MXH_STEP_ALLGATHER, reg);
+        }
+        /* fragment-major work buffer: my piece in, every block's piece out (one
+         * fragment in rank order needs neither: only a single level does) */
+        if (nfrag > 1 || m->nlevels > 1) {
+            copy(m, sc, 0, n);
+            copy(m, sc, 2 * m->nlevels, n * m->nranks);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
+{
+    return m->grid && m->nlevels >= 1 &&
+           (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
+            coll == MXH_COLL_ALLGATHER);
+}
+
+/* The stream executor, event by event: fragments @kind_of (their stage costs in
+ * @kinds) through the slots; a fragment enters a slot in order, while fewer than
+ * @cap[s] are on it and, for its first step, fragment f - @W has left its last
+ * slot. On a slot each exchange waits its latency, moves its bytes (the bytes in
+ * flight on one link resource, whichever slot they belong to, share it equally),
+ * then reduces. Returns when the last fragment leaves, -1 without memory. */
+static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
+                         const int *kind_of, int big, const int *cap, int W, size_t nf)
+{
+    enum { WAIT, DELAY, LINK, CPU, DONE };
+    int slots[NSLOT], ns = 0, first_step = -1;
+    for (int s = 0; s < NSLOT; s++)
+        if (kinds[big].ph[s].n > 0) {
+            if (first_step < 0 && kinds[big].level[s] >= 0)
+                first_step = ns;
+            slots[ns++] = s;
+        }
+    int *k = calloc(nf, sizeof(int)), *ph = calloc(nf, sizeof(int)),
+        *mode = calloc(nf, sizeof(int));
+    double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
+    size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
+    int act[NSLOT] = {0};
+    double now = 0;
+    if (!k || !ph || !mode || !t || !done) {
+        free(k), free(ph), free(mode), free(t), free(done);
+        return -1;
+    }
+    while (lo < nf) {
+        /* settle everything due now: admissions and zero-length states */
+        for (int changed = 1; changed;) {
+            changed = 0;
+            while (hi < nf && (hi < (size_t)W || done[hi - (size_t)W] >= 0) &&
+                   (hi < (size_t)W || mode[hi - (size_t)W] == DONE))
+                hi++; /* window: fragment f waits for f - W to be done */
+            for (size_t f = lo; f < hi; f++) {
+                const mxh_cost_phases_t *P = NULL;
+                int s = k[f] < ns ? slots[k[f]] : -1;
+                if (mode[f] == DONE)
+                    continue;
+                P = &kinds[kind_of[f]].ph[s];
+                if (mode[f] == WAIT) {
+                    if (next[s] != f || act[s] >= cap[s])
+                        continue;
+                    next[s]++;
+                    if (P->n == 0) { /* nothing here for this fragment's size */
+                        changed = 1;
+                        goto leave;
+                    }
+                    act[s]++;
+                    ph[f]   = 0;
+                    mode[f] = DELAY;
+                    t[f]    = now + P->ph[0].alpha;
+                    changed = 1;
+                }
+                if (mode[f] == DELAY && t[f] <= now) {
+                    mode[f] = LINK;
+                    t[f]    = P->ph[ph[f]].link;
+                    changed = 1;
+                }
+                if (mode[f] == LINK && t[f] <= 1e-15) {
+                    mode[f] = CPU;
+                    t[f]    = now + P->ph[ph[f]].cpu;
+                    changed = 1;
+                }
+                if (mode[f] == CPU && t[f] <= now) {
+                    changed = 1;
+                    if (++ph[f] < P->n) {
+                        mode[f] = DELAY;
+                        t[f]    = now + P->ph[ph[f]].alpha;
+                        f--; /* settle its next phase now if it is empty */
+                        continue;
+                    }
+                    act[s]--;
+                leave:
+                    if (++k[f] < ns) {
+                        mode[f] = WAIT;
+                    } else {
+                        mode[f] = DONE;
+                        done[f] = now;
+                    }
+                }
+            }
+            while (lo < hi && mode[lo] == DONE)
+                lo++;
+        }
+        if (lo >= nf)
+            break;
+        /* the next event; bytes share their link resource */
+        int nlink[MXH_MAX_LEVELS] = {0};
+        double tn = HUGE_VAL;
+        for (size_t f = lo; f < hi; f++)
+            if (mode[f] == LINK)
+                nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]++;
+        for (size_t f = lo; f < hi; f++) {
+            double e = mode[f] == LINK ? now + t[f] * nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+                       : mode[f] == DELAY || mode[f] == CPU ? t[f]
+                                                            : HUGE_VAL;
+            tn = e < tn ? e : tn;
+        }
+        if (tn == HUGE_VAL)
+            break; /* cannot happen: something is always running */
+        for (size_t f = lo; f < hi; f++)
+            if (mode[f] == LINK) {
+                t[f] -= (tn - now) / nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]];
+                if (t[f] < 1e-15)
+                    t[f] = 0;
+            }
+        now = tn;
+    }
+    double T = 0;
+    for (size_t f = 0; f < nf; f++)
+        T = done[f] > T ? done[f] : T;
+    free(k), free(ph), free(mode), free(t), free(done);
+    return T;
+}
+
+double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    if (nf == 0 || nf > MAX_FRAGS_MODELLED)
+        return -1;
+    size_t *sizes = malloc(nf * sizeof(*sizes));
+    if (sizes == NULL)
+        return -1;
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+
+    /* The stream executor (exec.c): fragments enter each stage in order; at most
+     * two work on a stage at once (MXH_STREAM_STAGE_CAP: one transfers while the
+     * other waits on latency), any number on a light stage (a region of at most
+     * 1/32 of the largest step's), one on a copy; at most W in their stages. On a
+     * stage each exchange waits its latency, then moves its bytes over the stage's
+     * links, shared equally with the other fragment's bytes in flight, then runs
+     * its reduction. Stages are simulated one after another (the arrivals at a
+     * stage are the departures from the one before), three times, so that the
+     * window (fragment f starts once fragment f - W is done) sees the departures
+     * of the pass before. Levels shared by two stages (the node's reduce-scatter
+     * and allgather) and the rank's reductions and copies are bounded below by
+     * their totals. */
+    stage_cost_t kinds[MXH_SCHED_MAX_PLANS + 2]; /* per distinct fragment size */
+    size_t ksize[MXH_SCHED_MAX_PLANS + 2];
+    int nkinds = 0, big = 0, cap[NSLOT], W;
+    int *kind_of  = malloc(nf * sizeof(int));
+    double *arr   = calloc(nf, sizeof(double)), *dep = calloc(nf, sizeof(double));
+    double *last  = calloc(nf, sizeof(double));
+    double link[MXH_MAX_LEVELS] = {0}, cpu = 0, T = 0;
+    if (kind_of == NULL || arr == NULL || dep == NULL || last == NULL) {
+        free(kind_of), free(arr), free(dep), free(last), free(sizes);
+        return -1;
+    }
+    for (size_t f = 0; f < nf; f++) {
+        int k = 0;
+        while (k < nkinds && ksize[k] != sizes[f])
+            k++;
+        if (k == nkinds && nkinds < MXH_SCHED_MAX_PLANS + 2) {
+            frag_cost(m, coll, sizes[f], tsize, variant, (int)nf, &kinds[k]);
+            ksize[k] = sizes[f];
+            if (sizes[f] > ksize[big])
+                big = k;
+            nkinds++;
+        }
+        kind_of[f] = k < nkinds ? k : nkinds - 1;
+        for (int l = 0; l < m->nlevels; l++)
+            link[l] += kinds[kind_of[f]].link[l];
+        cpu += kinds[kind_of[f]].cpu;
+    }
+    {
+        const stage_cost_t *sc = &kinds[big];
+        int nst = 0;
+        double most = 0;
+        for (int s = 1; s < NSLOT - 1; s++)
+            if (sc->ph[s].n > 0) {
+                nst++;
+                most = sc->region[s] > most ? sc->region[s] : most;
+            }
+        W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
+        for (int s = 0; s < NSLOT; s++)
+            cap[s] = sc->level[s] < 0                        ? 1
+                     : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
+                                                               : MXH_COST_STAGE_CAP;
+    }
+    T = stream_sim(m, kinds, kind_of, big, cap, W, nf);
+    free(kind_of), free(arr), free(dep), free(last), free(sizes);
+    if (T < 0)
+        return -1;
+    for (int l = 0; l < m->nlevels; l++)
+        T = link[l] > T ? link[l] : T;
+    return cpu > T ? cpu : T;
+}
+
+double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize)
+{
+    stage_cost_t sc;
+    double b = 0;
+    if (!modelled(m, coll))
+        return -1;
+    frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
+    for (int l = 0; l < m->nlevels; l++)
+        b = sc.link[l] > b ? sc.link[l] : b;
+    return b;
+}
+
+int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        mxh_cost_cand_t *c, int max)
+{
+    int n = 0;
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, work = count * tsize * per;
+    if (!modelled(m, coll))
+        return 0;
+#define CAND(A, F, NF, V)                                                              \
+    do {                                                                              \
+        if (n < max) {                                                                \
+            c[n].algo = (A), c[n].frag_bytes = (F), c[n].nfrag = (NF);                \
+            c[n].variant = (V);                                                       \
+            c[n].t = mxh_cost_predict(m, coll, count, tsize, (F), (V));               \
+            n++;                                                                      \
+        }                                                                             \
+    } while (0)
+    CAND(MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN);
+    if (coll == MXH_COLL_ALLREDUCE && m->nlevels >= 2)
+        for (int v = MXH_COST_RS; v <= MXH_COST_HYBRID; v++)
+            if (v != (int)plan_variant(m, count, tsize))
+                CAND(MXH_ALGO_HIER, 0, 1, (mxh_cost_variant_t)v);
+    /* pipelines (select.c: at least two fragments of frag_bytes in the work) */
+    size_t last_nf = 1, last_first = count;
+    for (int k = 62; k >= 18; k--) {
+        size_t fb = (size_t)1 << k, first;
+        if (fb > work / 2)
+            continue;
+        size_t nf = mxh_cost_frags(m, coll, count, tsize, fb, &first, 1);
+        if (nf > 4096)
+            break;
+        if (nf == last_nf && first == last_first)
+            continue;
+        CAND(MXH_ALGO_PIPELINE, fb, nf, MXH_COST_PLAN);
+        last_nf    = nf;
+        last_first = first;
+    }
+#undef CAND
+    return n;
+}
+
+int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && (best < 0 || c[i].t < c[best].t))
+            best = i;
+    return best;
+}
+
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_cost_model_init(&s->m, cfg, L);
+    for (int i = 0; i < MXH_COST_MEMO; i++)
+        s->memo[i].coll = -1;
+}
+
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
+                    size_t *frag)
+{
+    /* sizes in bytes: one-byte elements cut fragments of frag bytes as sched.c cuts
+     * those of any element size (fragment sizes are multiples of the element) */
+    size_t h = (bytes * 0x9E3779B97F4A7C15ull + (size_t)coll) % MXH_COST_MEMO;
+    if (!modelled(&s->m, coll) || bytes == 0)
+        return -1;
+    if (s->memo[h].coll == (int)coll && s->memo[h].bytes == bytes) {
+        *algo = s->memo[h].algo;
+        *frag = s->memo[h].frag;
+        return 0;
+    }
+    mxh_cost_cand_t c[64];
+    int n = mxh_cost_candidates(&s->m, coll, bytes, 1, c, 64), b = mxh_cost_choose(c, n);
+    if (b < 0)
+        return -1;
+    *algo            = c[b].algo;
+    *frag            = c[b].frag_bytes;
+    s->memo[h].coll  = (int)coll;
+    s->memo[h].bytes = bytes;
+    s->memo[h].algo  = *algo;
+    s->memo[h].frag  = *frag;
+    return 0;
+}

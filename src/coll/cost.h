@@ -1,0 +1,179 @@
+/* Cost model: the predicted time of a hierarchical schedule (plan.c, sched.c)
+ * from per-level parameters, so that the algorithm and the fragment count can be
+ * derived from the machine instead of tuned size thresholds (issue 21).
+ *
+ * Pure: a function of the shape of the layout (levels, group sizes, which levels
+ * cross the network), the configuration (MPIX_HIER_COST_*, the pipeline ramp) and
+ * the message size; no MPI, no measurement, so every rank predicts the same.
+ *
+ * Per level l (the level's per-rank link: NVLink / shared memory inside a node,
+ * the NIC for rail and spine levels):
+ *   alpha_l  seconds per exchange (one message latency; the direct algorithm's
+ *            p - 1 messages of one phase are in flight together and pay it once)
+ *   beta_l   seconds per byte through a rank's link, times the level's contention
+ *            factor (links shared by the level's groups, an oversubscribed spine)
+ * and for the rank: gamma (seconds per byte of two-input reduction output; a fused
+ * n-input reduction costs (n + 1) / 3 of it per output byte, as src/sim charges)
+ * and kappa (seconds per byte of local copy).
+ *
+ * A step of region n bytes on a group of p ranks (the algorithm mxh_p2p_choose
+ * would take):
+ *   direct reduce-scatter  alpha + (p-1)/p n beta + (p+1)/3 n/p gamma
+ *   direct allgather       alpha + (p-1)/p n beta
+ *   direct allreduce       the two above
+ *   rhd (p = 2^k)          k alpha per phase, the same bytes, (p-1)/p n gamma
+ *   ring                   (p-1) alpha per phase, the same bytes, (p-1)/p n gamma
+ *   radix allreduce        per factor f: alpha + (f-1) n beta + (f+1)/3 n gamma
+ * (alpha and beta of a message of m = n/p bytes, or n for radix, times the factors
+ * for its size: MPIX_HIER_COST_LAT_FACTOR / _BW_FACTOR). Each exchange is a phase:
+ * wait alpha, move the bytes, reduce.
+ * A schedule runs its F fragments (sizes as sched.c cuts them, ramps included)
+ * through its stages (copy in, the plan's steps, copy out) as the stream executor
+ * (exec.c) runs them: in order, at most two fragments on a stage at once (any
+ * number on a light stage, one on a copy), at most W in flight; the bytes of the
+ * fragments on a stage share its links equally (processor sharing: two fragments
+ * entering together leave together). For uniform fragments and a dominant stage
+ * of time t = alpha_total + x (x its bytes' time) this is about
+ *   sum_s t_s + (F - 1) max(x, (alpha_total + 2 x) / 2)
+ * and never less than the busiest resource: a link (the byte terms of every stage
+ * on it over all fragments: the node's reduce-scatter and allgather share NVLink,
+ * the rail and spine levels the NIC) or the rank (its reductions and copies). The
+ * bound printed next to it is the busiest link's byte time of the whole vector (no
+ * latency, perfect overlap). Validated against SimGrid in benchmarks/RESULTS.md
+ * section 5. */
+#ifndef MXH_COST_H
+#define MXH_COST_H
+
+#include <stddef.h>
+
+#include "coll/plan.h"
+#include "coll/select.h"
+#include "hier/levels.h"
+#include "util/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mxh_cost_level {
+    double alpha; /* s per exchange */
+    double beta;  /* s per byte through one rank's link (contention included) */
+} mxh_cost_level_t;
+
+typedef struct mxh_cost_model {
+    int    nranks;
+    int    nlevels;
+    int    grid;                     /* SCATTER levels + top, one group size each, product =
+                                        nranks: the only layouts modelled (0: predict -1) */
+    mxh_level_type_t type[MXH_MAX_LEVELS];
+    int    gsize[MXH_MAX_LEVELS];
+    int    net[MXH_MAX_LEVELS];      /* the level's groups span nodes (rail, spine) */
+    int    res[MXH_MAX_LEVELS];      /* the level's links: levels of one value share them
+                                        (rail and spine: the NIC) */
+    mxh_cost_level_t lvl[MXH_MAX_LEVELS];
+    double gamma;                    /* s per byte of two-input reduction output */
+    double kappa;                    /* s per byte of local copy */
+    int    ramp;                     /* MPIX_HIER_PIPELINE_RAMP */
+    /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
+     * pays alpha times lat_f[i] and its bytes beta / bw_f[j], i, j the last entries
+     * whose size is at most s (none: 1) */
+    int    lat_n, bw_n;
+    size_t lat_size[MXH_CONFIG_FACTORS], bw_size[MXH_CONFIG_FACTORS];
+    double lat_f[MXH_CONFIG_FACTORS], bw_f[MXH_CONFIG_FACTORS];
+} mxh_cost_model_t;
+
+/* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then
+ * reduces (cpu seconds). */
+#define MXH_COST_MAX_PHASES 12
+typedef struct mxh_cost_phases {
+    int n;
+    struct {
+        double alpha, link, cpu;
+    } ph[MXH_COST_MAX_PHASES];
+} mxh_cost_phases_t;
+
+/* Allreduce plan variants (plan.c: small_plan). */
+typedef enum mxh_cost_variant {
+    MXH_COST_RS = 0,  /* reduce-scatter up, allreduce on top, allgather down */
+    MXH_COST_LATENCY, /* an allreduce of the whole vector at every level */
+    MXH_COST_HYBRID,  /* reduce-scatter in the node, allreduces of the piece above */
+    MXH_COST_PLAN     /* the variant plan.c builds for the fragment's size */
+} mxh_cost_variant_t;
+
+/* A grid shape: @nlevels levels of types @type and group sizes @gsize (innermost
+ * first), parameters from @cfg (MPIX_HIER_COST_*: node and island levels get the NODE
+ * parameters, rail and spine the NET bandwidth with the NET contention, rail the NET
+ * latency, spine the SPINE latency). */
+void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
+                         const mxh_level_type_t *type, const int *gsize);
+/* The same from a layout (grid = 0 unless it is one). */
+void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L);
+
+void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
+                          size_t bytes, mxh_cost_phases_t *ph);
+/* One step on a region of @bytes at @level (seconds); its byte term (link time)
+ * and compute term (reductions) in *@link / *@cpu when not NULL. */
+double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
+                     double *link, double *cpu);
+
+/* Fragments (sched.c's cut) of a message: @count elements of @tsize bytes (per
+ * rank; the block for reduce_scatter_block/allgather), @frag_bytes (0: one).
+ * Writes at most @max sizes (elements of the count) to @sizes; returns the number
+ * of fragments (may exceed @max). */
+size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                      size_t frag_bytes, size_t *sizes, size_t max);
+
+/* Predicted seconds of @coll (allreduce, reduce_scatter_block, allgather) on
+ * @count elements of @tsize bytes cut into fragments of @frag_bytes (0: one
+ * fragment, the hier algorithm); allreduce plans of @variant. -1: not modelled
+ * (not a grid, another collective, more than 65536 fragments). */
+double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        size_t frag_bytes, mxh_cost_variant_t variant);
+
+/* The bandwidth bound: the busiest link's byte time for the whole vector. */
+double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize);
+
+typedef struct mxh_cost_cand {
+    mxh_algo_t         algo;       /* MXH_ALGO_HIER (one fragment) or MXH_ALGO_PIPELINE */
+    size_t             frag_bytes; /* pipeline: MPIX_HIER_FRAG_SIZE that gives it */
+    size_t             nfrag;      /* fragments (ramp pieces included) */
+    mxh_cost_variant_t variant;
+    double             t;          /* predicted seconds */
+} mxh_cost_cand_t;
+
+/* The candidates for a message: hier (the plan variant plan.c builds, and for
+ * allreduce the other variants that apply), pipelines of fragments of 2^k bytes
+ * (256 KiB .. the whole vector / 2) giving distinct fragment counts; fewest
+ * fragments first. Returns how many (at most @max). */
+int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                        mxh_cost_cand_t *c, int max);
+/* Index of the fastest candidate the library can run (variant MXH_COST_PLAN; ties:
+ * the first, i.e. fewer fragments), -1 if none. */
+int mxh_cost_choose(const mxh_cost_cand_t *c, int n);
+
+/* Selection by the model (MPIX_HIER_COST_MODEL=yes, select.c): the model of the
+ * communicator's layout and the choices made, by collective and size. Inputs are
+ * agreed (the layout, the configuration), so every rank chooses alike. */
+#define MXH_COST_MEMO 64
+typedef struct mxh_cost_sel {
+    mxh_cost_model_t m;
+    struct {
+        int        coll; /* -1: empty */
+        size_t     bytes;
+        mxh_algo_t algo;
+        size_t     frag;
+    } memo[MXH_COST_MEMO];
+} mxh_cost_sel_t;
+
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L);
+/* The model's choice for @coll of @bytes per rank (the block for the block
+ * collectives): hier (*@frag 0) or pipeline with fragments of *@frag bytes of the
+ * whole vector. 0, or -1 where the model does not apply (the thresholds decide). */
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
+                    size_t *frag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,5 @@
+# the cost model (no MPI): tests/unit/test_cost.cc
+check_PROGRAMS += unit/test_cost
+TESTS += unit/test_cost
+unit_test_cost_SOURCES = unit/test_cost.cc
+unit_test_cost_LDADD = $(top_builddir)/src/libmxh.la $(GTEST_LIBS) -lgtest_main -lpthread

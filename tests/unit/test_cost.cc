@@ -1,0 +1,338 @@
+// Unit tests of the cost model (src/coll/cost.h; no MPI): predicted values of
+// steps and schedules on small grids against hand-computed figures, the fragment
+// cut against sched.c's, the choice (argmin) and its monotonicity in latency.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "coll/cost.h"
+#include "coll/sched.h"
+#include "coll/select.h"
+#include "hier/levels.h"
+#include "hier/record.h"
+#include "util/config.h"
+}
+
+namespace {
+
+const double us = 1e-6;
+
+// node g x rail n, the configuration's parameters (defaults unless @env pairs)
+mxh_cost_model_t grid(int g, int n, const std::vector<std::pair<std::string, std::string>> &env = {},
+                      int ramp = 0)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp = ramp;
+    for (auto &kv : env)
+        EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, kv.first.c_str(), kv.second.c_str(), "test"));
+    mxh_level_type_t type[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
+    int gsize[2]             = {g, n};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 2, type, gsize);
+    return m;
+}
+
+TEST(Cost, Defaults)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    EXPECT_EQ(8, m.nranks);
+    EXPECT_TRUE(m.grid);
+    EXPECT_DOUBLE_EQ(1e-6, m.lvl[0].alpha);
+    EXPECT_DOUBLE_EQ(1 / 370e9, m.lvl[0].beta);
+    EXPECT_DOUBLE_EQ(2e-6, m.lvl[1].alpha);
+    EXPECT_DOUBLE_EQ(1 / 48e9, m.lvl[1].beta);
+    EXPECT_DOUBLE_EQ(1e-12, m.gamma);
+    EXPECT_EQ(0, m.net[0]);
+    EXPECT_EQ(1, m.net[1]);
+    // a spine level: its own latency (NIC, leaf, spine, leaf, NIC), the NIC's bandwidth
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[3]             = {8, 16, 2};
+    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    EXPECT_EQ(256, m.nranks);
+    EXPECT_DOUBLE_EQ(4e-6, m.lvl[2].alpha);
+    EXPECT_DOUBLE_EQ(1 / 48e9, m.lvl[2].beta);
+    EXPECT_EQ(1, m.net[2]);
+}
+
+TEST(Cost, Config)
+{
+    mxh_config_t cfg;
+    char buf[256];
+    mxh_config_init_defaults(&cfg);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "5us", "test"));
+    EXPECT_DOUBLE_EQ(5e-6, cfg.cost_net_latency);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NODE_LATENCY", "0.002ms", "test"));
+    EXPECT_DOUBLE_EQ(2e-6, cfg.cost_node_latency);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_BW", "25g", "test"));
+    EXPECT_DOUBLE_EQ(25e9, cfg.cost_net_bw);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_LAT_FACTOR", "65536:10;0:2;4096:3", "test"));
+    ASSERT_EQ(3, cfg.cost_lat_n);
+    EXPECT_EQ(0u, cfg.cost_lat_size[0]);
+    EXPECT_EQ(4096u, cfg.cost_lat_size[1]);
+    EXPECT_DOUBLE_EQ(10, cfg.cost_lat_f[2]);
+    mxh_config_get_string(&cfg, "MPIX_HIER_COST_LAT_FACTOR", buf, sizeof(buf));
+    EXPECT_STREQ("65536:10;4096:3;0:2", buf);
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_BW", "-1", "test"));
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "5 parsecs", "test"));
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_CONTENTION", "0.5", "test"));
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_BW_FACTOR", "64k:1", "test"));
+    // the parameters change the plan hash: ranks must agree on them
+    mxh_config_t a, b;
+    mxh_config_init_defaults(&a);
+    mxh_config_init_defaults(&b);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&b, "MPIX_HIER_COST_NET_BW", "49g", "test"));
+    EXPECT_NE(mxh_config_plan_hash(&a), mxh_config_plan_hash(&b));
+}
+
+// Steps, by hand: 4 GPUs per node (direct), rails of 2 (direct).
+TEST(Cost, Steps)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    double link, cpu;
+    // node reduce-scatter of 4 MiB: 1 us + 3/4 * 4 MiB / 370 GB/s (8.501968 us)
+    // + a 4-input reduction of 1 MiB: (4+1)/3 * 1 MiB / 1000 GB/s (1.747627 us)
+    EXPECT_NEAR(11.249595 * us, mxh_cost_step(&m, 0, MXH_STEP_REDUCE_SCATTER, 4 << 20, &link, &cpu),
+                1e-11);
+    EXPECT_NEAR(8.501968 * us, link, 1e-11);
+    EXPECT_NEAR(1.747627 * us, cpu, 1e-11);
+    // node allgather of 4 MiB: 1 us + 8.501968 us
+    EXPECT_NEAR(9.501968 * us, mxh_cost_step(&m, 0, MXH_STEP_ALLGATHER, 4 << 20, NULL, NULL), 1e-11);
+    // rail allreduce of 1 MiB: 2 x 2 us + 2 x 1/2 x 1 MiB / 48 GB/s (21.845333 us)
+    // + a 2-input reduction of 512 KiB (0.524288 us)
+    EXPECT_NEAR(26.369621 * us, mxh_cost_step(&m, 1, MXH_STEP_ALLREDUCE, 1 << 20, NULL, NULL), 1e-11);
+    // small allreduce on the rail: radix (one factor of 2): 2 us + 1 x 8 KiB / 48 GB/s
+    // (0.170667 us) + (2+1)/3 x 8 KiB x 1 ps (0.008192 us)
+    EXPECT_NEAR(2.178859 * us, mxh_cost_step(&m, 1, MXH_STEP_ALLREDUCE, 8 << 10, NULL, NULL), 1e-11);
+}
+
+TEST(Cost, LatencyFactorsBySize)
+{
+    mxh_cost_model_t m = grid(4, 2, {{"MPIX_HIER_COST_LAT_FACTOR", "65536:10;0:2"},
+                                     {"MPIX_HIER_COST_BW_FACTOR", "65536:0.5"}});
+    // node allgather of 4 MiB: messages of 1 MiB: 10 x 1 us + 8.501968 us / 0.5
+    EXPECT_NEAR(27.003936 * us, mxh_cost_step(&m, 0, MXH_STEP_ALLGATHER, 4 << 20, NULL, NULL), 1e-11);
+    // of 128 KiB: messages of 32 KiB: 2 x 1 us + 3/4 x 128 KiB / 370 GB/s (0.265687 us)
+    EXPECT_NEAR(2.265687 * us, mxh_cost_step(&m, 0, MXH_STEP_ALLGATHER, 128 << 10, NULL, NULL), 1e-11);
+}
+
+// The hierarchical allreduce of 4 MiB on 4 x 2: reduce-scatter in the node, allreduce
+// of the 1 MiB piece on the rail, allgather in the node, one after another.
+TEST(Cost, HierAllreduce)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    double t = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1 << 20, 4, 0, MXH_COST_PLAN);
+    EXPECT_NEAR((11.249595 + 26.369621 + 9.501968) * us, t, 1e-11);
+    // the bound: the busiest link, rail 21.845333 us (node 2 x 8.501968)
+    EXPECT_NEAR(21.845333 * us, mxh_cost_bound(&m, MXH_COLL_ALLREDUCE, 1 << 20, 4), 1e-11);
+}
+
+// reduce_scatter_block of 4 x 2 ranks, blocks of 512 KiB (4 MiB in all): copy the
+// whole vector in (4 MiB / 1500 GB/s = 2.796203 us), reduce-scatter it in the node
+// (11.249595 us), reduce-scatter the 1 MiB piece on the rail (2 us + 1/2 x 1 MiB / 48
+// GB/s = 10.922667 us, + 3/3 x 512 KiB x 1 ps = 0.524288 us), copy my block out
+// (512 KiB / 1500 GB/s = 0.349525 us).
+TEST(Cost, HierReduceScatterBlock)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    double t = mxh_cost_predict(&m, MXH_COLL_REDUCE_SCATTER_BLOCK, 128 << 10, 4, 0, MXH_COST_PLAN);
+    EXPECT_NEAR((2.796203 + 11.249595 + 2 + 10.922667 + 0.524288 + 0.349525) * us, t, 1e-11);
+}
+
+// Two fragments of 2 MiB, no latency, no reductions: per stage and fragment x0 = x2 =
+// 3/4 x 2 MiB / 370 GB/s = 4.250984 us (node), x1 = 2 x 1/2 x 512 KiB / 48 GB/s =
+// 10.922667 us (rail). Both enter each stage together (two fragments per stage) and
+// share its links, so each stage takes both fragments' bytes: 2 x0 + 2 x1 + 2 x2.
+TEST(Cost, PipelineTwoFragments)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    m.lvl[0].alpha = m.lvl[1].alpha = 0;
+    m.gamma = 0;
+    EXPECT_NEAR(38.849269 * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1 << 20, 4, 2 << 20, MXH_COST_PLAN), 1e-11);
+    // with latency (node 1 us, rail 2 us per exchange; the rail allreduce is two
+    // exchanges), both fragments wait each exchange's together: + 1 + 2 + 2 + 1 us
+    m.lvl[0].alpha = 1 * us;
+    m.lvl[1].alpha = 2 * us;
+    EXPECT_NEAR(44.849269 * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1 << 20, 4, 2 << 20, MXH_COST_PLAN), 1e-11);
+}
+
+// Three fragments of 1 MiB, no latency, no reductions: x0 = x2 = 3/4 x 1 MiB / 370 GB/s
+// = 2.125492 us, x1 = 2 x 1/2 x 256 KiB / 48 GB/s = 5.461333 us. Fragments 0
+// and 1 share the node: both leave it at 2 x0; fragment 2 enters then, alone: 3 x0.
+// On the rail 0 and 1 share (2 x0 + 2 x1 = 15.173650), 2 arrives at 3 x0 = 6.376476
+// and waits for a place; it then has the rail alone: 15.173650 + x1 = 20.634983.
+// On the node's allgather 0 and 1 leave at 15.173650 + 2 x2 = 19.424634, 2 runs from
+// 20.634983: 22.760475 us.
+TEST(Cost, PipelineThreeFragments)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    m.lvl[0].alpha = m.lvl[1].alpha = 0;
+    m.gamma = 0;
+    EXPECT_NEAR(22.760475 * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 3 << 18, 4, 1 << 20, MXH_COST_PLAN), 1e-11);
+}
+
+// The fragments the model counts are the schedule's (sched.c), ramps included.
+TEST(Cost, FragmentsAsScheduled)
+{
+    std::vector<mxh_record_t> recs;
+    for (int n = 0; n < 4; n++)
+        for (int g = 0; g < 4; g++) {
+            mxh_record_t r;
+            mxh_record_init(&r);
+            snprintf(r.node, sizeof(r.node), "n%d", n);
+            recs.push_back(r);
+        }
+    mxh_layout_t *L = NULL;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 16, 0x7, &L));
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    for (int ramp : {0, 2, 4}) {
+        cfg.pipeline_ramp = ramp;
+        mxh_cost_model_t m;
+        mxh_cost_model_init(&m, &cfg, L);
+        ASSERT_TRUE(m.grid);
+        for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+            for (size_t count : {(size_t)1000, (size_t)1 << 18, (size_t)3 << 20, (size_t)1 << 24})
+                for (size_t frag : {(size_t)0, (size_t)256 << 10, (size_t)1 << 20, (size_t)8 << 20,
+                                    (size_t)32 << 20}) {
+                    mxh_sched_t *s = NULL;
+                    ASSERT_EQ(MXH_OK, mxh_sched_create(L, 0, coll, count, -1, 4, frag, 0, ramp, &s));
+                    std::vector<size_t> sz(s->nfrag + 1);
+                    size_t nf = mxh_cost_frags(&m, coll, count, 4, frag, sz.data(), sz.size());
+                    ASSERT_EQ((size_t)s->nfrag, nf) << coll << " " << count << " " << frag;
+                    for (int f = 0; f < s->nfrag; f++)
+                        EXPECT_EQ(mxh_sched_frag_count(s, f), sz[f]);
+                    mxh_sched_destroy(s);
+                }
+    }
+    mxh_layout_destroy(L);
+}
+
+TEST(Cost, NotModelled)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    EXPECT_LT(mxh_cost_predict(&m, MXH_COLL_BCAST, 1024, 4, 0, MXH_COST_PLAN), 0);
+    m.grid = 0;
+    EXPECT_LT(mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1024, 4, 0, MXH_COST_PLAN), 0);
+    mxh_cost_cand_t c[8];
+    EXPECT_EQ(0, mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 1024, 4, c, 8));
+}
+
+TEST(Cost, ChooseIsArgmin)
+{
+    mxh_cost_cand_t c[5] = {
+        {MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN, 9e-6},
+        {MXH_ALGO_HIER, 0, 1, MXH_COST_LATENCY, 1e-6},  // not a plan the library builds
+        {MXH_ALGO_PIPELINE, 1 << 20, 4, MXH_COST_PLAN, 5e-6},
+        {MXH_ALGO_PIPELINE, 1 << 19, 8, MXH_COST_PLAN, 5e-6}, // a tie: fewer fragments win
+        {MXH_ALGO_PIPELINE, 1 << 18, 16, MXH_COST_PLAN, -1},  // not modelled
+    };
+    EXPECT_EQ(2, mxh_cost_choose(c, 5));
+    EXPECT_EQ(0, mxh_cost_choose(c, 2));
+    EXPECT_EQ(-1, mxh_cost_choose(c + 4, 1));
+
+    // over real candidates: the choice is the smallest predicted time
+    mxh_cost_model_t m = grid(8, 16, {}, 2);
+    mxh_cost_cand_t k[64];
+    int n = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, k, 64), b = mxh_cost_choose(k, n);
+    ASSERT_GE(b, 0);
+    for (int i = 0; i < n; i++) {
+        if (k[i].variant == MXH_COST_PLAN) {
+            EXPECT_LE(k[b].t, k[i].t);
+        }
+    }
+    EXPECT_EQ(MXH_ALGO_HIER, k[0].algo); // fewest fragments first
+    for (int i = 1; i < n; i++) {
+        if (k[i].algo == MXH_ALGO_PIPELINE && k[i - 1].algo == MXH_ALGO_PIPELINE) {
+            EXPECT_LT(k[i - 1].nfrag, k[i].nfrag);
+        }
+    }
+}
+
+// More latency per message -> fewer fragments: never more at 8 times the latency,
+// many at 0.125 us, none (hier) at a millisecond. (Neighbouring fragment counts
+// differ by a few per cent, with ripples from the ramps and the fragments that
+// share a stage in pairs, so a small change of latency may swap them: allreduce of
+// 64 MiB on 16 x 8 picks 20 fragments at 1-2 us and 36 at 4 us.)
+TEST(Cost, MoreLatencyFewerFragments)
+{
+    auto choice = [](mxh_coll_t coll, size_t count, double lat_us) {
+        std::string lat = std::to_string(lat_us) + "us";
+        mxh_cost_model_t m = grid(8, 16, {{"MPIX_HIER_COST_NET_LATENCY", lat},
+                                          {"MPIX_HIER_COST_NODE_LATENCY", lat}}, 2);
+        mxh_cost_cand_t k[64];
+        int n = mxh_cost_candidates(&m, coll, count, 4, k, 64), b = mxh_cost_choose(k, n);
+        EXPECT_GE(b, 0);
+        return b >= 0 ? k[b].nfrag : 0;
+    };
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
+        size_t count = coll == MXH_COLL_ALLREDUCE ? (size_t)16 << 20 : (size_t)16 << 20 >> 7;
+        for (double lat : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0})
+            EXPECT_LE(choice(coll, count, 8 * lat), choice(coll, count, lat))
+                << mxh_coll_name(coll) << " latency " << lat << " us x 8";
+        EXPECT_GE(choice(coll, count, 0.125), 36u) << mxh_coll_name(coll);
+        EXPECT_EQ(1u, choice(coll, count, 1024)) << mxh_coll_name(coll);
+    }
+}
+
+// Selection by the model (MPIX_HIER_COST_MODEL=yes): hier or pipeline and the
+// fragment size of the fastest candidate; the thresholds without it; forcing wins.
+TEST(Cost, Select)
+{
+    std::vector<mxh_record_t> recs;
+    for (int n = 0; n < 16; n++)
+        for (int g = 0; g < 8; g++) {
+            mxh_record_t r;
+            mxh_record_init(&r);
+            snprintf(r.node, sizeof(r.node), "n%d", n);
+            recs.push_back(r);
+        }
+    mxh_layout_t *L = NULL;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 128, 0x7, &L));
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_MODEL", "yes", "test"));
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "25us", "test"));
+    static mxh_cost_sel_t sel;
+    mxh_cost_sel_init(&sel, &cfg, L);
+    ASSERT_TRUE(sel.m.grid);
+    mxh_select_shape_t shape = {128, 2, 0};
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+        for (size_t work : {(size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20}) {
+            size_t bytes = coll == MXH_COLL_ALLREDUCE ? work : work / 128;
+            mxh_cost_cand_t k[64];
+            int n = mxh_cost_candidates(&sel.m, coll, bytes, 1, k, 64), b = mxh_cost_choose(k, n);
+            ASSERT_GE(b, 0);
+            for (int again = 0; again < 2; again++) { // the second from the memo
+                mxh_choice_t c = mxh_select_cost(&cfg, &shape, &sel, coll, bytes, work);
+                EXPECT_EQ(k[b].algo, c.algo) << mxh_coll_name(coll) << " " << work;
+                EXPECT_EQ(k[b].algo == MXH_ALGO_PIPELINE ? k[b].frag_bytes : 0, c.frag_bytes);
+            }
+        }
+    // 256 MiB with 25 us per network exchange: fewer, larger fragments than 8 MiB x 32
+    mxh_choice_t c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
+    EXPECT_GT(c.frag_bytes, (size_t)8 << 20);
+    // off: the thresholds (MPIX_HIER_FRAG_SIZE)
+    mxh_config_t off = cfg;
+    off.cost_model   = 0;
+    c = mxh_select_cost(&off, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
+    EXPECT_EQ(cfg.frag_size, c.frag_bytes);
+    // not modelled (bcast), forced (hier): as without the model
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_BCAST, 256 << 20, 256 << 20);
+    EXPECT_EQ(cfg.frag_size, c.frag_bytes);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "hier", "test"));
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_HIER, c.algo);
+    mxh_layout_destroy(L);
+}
+
+} // namespace
