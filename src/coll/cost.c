@@ -224,24 +224,6 @@ static int block_coll(mxh_coll_t coll)
     return coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
 }
 
-static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
-{
-    int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
-    while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
-        k--;
-    return k;
-}
-
-static void ramp_pieces(size_t fcnt, int k, size_t *piece)
-{
-    size_t used = 0;
-    for (int j = 0; j < k; j++) {
-        piece[j] = fcnt >> (j == 0 ? k : k - j + 1);
-        used += piece[j];
-    }
-    piece[k] = fcnt - used;
-}
-
 size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                       size_t frag_bytes, size_t *sizes, size_t max)
 {
@@ -260,12 +242,12 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
     int kh = 0, kt = 0;
     if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
-        kh = ramp_depth(m->ramp, fcnt, tsize * per);
-        kt = ramp_depth(m->ramp, last, tsize * per);
+        kh = mxh_sched_ramp_depth(m->ramp, fcnt, tsize * per);
+        kt = mxh_sched_ramp_depth(m->ramp, last, tsize * per);
     }
     size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
-    ramp_pieces(fcnt, kh, head);
-    ramp_pieces(last, kt, tail);
+    mxh_sched_ramp_pieces(fcnt, kh, head);
+    mxh_sched_ramp_pieces(last, kt, tail);
     for (size_t u = 0; u < nuni; u++) {
         int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;
         for (int j = 0; j < np; j++, n++)

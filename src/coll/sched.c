@@ -19,7 +19,7 @@ void mxh_sched_destroy(mxh_sched_t *sched)
 
 /* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
  * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
-static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
+int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
 {
     int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
     while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
@@ -29,7 +29,7 @@ static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
 
 /* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
  * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. */
-static void ramp_pieces(size_t fcnt, int k, size_t *piece)
+void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece)
 {
     size_t used = 0;
     for (int j = 0; j < k; j++) {
@@ -111,8 +111,8 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     /* the ramps: only for pipelines of big fragments */
     int khead = 0, ktail = 0;
     if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && ramp > 0) {
-        khead = ramp_depth(ramp, fcnt, tsize * per);
-        ktail = ramp_depth(ramp, s->last_count, tsize * per);
+        khead = mxh_sched_ramp_depth(ramp, fcnt, tsize * per);
+        ktail = mxh_sched_ramp_depth(ramp, s->last_count, tsize * per);
     }
     s->nfrag      = (int)nuni + khead + ktail;
     s->frag_start = malloc(((size_t)s->nfrag + 1) * sizeof(*s->frag_start));
@@ -124,8 +124,8 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     {
         size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1], start = 0;
         int f = 0;
-        ramp_pieces(fcnt, khead, head);
-        ramp_pieces(s->last_count, ktail, tail);
+        mxh_sched_ramp_pieces(fcnt, khead, head);
+        mxh_sched_ramp_pieces(s->last_count, ktail, tail);
         /* without a ramp head[0] / tail[0] is the whole unit */
         for (size_t u = 0; u < nuni; u++) {
             int npieces = u == 0 ? khead + 1 : u == nuni - 1 ? ktail + 1 : 1;

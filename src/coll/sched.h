@@ -38,6 +38,14 @@ extern "C" {
 #define MXH_SCHED_MAX_RAMP 4
 #define MXH_SCHED_MIN_PIECE (64u << 10)
 
+/* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
+ * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
+int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes);
+/* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
+ * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. (The cost model
+ * cuts fragments with these too: coll/cost.c.) */
+void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece);
+
 /* full fragment, last fragment, and the ramps' piece sizes */
 #define MXH_SCHED_MAX_PLANS (2 + 2 * (MXH_SCHED_MAX_RAMP + 1))
 
