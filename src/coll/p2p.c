@@ -23,6 +23,40 @@ static void part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
     *cnt = q + (ux < rem);
 }
 
+/* Bcast and reduce by direct exchanges split the region among the p - 1 other
+ * members and leave the root's part empty: the root then sends (bcast) or
+ * receives (reduce) the region once, and no member moves more than that. With
+ * an even split the root also sends its own part to everybody in the allgather
+ * (and receives everybody's in the reduce-scatter), twice the region through
+ * its link: at the bound that is half the speed (RESULTS.md section 5, bcast). */
+static int rootless(const mxh_step_t *s)
+{
+    return (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) && s->counts == NULL &&
+           mxh_p2p_choose(s, 1) == MXH_P2P_DIRECT;
+}
+
+static void rootless_part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
+{
+    if (x == s->root) {
+        *off = 0;
+        *cnt = 0;
+        return;
+    }
+    size_t g = (size_t)s->gsize - 1, q = s->count / g, rem = s->count % g;
+    size_t j = (size_t)((x - s->root - 1 + s->gsize) % s->gsize);
+    *off = j * q + (j < rem ? j : rem);
+    *cnt = q + (j < rem);
+}
+
+/* Part x of the step @op runs. */
+static void op_part(const struct mxh_p2p_op *op, int x, size_t *off, size_t *cnt)
+{
+    if (op->rootless)
+        rootless_part(op->s, x, off, cnt);
+    else
+        part(op->s, x, off, cnt);
+}
+
 /* Elements [*off, *off + *cnt) of the parts [lo, hi). */
 static void parts_range(const mxh_step_t *s, int lo, int hi, size_t *off, size_t *cnt)
 {
@@ -232,7 +266,10 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         return need;
     }
     case MXH_P2P_DIRECT:
-        part(s, s->me, &off, &cnt);
+        if (rootless(s))
+            rootless_part(s, s->me, &off, &cnt);
+        else
+            part(s, s->me, &off, &cnt);
         return (size_t)(p - 1) * cnt;
     case MXH_P2P_RADIX_AR: {
         int n = radix_factors(p, fac), fmax = 0;
@@ -324,11 +361,15 @@ static int direct_post(mxh_p2p_op_t *op)
     int p = s->gsize, me = s->me, rc = MPI_SUCCESS;
     size_t moff, mcnt, off, cnt;
 
-    part(s, me, &moff, &mcnt);
+    op_part(op, me, &moff, &mcnt);
+    if (op->rootless && op->k >= op->nrs && me == s->root)
+        return MPI_SUCCESS; /* bcast: the root holds the region, its part is empty */
     for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
         int x = (me + i) % p; /* spread the first messages over different peers */
         int slot = x < me ? x : x - 1;
-        part(s, x, &off, &cnt);
+        op_part(op, x, &off, &cnt);
+        if (op->rootless && op->k >= op->nrs && x == s->root)
+            continue;
         if (op->k < op->nrs) /* my part from x, x's part to x */
             rc = post_pair(op, x, at(op, op->tmp, (size_t)slot * mcnt), mcnt, src_at(op, off),
                            cnt);
@@ -382,13 +423,13 @@ static int root_post(mxh_p2p_op_t *op, int scatter)
     size_t off, cnt;
 
     if (me != root) {
-        part(s, owned_part(op, me), &off, &cnt);
+        op_part(op, owned_part(op, me), &off, &cnt);
         return scatter ? post_pair(op, root, at(op, op->base, off), cnt, NULL, 0)
                        : post_pair(op, root, NULL, 0, at(op, op->base, off), cnt);
     }
     for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
         int x = (me + i) % p;
-        part(s, owned_part(op, x), &off, &cnt);
+        op_part(op, owned_part(op, x), &off, &cnt);
         rc = scatter ? post_pair(op, x, NULL, 0, at(op, op->base, off), cnt)
                      : post_pair(op, x, at(op, op->base, off), cnt, NULL, 0);
     }
@@ -488,7 +529,7 @@ static int complete(mxh_p2p_op_t *op)
     case MXH_P2P_DIRECT: {
         /* my part: my contribution, then the others' in rank order, fused */
         const void *in[MXH_P2P_DIRECT_P];
-        part(s, me, &off, &cnt);
+        op_part(op, me, &off, &cnt);
         in[0] = op->src + off * op->env.ext;
         for (int x = 0, n = 1; x < p; x++)
             if (x != me)
@@ -532,6 +573,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->ready  = 0;
     op->algo   = mxh_p2p_choose(s, env->ext);
     op->ascend = even_split(s);
+    op->rootless = rootless(s);
     if (single_exchange(s)) {
         op->nrs  = 0;
         op->nsub = 1;

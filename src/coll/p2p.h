@@ -71,6 +71,7 @@ typedef struct mxh_p2p_op {
     int               nrs;    /* substeps of the reduce-scatter phase */
     int               nsub;   /* all substeps */
     int               ascend; /* rhd: nearest partner first */
+    int               rootless; /* bcast/reduce, direct: the root's part is empty */
     int               nfac;   /* radix: factors */
     int               fac[32];
     int               active;

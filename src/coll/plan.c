@@ -334,8 +334,11 @@ static void build_bcast(builder_t *b, size_t count, int root)
         } else if (t < 0) {
             continue;
         } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
-            mxh_step_t *st = add_step(b, MXH_STEP_SCATTER, l, off, cnt);
-            split_even(b, st);
+            /* the holder's group takes the whole region now and has no allgather
+             * below: a scatter here and an allgather after the levels above would
+             * send the holder's own part out a second time, 2(p-1)/p of the region
+             * through its link where a bcast sends it once */
+            mxh_step_t *st = add_step(b, MXH_STEP_BCAST, l, off, cnt);
             if (st)
                 st->root = L->coord[l][t];
         } else if (L->coord[l][t] != 0) {
@@ -355,10 +358,12 @@ static void build_bcast(builder_t *b, size_t count, int root)
         if (!mxh_layout_participates(L, me, l))
             continue;
         even_region(L, me, l, count, &off, &cnt);
-        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
-            split_even(b, add_step(b, MXH_STEP_ALLGATHER, l, off, cnt));
-        else
+        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            if (holder_in_group(L, h, l, me) < 0) /* holders' groups have it all */
+                split_even(b, add_step(b, MXH_STEP_ALLGATHER, l, off, cnt));
+        } else {
             add_step(b, MXH_STEP_BCAST, l, off, cnt);
+        }
     }
     free_holders(L, h);
 }
@@ -376,10 +381,13 @@ static void build_reduce(builder_t *b, size_t count, int root)
         if (!mxh_layout_participates(L, me, l))
             break;
         even_region(L, me, l, count, &off, &cnt);
-        if (L->kind[l] == MXH_LEVEL_KIND_SCATTER)
-            split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, l, off, cnt));
-        else
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER)
             add_step(b, MXH_STEP_REDUCE, l, off, cnt);
+        else if (holder_in_group(L, h, l, me) < 0)
+            split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, l, off, cnt));
+        /* else the holder's group reduces the whole region to it on the way down
+         * (bcast's mirror): the levels above reduce each member's part with only
+         * its own contribution in it, the final reduce adds the others' */
     }
     b->down = 1;
     for (int l = top; l >= 0; l--) {
@@ -395,8 +403,7 @@ static void build_reduce(builder_t *b, size_t count, int root)
             if (st)
                 st->root = L->coord[l][t];
         } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
-            mxh_step_t *st = add_step(b, MXH_STEP_GATHER, l, off, cnt);
-            split_even(b, st);
+            mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
             if (st)
                 st->root = L->coord[l][t];
         } else if (L->coord[l][t] != 0) {
