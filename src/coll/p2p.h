@@ -1,7 +1,8 @@
 /* Point-to-point algorithms for one step of a plan on a level communicator
  * (reduce-scatter, allgather, allreduce; bcast = scatter from the root +
- * allgather, reduce = reduce-scatter + gather to the root; scatter, gather,
- * send, receive), as nonblocking state machines that the executor advances
+ * allgather, reduce = reduce-scatter + gather to the root, with direct
+ * exchanges over the p - 1 non-roots only; scatter, gather, send, receive), as
+ * nonblocking state machines that the executor advances
  * (several can be in flight: pipelined fragments, other stages).
  *
  *   ring    2(p-1) neighbour exchanges, bandwidth-optimal for any p

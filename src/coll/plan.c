@@ -51,6 +51,7 @@ typedef struct builder {
     int                 comp_level[MXH_MAX_LEVELS];
     int                 comp_index[MXH_MAX_LEVELS];
     int                 down; /* building the down (outer -> inner) phase */
+    unsigned            flags; /* MXH_PLAN_THROUGH */
     /* v-plans: elements of each rank's block, and by block position the
      * offset of the block in the work buffer (nranks + 1) */
     const size_t       *bcounts;
@@ -333,12 +334,17 @@ static void build_bcast(builder_t *b, size_t count, int root)
                 st->root = L->coord[l][t];
         } else if (t < 0) {
             continue;
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER && (b->flags & MXH_PLAN_THROUGH)) {
             /* the holder's group takes the whole region now and has no allgather
              * below: a scatter here and an allgather after the levels above would
              * send the holder's own part out a second time, 2(p-1)/p of the region
              * through its link where a bcast sends it once */
             mxh_step_t *st = add_step(b, MXH_STEP_BCAST, l, off, cnt);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            mxh_step_t *st = add_step(b, MXH_STEP_SCATTER, l, off, cnt);
+            split_even(b, st);
             if (st)
                 st->root = L->coord[l][t];
         } else if (L->coord[l][t] != 0) {
@@ -359,7 +365,7 @@ static void build_bcast(builder_t *b, size_t count, int root)
             continue;
         even_region(L, me, l, count, &off, &cnt);
         if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
-            if (holder_in_group(L, h, l, me) < 0) /* holders' groups have it all */
+            if (!(b->flags & MXH_PLAN_THROUGH) || holder_in_group(L, h, l, me) < 0)
                 split_even(b, add_step(b, MXH_STEP_ALLGATHER, l, off, cnt));
         } else {
             add_step(b, MXH_STEP_BCAST, l, off, cnt);
@@ -383,7 +389,7 @@ static void build_reduce(builder_t *b, size_t count, int root)
         even_region(L, me, l, count, &off, &cnt);
         if (L->kind[l] != MXH_LEVEL_KIND_SCATTER)
             add_step(b, MXH_STEP_REDUCE, l, off, cnt);
-        else if (holder_in_group(L, h, l, me) < 0)
+        else if (!(b->flags & MXH_PLAN_THROUGH) || holder_in_group(L, h, l, me) < 0)
             split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, l, off, cnt));
         /* else the holder's group reduces the whole region to it on the way down
          * (bcast's mirror): the levels above reduce each member's part with only
@@ -402,8 +408,13 @@ static void build_reduce(builder_t *b, size_t count, int root)
             mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
             if (st)
                 st->root = L->coord[l][t];
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER && (b->flags & MXH_PLAN_THROUGH)) {
             mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
+            if (st)
+                st->root = L->coord[l][t];
+        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+            mxh_step_t *st = add_step(b, MXH_STEP_GATHER, l, off, cnt);
+            split_even(b, st);
             if (st)
                 st->root = L->coord[l][t];
         } else if (L->coord[l][t] != 0) {
@@ -611,12 +622,19 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
 
 static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                size_t count, int root, size_t tsize, const size_t *bcounts,
-                               mxh_plan_t **plan_p);
+                               unsigned flags, mxh_plan_t **plan_p);
 
 mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, mxh_plan_t **plan_p)
 {
-    return plan_build(layout, rank, coll, count, root, tsize, NULL, plan_p);
+    return plan_build(layout, rank, coll, count, root, tsize, NULL, 0, plan_p);
+}
+
+mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                   size_t count, int root, size_t tsize, unsigned flags,
+                                   mxh_plan_t **plan_p)
+{
+    return plan_build(layout, rank, coll, count, root, tsize, NULL, flags, plan_p);
 }
 
 mxh_status_t mxh_plan_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
@@ -630,12 +648,12 @@ mxh_status_t mxh_plan_create_v(const mxh_layout_t *layout, int rank, mxh_coll_t 
     }
     for (int r = 0; r < layout->nranks; r++)
         total += bcounts[r];
-    return plan_build(layout, rank, coll, total, -1, 0, bcounts, plan_p);
+    return plan_build(layout, rank, coll, total, -1, 0, bcounts, 0, plan_p);
 }
 
 static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                size_t count, int root, size_t tsize, const size_t *bcounts,
-                               mxh_plan_t **plan_p)
+                               unsigned flags, mxh_plan_t **plan_p)
 {
     builder_t b;
 
@@ -650,6 +668,7 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
     b.L    = layout;
     b.me   = rank;
     b.bcounts = bcounts;
+    b.flags   = flags;
     b.plan = calloc(1, sizeof(*b.plan));
     if (b.plan == NULL)
         return MXH_ERR_NO_MEMORY;

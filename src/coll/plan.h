@@ -100,6 +100,18 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * latency plan for small allreduces. */
 mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, mxh_plan_t **plan_p);
+/* Plan shape flags (mxh_plan_create_flags). MXH_PLAN_THROUGH: bcast and reduce
+ * for pipelines: the group holding the root's data at a level bcasts the whole
+ * region to its members (reduce: reduces it to the holder on the way down)
+ * instead of a scatter up and an allgather down (gather down, reduce-scatter
+ * up), so no link carries the data twice; one exchange more on the root's path
+ * (worth it once fragments stream, not for one). */
+#define MXH_PLAN_THROUGH 1u
+
+/* The same with shape @flags. */
+mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
+                                   size_t count, int root, size_t tsize, unsigned flags,
+                                   mxh_plan_t **plan_p);
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]
  * elements in rank r's block (any of them 0). The plans of allgather and
  * reduce_scatter_block with blocks of those sizes: the work buffer holds the

@@ -52,8 +52,8 @@ static mxh_status_t plan_for(mxh_sched_t *s, const mxh_layout_t *layout, int ran
         mxh_error("sched: more than %d fragment sizes", MXH_SCHED_MAX_PLANS);
         return MXH_ERR_INVALID_PARAM;
     }
-    mxh_status_t st = mxh_plan_create_sized(layout, rank, s->coll, fcnt, s->root, s->tsize,
-                                            &s->plans[s->nplans]);
+    mxh_status_t st = mxh_plan_create_flags(layout, rank, s->coll, fcnt, s->root, s->tsize,
+                                            s->plan_flags, &s->plans[s->nplans]);
     if (st != MXH_OK)
         return st;
     *plan_p = s->plans[s->nplans++];
@@ -107,6 +107,8 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     }
     s->frag_count = fcnt;
     s->last_count = count - (nuni - 1) * fcnt;
+    if (nuni >= MXH_SCHED_THROUGH_FRAGS)
+        s->plan_flags = MXH_PLAN_THROUGH;
 
     /* the ramps: only for pipelines of big fragments */
     int khead = 0, ktail = 0;

@@ -57,6 +57,7 @@ typedef struct mxh_sched {
     size_t      frag_bytes; /* requested fragment size (0 = one fragment) */
     int         depth;      /* requested fragments in flight (0 = as many as stages) */
     int         ramp;       /* requested ramp (0 = uniform fragments) */
+    unsigned    plan_flags; /* MXH_PLAN_THROUGH for pipelines of MXH_SCHED_THROUGH_FRAGS */
 
     int         nfrag;      /* >= 1 */
     size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */
@@ -85,6 +86,14 @@ typedef struct mxh_sched {
  * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones. */
 #define MXH_SCHED_BIG_FRAG (1u << 20)
 #define MXH_SCHED_MAX_FRAGS 32
+
+/* Pipelines of at least this many fragments (before the ramps) get bcast and
+ * reduce plans that move the data through the root's groups whole
+ * (MXH_PLAN_THROUGH): the root's link carries it once instead of 2(p-1)/p
+ * times, for one exchange more per fragment on the root's path. */
+#ifndef MXH_SCHED_THROUGH_FRAGS
+#define MXH_SCHED_THROUGH_FRAGS 6
+#endif
 
 /* Fragment count for a message of @count elements of @tsize bytes: fragments of
  * about @frag_bytes of the whole work vector (count * nranks elements for the

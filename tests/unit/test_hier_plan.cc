@@ -298,14 +298,15 @@ Cell contrib(long tag, long r)
 
 // Build every rank's plan, run them symbolically, check the collective's result.
 // Returns "" on success or the first problem.
-std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root)
+std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root,
+                     unsigned flags = 0)
 {
     Sim sim;
     int n = L->nranks;
     sim.L = L;
     for (int r = 0; r < n; r++) {
         mxh_plan_t *p = nullptr;
-        mxh_status_t st = mxh_plan_create(L, r, coll, count, root, &p);
+        mxh_status_t st = mxh_plan_create_flags(L, r, coll, count, root, 0, flags, &p);
         if (st != MXH_OK)
             return "plan_create failed on rank " + std::to_string(r);
         sim.plans.push_back(p);
@@ -454,6 +455,11 @@ void check_all_colls(const Layout &lay, int mask, const std::vector<size_t> &cou
         for (int root = 0; root < n; root += (all_roots ? 1 : std::max(1, n / 3))) {
             EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root)) << "bcast count " << c << " root " << root;
             EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root)) << "reduce count " << c << " root " << root;
+            // the pipelines' shape: the root's groups move the whole region
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, MXH_PLAN_THROUGH))
+                << "through bcast count " << c << " root " << root;
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root, MXH_PLAN_THROUGH))
+                << "through reduce count " << c << " root " << root;
         }
     }
 }
@@ -784,6 +790,37 @@ TEST(Plan, LargeRegularCluster)
     EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLGATHER, 2, -1));
     EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77));
     EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77, MXH_PLAN_THROUGH));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200, MXH_PLAN_THROUGH));
+}
+
+// The pipelines' bcast and reduce (MXH_PLAN_THROUGH) on 2 nodes x 4: the root's
+// node moves the whole region at the node level (bcast on the way up, reduce on
+// the way down) and has no allgather / reduce-scatter there; the other node keeps
+// them. Without the flag the root's node scatters and all-gathers.
+TEST(Plan, ThroughShapeOnTheRootsPath)
+{
+    Layout lay = make_layout({4, 4}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kAllLevels, &L.p));
+    ASSERT_EQ(2, L.p->nlevels);
+    auto types = [&](mxh_coll_t coll, int rank, unsigned flags) {
+        mxh_plan_t *p = nullptr;
+        std::string t;
+        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 1000, 1, 4, flags, &p));
+        for (int i = 0; p && i < p->nsteps; i++)
+            t += std::string(i ? " " : "") + mxh_step_type_name(p->steps[i].type) + "/" +
+                 std::to_string(p->steps[i].level) + ":" + std::to_string(p->steps[i].count);
+        mxh_plan_destroy(p);
+        return t;
+    };
+    // root 1 on node 0; rank 2 shares its node, rank 6 is on node 1
+    EXPECT_EQ("bcast/0:1000 bcast/1:250", types(MXH_COLL_BCAST, 2, MXH_PLAN_THROUGH));
+    EXPECT_EQ("bcast/1:250 allgather/0:1000", types(MXH_COLL_BCAST, 6, MXH_PLAN_THROUGH));
+    EXPECT_EQ("scatter/0:1000 bcast/1:250 allgather/0:1000", types(MXH_COLL_BCAST, 2, 0));
+    EXPECT_EQ("reduce/1:250 reduce/0:1000", types(MXH_COLL_REDUCE, 2, MXH_PLAN_THROUGH));
+    EXPECT_EQ("reduce_scatter/0:1000 reduce/1:250", types(MXH_COLL_REDUCE, 6, MXH_PLAN_THROUGH));
+    EXPECT_EQ("reduce_scatter/0:1000 reduce/1:250 gather/0:1000", types(MXH_COLL_REDUCE, 2, 0));
 }
 
 TEST(Plan, AllreduceStepsOnTwoByTwo)
