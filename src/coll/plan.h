@@ -55,6 +55,8 @@ typedef struct mxh_step {
                        2*top - l; identical for the same step on every group member */
     int    net;     /* the level's groups span nodes (rail, spine): messages cross the
                        network, where each one costs microseconds of latency */
+    int    rootless; /* bcast/reduce of a pipeline (MXH_PLAN_THROUGH): point to point,
+                        split the region among the other members only (p2p.c) */
 } mxh_step_t;
 
 typedef struct mxh_plan {

@@ -152,7 +152,7 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
 // The root steps: bcast and reduce (over an even split, from MXH_P2P_TREE_COUNT
 // elements), scatter and gather (parts counts/displs), at every root.
 void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t count,
-                  int root, bool uneven)
+                  int root, bool uneven, bool rootless = false)
 {
     int p, me;
     MPI_Comm_size(comm, &p);
@@ -161,10 +161,11 @@ void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, si
                             ? MXH_STEP_ALLGATHER
                             : MXH_STEP_ALLREDUCE,
                         comm, count, uneven);
-    st.s.type = type;
-    st.s.root = root;
-    std::string what = fmt("%s p=%d count=%zu root=%d %s algo=%s", mxh_step_type_name(type), p,
-                           count, root, uneven ? "uneven" : "even",
+    st.s.type     = type;
+    st.s.root     = root;
+    st.s.rootless = rootless;  // a pipeline's step: the root's part empty (direct)
+    std::string what = fmt("%s p=%d count=%zu root=%d %s%s algo=%s", mxh_step_type_name(type), p,
+                           count, root, uneven ? "uneven" : "even", rootless ? " rootless" : "",
                            mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(int))));
     // below MXH_P2P_TREE_COUNT only the stream executor runs bcast/reduce point to
     // point (every fragment's step, whatever its size)
@@ -222,10 +223,11 @@ void check_all(mxh_test::Checker &ck, MPI_Comm comm)
     MPI_Comm_size(comm, &p);
     for (size_t count : {(size_t)1, (size_t)3, (size_t)MXH_P2P_TREE_COUNT,
                          (size_t)MXH_P2P_TREE_COUNT + 13})
-        for (int root = 0; root < p; root++) {
-            check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false);
-            check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false);
-        }
+        for (int root = 0; root < p; root++)
+            for (bool rootless : {false, true}) {
+                check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false, rootless);
+                check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, rootless);
+            }
     for (size_t count : {(size_t)1, (size_t)7, (size_t)1021})
         for (int root = 0; root < p; root++)
             for (int uneven = 0; uneven < 2; uneven++) {
