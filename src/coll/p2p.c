@@ -157,6 +157,12 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 
     if (single_exchange(s))
         return MXH_P2P_DIRECT;
+    /* along a torus dimension (ring order = torus order): a ring sends every byte to the
+     * next node over one link, where direct exchanges would cross 2 or more hops for
+     * distant peers and load the links unevenly (ties routed one way) */
+    if (s->ring && p > 2 && bytes > MXH_P2P_SMALL && s->type != MXH_STEP_BCAST &&
+        s->type != MXH_STEP_REDUCE)
+        return MXH_P2P_RING;
     /* across the network (a rail, the spine) every message pays microseconds of
      * latency: direct pays one per phase where rhd pays log2 p in sequence, with
      * the same bytes through the same NIC */

@@ -82,6 +82,7 @@ static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_
     st->offset = offset;
     st->count  = count;
     st->net    = b->L->type[level] == MXH_LEVEL_RAIL || b->L->type[level] == MXH_LEVEL_SPINE;
+    st->ring   = b->L->ring[level];
     /* stage: the step's slot in the canonical sequence up(0..top-1), top, down(top-1..0);
      * the same on every member of a level group, strictly increasing along a plan */
     int top   = b->L->nlevels - 1;

@@ -55,6 +55,8 @@ typedef struct mxh_step {
                        2*top - l; identical for the same step on every group member */
     int    net;     /* the level's groups span nodes (rail, spine): messages cross the
                        network, where each one costs microseconds of latency */
+    int    ring;    /* the level's groups are neighbours along a torus dimension in ring
+                       order (layout ring[]): rings keep every message on one link */
 } mxh_step_t;
 
 typedef struct mxh_plan {
