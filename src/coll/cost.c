@@ -79,7 +79,7 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
     }
     mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
     m->nranks = L->nranks;
-    m->grid   = grid && prod == L->nranks;
+    m->grid   = grid && prod == L->nranks && mxh_layout_same_order(L);
 }
 
 /* ---- steps ------------------------------------------------------------------------ */

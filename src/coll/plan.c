@@ -181,6 +181,8 @@ static void build_allreduce(builder_t *b, size_t count)
 static int grid_layout(const mxh_layout_t *L)
 {
     long prod = 1;
+    if (!mxh_layout_same_order(L))
+        return 0;
     for (int l = 0; l < L->nlevels; l++) {
         if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
             return 0;

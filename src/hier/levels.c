@@ -180,6 +180,15 @@ void mxh_layout_destroy(mxh_layout_t *layout)
     free(layout);
 }
 
+int mxh_layout_same_order(const mxh_layout_t *L)
+{
+    for (int c = 1; c < L->torus_nrails; c++)
+        for (int j = 0; j < L->torus_ndims; j++)
+            if (L->torus_order[c * 3 + j] != L->torus_order[j])
+                return 0;
+    return 1;
+}
+
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level)
 {
     for (int l = 0; l < level; l++)

@@ -89,6 +89,12 @@ static inline int mxh_layout_ecoord(const mxh_layout_t *layout, int level, int r
     return layout->coord[level][layout->rep[level][rank]];
 }
 
+/* 1 when every rail crosses the levels alike, 0 on a torus split whose rails have
+ * different level orders or ring directions: there a level's groups of different rails
+ * cross different dimensions, so plans that reduce the whole vector at every level (the
+ * latency plan) would sum in a different order on different rails. */
+int mxh_layout_same_order(const mxh_layout_t *layout);
+
 /* Participates at @level: coordinate 0 at every LEADER level below it. */
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level);
 

@@ -862,6 +862,36 @@ TEST(Plan, TorusLevels)
     check_all_colls(make_torus({3, 2, 2}, 4, 9), kAllLevels, {29}, false);
 }
 
+TEST(Plan, TorusSmallAllreduceKeepsOneSumOrder)
+{
+    // 2x2 torus, 2 ranks per node: every level has groups of 2 (a grid by sizes), but
+    // rail 0 crosses x then y and rail 1 y then x; the latency plan (the whole vector at
+    // every level) would sum in a different order on each rail: results not bitwise
+    // identical across ranks (test_colls on torus-2x2 found it). Reduce-scatter plan.
+    Layout lay = make_torus({2, 2}, 2);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(0, mxh_layout_same_order(L.p));
+    EXPECT_NE(L.p->torus_order[0], L.p->torus_order[3]);
+    for (int r = 0; r < 8; r++) {
+        mxh_plan_t *p = nullptr;
+        ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, r, MXH_COLL_ALLREDUCE, 31, -1, 8, &p));
+        ASSERT_GE(p->nsteps, 1);
+        EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type) << "rank " << r;
+        mxh_plan_destroy(p);
+    }
+    // the same nodes without coordinates: the latency plan
+    Layout flat = make_layout({2, 2, 2, 2}, 0, 0);
+    LayoutPtr F;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(flat.recs.data(), 8, kAllLevels, &F.p));
+    EXPECT_EQ(1, mxh_layout_same_order(F.p));
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(F.p, 0, MXH_COLL_ALLREDUCE, 31, -1, 8, &p));
+    EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[0].type);
+    mxh_plan_destroy(p);
+}
+
 TEST(Plan, ThreeLevelsIrregular)
 {
     check_all_colls(make_layout({2, 2, 2}, 2, 0), kAllLevels, {1, 5, 9});          // uneven leaves
