@@ -327,15 +327,17 @@ Cell contrib(long tag, long r)
 }
 
 // Build every rank's plan, run them symbolically, check the collective's result.
-// Returns "" on success or the first problem.
-std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root)
+// Returns "" on success or the first problem. @tsize: the element size the plans
+// know (0: unknown; known sizes pick the latency and hybrid plans of small allreduces).
+std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root,
+                     size_t tsize = 0)
 {
     Sim sim;
     int n = L->nranks;
     sim.L = L;
     for (int r = 0; r < n; r++) {
         mxh_plan_t *p = nullptr;
-        mxh_status_t st = mxh_plan_create(L, r, coll, count, root, &p);
+        mxh_status_t st = mxh_plan_create_sized(L, r, coll, count, root, tsize, &p);
         if (st != MXH_OK)
             return "plan_create failed on rank " + std::to_string(r);
         sim.plans.push_back(p);
@@ -874,13 +876,29 @@ TEST(Plan, TorusSmallAllreduceKeepsOneSumOrder)
     ASSERT_EQ(3, L.p->nlevels);
     EXPECT_EQ(0, mxh_layout_same_order(L.p));
     EXPECT_NE(L.p->torus_order[0], L.p->torus_order[3]);
+    // the hybrid plan instead (each piece summed on one rail only): reduce-scatter in the
+    // node, an allreduce per dimension in the rail's order, allgather in the node
     for (int r = 0; r < 8; r++) {
         mxh_plan_t *p = nullptr;
         ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, r, MXH_COLL_ALLREDUCE, 31, -1, 8, &p));
-        ASSERT_GE(p->nsteps, 1);
+        ASSERT_EQ(4, p->nsteps);
         EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[1].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[2].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLGATHER, p->steps[3].type) << "rank " << r;
         mxh_plan_destroy(p);
     }
+    for (size_t c : {1, 3, 31, 200, 3000})
+        EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLREDUCE, c, -1, 8)) << c;
+    Layout big = make_torus({4, 2, 2}, 8, 5);
+    LayoutPtr B;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(big.recs.data(), 128, kAllLevels, &B.p));
+    for (size_t c : {5, 1000, 8192, 1 << 16})  // 64 KiB of floats: hybrid (5 x 8 KiB of copies)
+        EXPECT_EQ("", simulate(B.p, MXH_COLL_ALLREDUCE, c, -1, 4)) << c;
+    mxh_plan_t *h = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(B.p, 0, MXH_COLL_ALLREDUCE, 1 << 14, -1, 4, &h));
+    EXPECT_EQ(5, h->nsteps) << "64 KiB on 4x2x2 x 8: hybrid, three dimensions";
+    mxh_plan_destroy(h);
     // the same nodes without coordinates: the latency plan
     Layout flat = make_layout({2, 2, 2, 2}, 0, 0);
     LayoutPtr F;
