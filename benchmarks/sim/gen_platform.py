@@ -40,7 +40,9 @@ dragonfly), and every switch-to-switch link adds its own latency.
 The cluster file (MPIX_HIER_CLUSTER_FILE) gives node, rail (= local GPU index)
 and leaf group of every host: the leaf group is the scalable unit (rail,
 fattree), the dragonfly group, or for a torus a row of nodes along x
-(--torus-leaf row; 'plane' = an x-y plane, 'none' = one group).
+(--torus-leaf row; 'plane' = an x-y plane, 'none' = one group). For a torus
+every line also gives the node's coordinate (torus=XxYxZ), from which the
+library builds one network level per dimension instead of the leaf levels.
 
 Units: bandwidths in GB/s (1e9 bytes/s), latencies in microseconds.
 Python 3 standard library only.
