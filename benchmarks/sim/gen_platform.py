@@ -40,7 +40,9 @@ dragonfly), and every switch-to-switch link adds its own latency.
 The cluster file (MPIX_HIER_CLUSTER_FILE) gives node, rail (= local GPU index)
 and leaf group of every host: the leaf group is the scalable unit (rail,
 fattree), the dragonfly group, or for a torus a row of nodes along x
-(--torus-leaf row; 'plane' = an x-y plane, 'none' = one group).
+(--torus-leaf row; 'plane' = an x-y plane, 'none' = one group). For a torus
+every line also gives the node's coordinate (torus=XxYxZ), from which the
+library builds one network level per dimension instead of the leaf levels.
 
 Units: bandwidths in GB/s (1e9 bytes/s), latencies in microseconds.
 Python 3 standard library only.
@@ -383,11 +385,22 @@ class Platform:
         if g > 1:
             out.append(("nvlink", g, a.b_nvl))
         if N > 1:
-            inj = g * a.b_nic
-            if self.topo == "torus":
-                links = sum(2 for k in self.dims if k > 1)
-                inj = min(inj, links * self.b_torus)
-            out.append(("node", N, inj))
+            out.append(("node", N, g * a.b_nic))
+        if self.topo == "torus" and N > 1:
+            # Per-dimension sharing. The links a node can send on under the routes: two
+            # per dimension of length k >= 3 (to the + and the - neighbour), one per
+            # dimension of length 2 (both neighbours are one node and ties go +, so the
+            # other link between the two carries nothing), none for length 1.
+            # torus_links: every byte a node sends leaves through those links, so the
+            # node is a party of capacity sum_d u_d B_torus (multi-hop routes only add).
+            # torus_<d>: the k_d slabs of nodes along dimension d (dimension-order routes
+            # cross between slabs on d's links only) are parties of capacity
+            # N/k_d * u_d * B_torus.
+            u = [2 if k > 2 else (1 if k == 2 else 0) for k in self.dims]
+            out.append(("torus_links", N, sum(u) * self.b_torus))
+            for d, k in enumerate(self.dims):
+                if k > 1:
+                    out.append(("torus_" + "xyz"[d], k, N // k * u[d] * self.b_torus))
         if self.topo in ("rail", "fattree") and self.nleafgroups > 1:
             if self.topo == "rail":
                 cap = g * self.npl * a.b_nic / a.oversub
@@ -396,10 +409,6 @@ class Platform:
             out.append(("spine", self.nleafgroups, cap))
         if self.topo == "dragonfly" and self.G > 1:
             out.append(("global", self.G, (self.G - 1) * self.k * self.b_global))
-        if self.topo == "torus" and N > 1:
-            kmax = max(self.dims)
-            if kmax > 1:
-                out.append(("bisection", 2, 2.0 * (N // kmax) * self.b_torus))
         return out
 
     def summary(self):
@@ -462,7 +471,9 @@ class Platform:
             for n in range(self.N):
                 hl = "n%dg[0-%d]" % (n, g - 1) if g > 1 else "n%dg0" % n
                 rails = "[0-%d]" % (g - 1) if g > 1 else "0"
-                f.write("%s node=n%d rail=%s leaf=%s\n" % (hl, n, rails, self.leaf_of_node[n]))
+                tor = (" torus=" + "x".join(map(str, self.coords(n)))) if self.topo == "torus" else ""
+                f.write("%s node=n%d rail=%s leaf=%s%s\n" % (hl, n, rails, self.leaf_of_node[n],
+                                                             tor))
         with open(prefix + ".hosts", "w") as f:
             f.write("\n".join(names) + "\n")
         return nroutes

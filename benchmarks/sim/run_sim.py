@@ -238,8 +238,10 @@ def bound_terms(plat, coll, n):
     """{term: seconds} of the bound for @coll of n bytes (allreduce, bcast, reduce:
     bytes per rank; reduce_scatter_block, allgather: the whole vector, as mpix_bench and
     nccl-tests count). One term per cut of the platform (Platform.cuts(): NVLink
-    inside a node, node injection, spine / dragonfly global links / torus
-    bisection) and the latency of the longest path."""
+    inside a node, node injection, spine / dragonfly global links / a torus node's
+    usable links and the slabs along each torus dimension) and the latency of the
+    longest path. Each cut of P parties of capacity C: allreduce 2(P-1)/P n/C,
+    reduce_scatter and allgather (P-1)/P n/C, bcast and reduce n/C."""
     t = {}
     p = plat.N * plat.g
     if coll in ("alltoall", "alltoallv"):

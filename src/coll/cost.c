@@ -79,7 +79,9 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
     }
     mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
     m->nranks = L->nranks;
-    m->grid   = grid && prod == L->nranks;
+    /* torus levels (hier/levels.c: rings along dimensions, per-rail orders, sharing torus
+     * links rather than one NIC) are not modelled: selection without the model there */
+    m->grid   = grid && prod == L->nranks && L->torus_ndims == 0;
 }
 
 /* ---- steps ------------------------------------------------------------------------ */

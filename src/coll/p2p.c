@@ -31,10 +31,10 @@ static void part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
  * 2(p-1)/p of the region through its link: at the bound that is half the speed
  * (RESULTS.md section 5, bcast). For one fragment the even split is 3 % shorter
  * (the root's second sending overlaps the others' allgather). */
-static int rootless(const mxh_step_t *s)
+static int rootless(const mxh_step_t *s, mxh_p2p_algo_t algo)
 {
     return s->rootless && (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) &&
-           s->counts == NULL && mxh_p2p_choose(s, 1) == MXH_P2P_DIRECT;
+           s->counts == NULL && algo == MXH_P2P_DIRECT;
 }
 
 static void rootless_part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
@@ -193,6 +193,12 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 
     if (single_exchange(s))
         return MXH_P2P_DIRECT;
+    /* along a torus dimension (ring order = torus order): a ring sends every byte to the
+     * next node over one link, where direct exchanges would cross 2 or more hops for
+     * distant peers and load the links unevenly (ties routed one way) */
+    if (s->ring && p > 2 && bytes > MXH_P2P_SMALL && s->type != MXH_STEP_BCAST &&
+        s->type != MXH_STEP_REDUCE)
+        return MXH_P2P_RING;
     /* across the network (a rail, the spine) every message pays microseconds of
      * latency: direct pays one per phase where rhd pays log2 p in sequence, with
      * the same bytes through the same NIC */
@@ -268,7 +274,7 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         return need;
     }
     case MXH_P2P_DIRECT:
-        if (rootless(s))
+        if (rootless(s, MXH_P2P_DIRECT))
             rootless_part(s, s->me, &off, &cnt);
         else
             part(s, s->me, &off, &cnt);
@@ -575,7 +581,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->ready  = 0;
     op->algo   = mxh_p2p_choose(s, env->ext);
     op->ascend = even_split(s);
-    op->rootless = rootless(s);
+    op->rootless = rootless(s, op->algo);
     if (single_exchange(s)) {
         op->nrs  = 0;
         op->nsub = 1;

@@ -5,7 +5,9 @@
  * nonblocking state machines that the executor advances
  * (several can be in flight: pipelined fragments, other stages).
  *
- *   ring    2(p-1) neighbour exchanges, bandwidth-optimal for any p
+ *   ring    2(p-1) neighbour exchanges, bandwidth-optimal for any p; levels along a
+ *           torus dimension (step.ring, groups of 3 or more) above MXH_P2P_SMALL, where
+ *           every message then crosses one link
  *   rhd     recursive halving / doubling: 2 log2 p exchanges, bandwidth-optimal,
  *           p a power of two. Allreduce halves over the nearest partners first
  *           (the big transfers stay under one leaf switch); reduce-scatter and

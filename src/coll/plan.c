@@ -84,6 +84,7 @@ static mxh_step_t *add_step(builder_t *b, mxh_step_type_t type, int level, size_
     st->count  = count;
     st->net    = b->L->type[level] == MXH_LEVEL_RAIL || b->L->type[level] == MXH_LEVEL_SPINE;
     st->rootless = (b->flags & MXH_PLAN_THROUGH) && (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE);
+    st->ring   = b->L->ring[level];
     /* stage: the step's slot in the canonical sequence up(0..top-1), top, down(top-1..0);
      * the same on every member of a level group, strictly increasing along a plan */
     int top   = b->L->nlevels - 1;
@@ -182,6 +183,8 @@ static void build_allreduce(builder_t *b, size_t count)
 static int grid_layout(const mxh_layout_t *L)
 {
     long prod = 1;
+    if (!mxh_layout_same_order(L))
+        return 0;
     for (int l = 0; l < L->nlevels; l++) {
         if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
             return 0;
@@ -215,12 +218,18 @@ typedef enum small_plan {
 static small_plan_t small_plan(const mxh_layout_t *L, size_t count, size_t tsize)
 {
     size_t copies = 0, bytes = count * tsize;
-    if (tsize == 0 || !grid_layout(L))
+    /* a torus split (hier/levels.c) whose rails cross the dimensions in different orders
+     * is no grid, but the hybrid plan holds there: after the node's reduce-scatter each
+     * piece stays on its rail, whose groups cross every dimension once (one group size
+     * per level and rail), until the node's allgather; copies (sum of k_d - 1 over the
+     * dimensions) are the same on every rail */
+    int grid = grid_layout(L), torus = L->torus_ndims > 0 && L->type[0] == MXH_LEVEL_NODE;
+    if (tsize == 0 || !(grid || torus))
         return SMALL_NONE;
     for (int l = 0; l < L->nlevels; l++)
         if (net_level(L, l))
             copies += (size_t)(L->gsize[l][0] - 1);
-    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+    if (grid && bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
         return SMALL_LATENCY;
     if (L->nlevels >= 2 && !net_level(L, 0) && copies > 0) {
         size_t g = (size_t)L->gsize[0][0], piece = (count + g - 1) / g * tsize;

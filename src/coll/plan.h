@@ -57,6 +57,8 @@ typedef struct mxh_step {
                        network, where each one costs microseconds of latency */
     int    rootless; /* bcast/reduce of a pipeline (MXH_PLAN_THROUGH): point to point,
                         split the region among the other members only (p2p.c) */
+    int    ring;    /* the level's groups are neighbours along a torus dimension in ring
+                       order (layout ring[]): rings keep every message on one link */
 } mxh_step_t;
 
 typedef struct mxh_plan {

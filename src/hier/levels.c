@@ -176,7 +176,17 @@ void mxh_layout_destroy(mxh_layout_t *layout)
     free(layout->node_pos);
     free(layout->node_first_rank);
     free(layout->leaf_first_node);
+    free(layout->torus_order);
     free(layout);
+}
+
+int mxh_layout_same_order(const mxh_layout_t *L)
+{
+    for (int c = 1; c < L->torus_nrails; c++)
+        for (int j = 0; j < L->torus_ndims; j++)
+            if (L->torus_order[c * 3 + j] != L->torus_order[j])
+                return 0;
+    return 1;
 }
 
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level)
@@ -185,6 +195,275 @@ int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level)
         if (layout->kind[l] == MXH_LEVEL_KIND_LEADER && layout->coord[l][rank] != 0)
             return 0;
     return 1;
+}
+
+/* ---- a torus of nodes -------------------------------------------------------------
+ *
+ * When every record carries a torus coordinate (cluster file torus=XxYxZ) and the nodes
+ * fill the grid of the coordinates they use, the network levels follow the dimensions:
+ * after the node level (which leaves rail position c with the c-th part of the vector),
+ * rail c crosses the dimensions one by one, in an order of its own, each a ring of the
+ * nodes along that dimension (coordinate order, so ring neighbours are torus neighbours).
+ * A single order for every rail (x, then y, then z) puts (k_x - 1)/k_x of the vector on
+ * the x links and ever less on the others; different orders per rail spread the bytes
+ * over every dimension at once. The shards of different rails never meet before the
+ * node's allgather, so each rail may order its levels as it likes as long as a group's
+ * members agree: they do, a group lies inside one rail.
+ *
+ * Links modelled: a dimension of length k >= 3 has two per node (+ and -; a ring uses
+ * one, by its orientation), a dimension of length 2 one (both neighbours are the same
+ * node; dimension-order routes with ties to + send both ways over the + link). A
+ * reduce-scatter over the dimensions in order d_1, d_2, ... sends (k_j - 1)/k_j of what
+ * it still holds across d_j, i.e. (k_j - 1) * prod_{i>j} k_i / K of the vector (K the
+ * product of the lengths; the allgather mirrors it). The orders and orientations are
+ * chosen greedily per rail, then improved one rail at a time, to minimise the most
+ * loaded link (then the sum of squared loads): 4x2x2, 8 rails balances exactly
+ * (x y z, x- z y, y x z twice, y x- z, z x- y twice, z x y). Integer arithmetic, the
+ * same answer on every rank. */
+
+#define TORUS_MAXC 48 /* 3! orders x 2^3 orientations */
+
+typedef struct {
+    int     n;                  /* choices */
+    int     nlinks;             /* 2 per active dimension: + and - */
+    int     dim[TORUS_MAXC][3]; /* [choice][j] active dimension index, + 4 for - */
+    int64_t vol[TORUS_MAXC][6]; /* [choice][link] */
+} torus_choices_t;
+
+static void torus_enum(torus_choices_t *tc, int D, const int *k)
+{
+    static const int perms3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    static const int perms2[2][3] = {{0, 1, 0}, {1, 0, 0}};
+    static const int perms1[1][3] = {{0, 0, 0}};
+    const int(*perms)[3] = D == 3 ? perms3 : D == 2 ? perms2 : perms1;
+    int nperm = D == 3 ? 6 : D == 2 ? 2 : 1;
+
+    tc->n      = 0;
+    tc->nlinks = 2 * D;
+    for (int pi = 0; pi < nperm; pi++)
+        for (int signs = 0; signs < (1 << D); signs++) {
+            int skip = 0, c = tc->n;
+            for (int d = 0; d < D; d++) /* a 2-ring has no - direction */
+                if ((signs >> d & 1) && k[d] < 3)
+                    skip = 1;
+            if (skip)
+                continue;
+            memset(tc->vol[c], 0, sizeof(tc->vol[c]));
+            for (int j = 0; j < D; j++) {
+                int d = perms[pi][j], neg = signs >> d & 1;
+                int64_t v = k[d] - 1;
+                for (int i = j + 1; i < D; i++)
+                    v *= k[perms[pi][i]];
+                tc->dim[c][j] = d + (neg ? 4 : 0);
+                tc->vol[c][2 * d + neg] += v;
+            }
+            tc->n++;
+        }
+}
+
+/* (most loaded link, sum of squared loads) of the choices @sel[0..nsel) */
+static void torus_score(const torus_choices_t *tc, const int *sel, int nsel, int64_t sc[2])
+{
+    int64_t load[6] = {0};
+    for (int i = 0; i < nsel; i++)
+        for (int l = 0; l < tc->nlinks; l++)
+            load[l] += tc->vol[sel[i]][l];
+    sc[0] = sc[1] = 0;
+    for (int l = 0; l < tc->nlinks; l++) {
+        if (load[l] > sc[0])
+            sc[0] = load[l];
+        sc[1] += load[l] * load[l];
+    }
+}
+
+static int score_less(const int64_t a[2], const int64_t b[2])
+{
+    return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]);
+}
+
+/* sel[0..s): a choice per rail position */
+static void torus_assign(const torus_choices_t *tc, int s, int *sel)
+{
+    int64_t cur[2], t[2];
+    for (int i = 0; i < s; i++) { /* greedy */
+        int best = 0;
+        int64_t bs[2] = {INT64_MAX, INT64_MAX};
+        for (int c = 0; c < tc->n; c++) {
+            sel[i] = c;
+            torus_score(tc, sel, i + 1, t);
+            if (score_less(t, bs)) {
+                bs[0] = t[0];
+                bs[1] = t[1];
+                best  = c;
+            }
+        }
+        sel[i] = best;
+    }
+    torus_score(tc, sel, s, cur);
+    for (int improved = 1; improved;) { /* one rail at a time; strictly decreasing */
+        improved = 0;
+        for (int i = 0; i < s; i++)
+            for (int c = 0; c < tc->n; c++) {
+                int old = sel[i];
+                sel[i]  = c;
+                torus_score(tc, sel, s, t);
+                if (score_less(t, cur)) {
+                    cur[0] = t[0];
+                    cur[1] = t[1];
+                    improved = 1;
+                } else {
+                    sel[i] = old;
+                }
+            }
+    }
+}
+
+/* Builds the levels of a torus into @L (node level when @s > 1 ranks per node, then one
+ * level per dimension longer than 1). Returns 1 when built, 0 when the records do not
+ * describe a full torus grid (the leaf-based levels apply), -1 when out of memory.
+ * Needs a regular node level (c0: rail position of every rank, s per node). */
+static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0, int s)
+{
+    int n = L->nranks, nd = recs[0].tndims, k[3] = {1, 1, 1}, act[3], D = 0, ret = -1;
+    int *pos = NULL, *lin = NULL, *seen = NULL, *idx = NULL, *sel = NULL;
+    int64_t *keys = NULL, prod = 1, stride[3];
+    torus_choices_t tc;
+
+    if (nd <= 0 || nd > MXH_REC_TORUS_DIMS)
+        return 0;
+    for (int r = 0; r < n; r++) {
+        const mxh_record_t *a = &recs[r], *b = &recs[L->node_first_rank[L->node_of[r]]];
+        if (a->tndims != nd || memcmp(a->tcoord, b->tcoord, sizeof(a->tcoord[0]) * (size_t)nd)) {
+            mxh_debug("layout: rank %d's torus coordinate differs from its node's or has "
+                      "another number of dimensions: no torus levels", r);
+            return 0;
+        }
+    }
+    /* positions: index of each node's coordinate among the distinct values of the dimension */
+    pos  = malloc(sizeof(int) * (size_t)L->nnodes * 3);
+    lin  = malloc(sizeof(int) * (size_t)L->nnodes);
+    idx  = malloc(sizeof(int) * 32768);
+    sel  = malloc(sizeof(int) * (size_t)(s > 0 ? s : 1));
+    keys = malloc(sizeof(int64_t) * (size_t)n);
+    if (pos == NULL || lin == NULL || idx == NULL || sel == NULL || keys == NULL)
+        goto out;
+    for (int d = 0; d < nd; d++) {
+        for (int v = 0; v < 32768; v++)
+            idx[v] = -1;
+        for (int v = 0; v < L->nnodes; v++) {
+            int c = recs[L->node_first_rank[v]].tcoord[d];
+            if (c < 0 || c > 32767) {
+                ret = 0;
+                goto out;
+            }
+            idx[c] = 0;
+        }
+        k[d] = 0;
+        for (int v = 0; v < 32768; v++)
+            if (idx[v] == 0)
+                idx[v] = k[d]++;
+        for (int v = 0; v < L->nnodes; v++)
+            pos[v * 3 + d] = idx[recs[L->node_first_rank[v]].tcoord[d]];
+        stride[d] = prod;
+        prod *= k[d];
+    }
+    /* a full grid: every coordinate combination is one node */
+    if (prod != L->nnodes) {
+        mxh_debug("layout: %d nodes on a torus grid of %lld coordinates: no torus levels",
+                  L->nnodes, (long long)prod);
+        ret = 0;
+        goto out;
+    }
+    seen = calloc((size_t)prod, sizeof(int));
+    if (seen == NULL)
+        goto out;
+    for (int v = 0; v < L->nnodes; v++) {
+        lin[v] = 0;
+        for (int d = 0; d < nd; d++)
+            lin[v] += pos[v * 3 + d] * (int)stride[d];
+        if (seen[lin[v]]++) {
+            mxh_debug("layout: two nodes at one torus coordinate: no torus levels");
+            ret = 0;
+            goto out;
+        }
+    }
+    for (int d = 0; d < nd; d++)
+        if (k[d] > 1)
+            act[D++] = d;
+    if (D == 0 || (s > 1) + D > MXH_MAX_LEVELS) {
+        ret = 0;
+        goto out;
+    }
+    {
+        int ka[3];
+        for (int j = 0; j < D; j++)
+            ka[j] = k[act[j]];
+        torus_enum(&tc, D, ka);
+    }
+    torus_assign(&tc, s, sel);
+
+    L->torus_ndims  = D;
+    L->torus_nrails = s;
+    for (int j = 0; j < D; j++) {
+        L->torus_dim[j] = act[j];
+        L->torus_k[j]   = k[act[j]];
+    }
+    L->torus_order = malloc(sizeof(int) * (size_t)s * 3);
+    if (L->torus_order == NULL)
+        goto out;
+    for (int c = 0; c < s; c++)
+        for (int j = 0; j < 3; j++)
+            L->torus_order[c * 3 + j] = j < D ? tc.dim[sel[c]][j] : -1;
+
+    L->nlevels = 0;
+    if (s > 1) {
+        int l = L->nlevels++;
+        L->type[l]    = MXH_LEVEL_NODE;
+        L->ngroups[l] = L->nnodes;
+        L->color[l]   = malloc(sizeof(int) * (size_t)n);
+        L->coord[l]   = malloc(sizeof(int) * (size_t)n);
+        L->gsize[l]   = malloc(sizeof(int) * (size_t)n);
+        if (L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL)
+            goto out;
+        for (int r = 0; r < n; r++) {
+            L->color[l][r] = L->node_of[r];
+            L->coord[l][r] = c0[r];
+            L->gsize[l][r] = s;
+        }
+    }
+    for (int j = 0; j < D; j++) {
+        int l = L->nlevels++;
+        L->type[l]  = MXH_LEVEL_RAIL;
+        L->ring[l]  = 1;
+        L->color[l] = malloc(sizeof(int) * (size_t)n);
+        L->coord[l] = malloc(sizeof(int) * (size_t)n);
+        L->gsize[l] = malloc(sizeof(int) * (size_t)n);
+        if (L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL)
+            goto out;
+        for (int r = 0; r < n; r++) {
+            int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
+            int d = act[e & 3], kd = k[d], p = pos[v * 3 + d];
+            /* the group: my rail, my coordinates but along d */
+            keys[r]        = (int64_t)c0[r] * prod + lin[v] - (int64_t)p * stride[d];
+            L->coord[l][r] = (e & 4) ? (kd - p) % kd : p;
+            L->gsize[l][r] = kd;
+        }
+        L->ngroups[l] = dense_ids(keys, n, L->color[l]);
+        if (L->ngroups[l] < 0)
+            goto out;
+    }
+    for (int l = 0; l < L->nlevels; l++)
+        L->kind[l] = l == L->nlevels - 1 ? MXH_LEVEL_KIND_TOP : MXH_LEVEL_KIND_SCATTER;
+    ret = 1;
+out:
+    free(pos);
+    free(lin);
+    free(seen);
+    free(idx);
+    free(sel);
+    free(keys);
+    return ret;
 }
 
 #define ALLOC_INTS(_p, _n)                                                     \
@@ -369,6 +648,15 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
         free(cnt);
     }
 
+    /* ---- a torus of nodes: one network level per dimension (torus_levels) */
+    if (use_leaves && L->node_regular && !L->nislands && recs[0].tndims > 0) {
+        int t = torus_levels(L, recs, c0, node_size[0]);
+        if (t < 0)
+            goto err_nomem;
+        if (t > 0)
+            goto representatives;
+    }
+
     /* ---- candidate levels, inner to outer */
     int maxc0 = 0, maxpos = 0, maxisl = 0;
     for (int r = 0; r < n; r++) {
@@ -484,6 +772,7 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
     }
 
     /* ---- representatives: after a LEADER level a rank is represented by its leader */
+representatives:
     for (int l = 0; l < L->nlevels; l++) {
         ALLOC_INTS(L->rep[l], n);
         if (l == 0) {
@@ -609,6 +898,21 @@ size_t mxh_layout_describe(const mxh_layout_t *L, const mxh_record_t *recs, char
         if (L->ngroups[l] > DESCRIBE_MAX_GROUPS)
             sb_printf(&sb, " ... (%d more)", L->ngroups[l] - DESCRIBE_MAX_GROUPS);
         sb_printf(&sb, "\n");
+    }
+    if (L->torus_ndims > 0) { /* the torus split: dimensions and each rail's order */
+        sb_printf(&sb, "  torus");
+        for (int j = 0; j < L->torus_ndims; j++)
+            sb_printf(&sb, "%s%c%d", j ? " x " : " ", "xyz"[L->torus_dim[j]], L->torus_k[j]);
+        sb_printf(&sb, ", network levels per rail:");
+        for (int c = 0; c < L->torus_nrails && c < DESCRIBE_MAX_MEMBERS; c++) {
+            sb_printf(&sb, "%s%d:", c ? ", " : " ", c);
+            for (int j = 0; j < L->torus_ndims; j++) {
+                int e = L->torus_order[c * 3 + j];
+                sb_printf(&sb, "%s%c%s", j ? " " : "", "xyz"[L->torus_dim[e & 3]],
+                          (e & 4) ? "-" : "");
+            }
+        }
+        sb_printf(&sb, "%s\n", L->torus_nrails > DESCRIBE_MAX_MEMBERS ? ", ..." : "");
     }
     for (int v = 0; v < L->nnodes && v < DESCRIBE_MAX_GROUPS * 4; v++) {
         int fr = L->node_first_rank[v], m = 0;

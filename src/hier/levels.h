@@ -59,6 +59,17 @@ typedef struct mxh_layout {
     int *node_first_rank;                 /* [node] lowest rank of the node */
     int *leaf_first_node;                 /* [leaf] first node of the leaf */
     int  node_regular;                    /* all nodes have the same rails */
+    /* torus of nodes (records with torus coordinates, see torus_levels in levels.c):
+       one network level per dimension longer than 1, each rail its own order */
+    int  ring[MXH_MAX_LEVELS];            /* level's groups are neighbours along a torus
+                                             dimension, in ring order (coord +1 = next) */
+    int  torus_ndims;                     /* dimensions longer than 1; 0 = no torus split */
+    int  torus_dim[3];                    /* [j] the record's dimension index */
+    int  torus_k[3];                      /* [j] its length */
+    int  torus_nrails;                    /* rail positions (ranks per node) */
+    int *torus_order;                     /* [rail * 3 + j] dimension (0..ndims-1) of the
+                                             rail's network level j; + 4 when its ring runs
+                                             in the - direction */
 } mxh_layout_t;
 
 /* Compute the levels from @n records (index = rank in the communicator).
@@ -77,6 +88,12 @@ static inline int mxh_layout_ecoord(const mxh_layout_t *layout, int level, int r
 {
     return layout->coord[level][layout->rep[level][rank]];
 }
+
+/* 1 when every rail crosses the levels alike, 0 on a torus split whose rails have
+ * different level orders or ring directions: there a level's groups of different rails
+ * cross different dimensions, so plans that reduce the whole vector at every level (the
+ * latency plan) would sum in a different order on different rails. */
+int mxh_layout_same_order(const mxh_layout_t *layout);
 
 /* Participates at @level: coordinate 0 at every LEADER level below it. */
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level);

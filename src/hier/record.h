@@ -18,6 +18,7 @@ extern "C" {
 #define MXH_REC_MAX_NICS  16 /* NICs (rails) of a node a record names */
 #define MXH_REC_NIC_NAME  16
 #define MXH_REC_MAX_VISIBLE 16
+#define MXH_REC_TORUS_DIMS 3  /* dimensions of a torus coordinate */
 
 /* capability bits (mxh_record_t.flags) */
 #define MXH_REC_UCX           0x01u /* UCX usable */
@@ -47,6 +48,10 @@ typedef struct mxh_record {
     int8_t   gpu_island[MXH_REC_MAX_GPUS];    /* NVLink island of each GPU */
     char     nic_names[MXH_REC_MAX_NICS][MXH_REC_NIC_NAME];
     uint32_t flags;                           /* MXH_REC_* */
+    /* the node's router in a torus of nodes (cluster file torus=XxYxZ): coordinate per
+       dimension; tndims 0 = not on a torus. The same for the ranks of a node */
+    int16_t  tcoord[MXH_REC_TORUS_DIMS];
+    int16_t  tndims;
 } mxh_record_t;
 
 void mxh_record_init(mxh_record_t *rec);

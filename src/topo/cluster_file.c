@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-enum { KEY_NODE, KEY_RAIL, KEY_LEAF, KEY_COUNT };
-static const char *const key_names[KEY_COUNT] = {"node", "rail", "leaf"};
+enum { KEY_NODE, KEY_RAIL, KEY_LEAF, KEY_TORUS, KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {"node", "rail", "leaf", "torus"};
 
 typedef struct parser {
     const char         *src;
@@ -65,12 +65,33 @@ static int parse_rail(const char *s, int *out)
     return 0;
 }
 
+/* torus value: 1 to 3 decimal integers in [0, 32767] (they go into int16_t record
+ * fields) joined by 'x'. Returns the number of dimensions, or -1. */
+static int parse_torus(const char *s, int coord[3])
+{
+    int nd = 0;
+    for (;;) {
+        char *end;
+        long v;
+        if (nd == 3 || !isdigit((unsigned char)s[0]))
+            return -1;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || v < 0 || v > 32767 || (*end != '\0' && *end != 'x'))
+            return -1;
+        coord[nd++] = (int)v;
+        if (*end == '\0')
+            return nd;
+        s = end + 1;
+    }
+}
+
 /* One logical line: HOSTLIST key=value...; @line is modified in place. */
 static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
 {
     char *tok, *save = NULL;
-    char **hosts = NULL, **vals[KEY_COUNT] = {NULL, NULL, NULL};
-    int nhosts = 0, nvals[KEY_COUNT] = {0, 0, 0}, given[KEY_COUNT] = {0, 0, 0};
+    char **hosts = NULL, **vals[KEY_COUNT] = {NULL};
+    int nhosts = 0, nvals[KEY_COUNT] = {0}, given[KEY_COUNT] = {0};
     mxh_status_t st = MXH_OK;
     const char *src = ps->src;
 
@@ -91,7 +112,7 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
         char *eq = strchr(tok, '=');
         int k;
         if (eq == NULL) {
-            mxh_error("%s:%d: '%s' is not KEY=VALUE (keys: node, rail, leaf)", src, lineno, tok);
+            mxh_error("%s:%d: '%s' is not KEY=VALUE (keys: node, rail, leaf, torus)", src, lineno, tok);
             st = MXH_ERR_PARSE;
             goto cleanup;
         }
@@ -99,7 +120,7 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
         for (k = 0; k < KEY_COUNT && strcasecmp(tok, key_names[k]) != 0; k++)
             ;
         if (k == KEY_COUNT) {
-            mxh_error("%s:%d: unknown key '%s' (keys: node, rail, leaf)", src, lineno, tok);
+            mxh_error("%s:%d: unknown key '%s' (keys: node, rail, leaf, torus)", src, lineno, tok);
             st = MXH_ERR_PARSE;
             goto cleanup;
         }
@@ -129,8 +150,9 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
         for (int i = 0; i < nvals[k]; i++) {
             size_t len = strlen(vals[k][i]), max = k == KEY_NODE   ? MXH_NODE_NAME_MAX
                                                   : k == KEY_LEAF ? MXH_LEAF_NAME_MAX
+                                                  : k == KEY_TORUS ? 24
                                                                   : 16;
-            int r;
+            int r, tc[3];
             if (len >= max) {
                 mxh_error("%s:%d: %s '%s' is longer than %zu characters", src, lineno,
                           key_names[k], vals[k][i], max - 1);
@@ -139,6 +161,12 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
             }
             if (k == KEY_RAIL && parse_rail(vals[k][i], &r) != 0) {
                 mxh_error("%s:%d: rail '%s' is not an integer >= 0", src, lineno, vals[k][i]);
+                st = MXH_ERR_PARSE;
+                goto cleanup;
+            }
+            if (k == KEY_TORUS && parse_torus(vals[k][i], tc) < 0) {
+                mxh_error("%s:%d: torus '%s' is not a coordinate XxYxZ (1 to 3 integers in "
+                          "[0, 32767])", src, lineno, vals[k][i]);
                 st = MXH_ERR_PARSE;
                 goto cleanup;
             }
@@ -185,6 +213,8 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
             h->leaf = dup_str(vals[KEY_LEAF][nvals[KEY_LEAF] == 1 ? 0 : i]);
         if (given[KEY_RAIL])
             parse_rail(vals[KEY_RAIL][nvals[KEY_RAIL] == 1 ? 0 : i], &h->rail);
+        if (given[KEY_TORUS])
+            h->tndims = parse_torus(vals[KEY_TORUS][nvals[KEY_TORUS] == 1 ? 0 : i], h->tcoord);
         ps->cf->nhosts++;
         if (h->node == NULL || (given[KEY_LEAF] && h->leaf == NULL)) {
             mxh_error("%s:%d: out of memory", src, lineno);

@@ -6,12 +6,16 @@
  *
  * Syntax: one entry per line, '#' starts a comment, blank lines are ignored.
  *
- *   HOSTLIST [node=VALUE] [rail=VALUE] [leaf=VALUE]
+ *   HOSTLIST [node=VALUE] [rail=VALUE] [leaf=VALUE] [torus=VALUE]
  *
  * HOSTLIST is a Slurm hostlist ("gpu[0-7]", "a,b,c[01-04]"). A VALUE is either a
  * single value applied to every host of the line, or a hostlist that expands to
  * exactly as many values as there are hosts, applied element-wise
  * ("n0g[0-7] node=n0 rail=[0-7] leaf=su0"). rail values are integers >= 0.
+ * torus values are the coordinate of the node's router in a torus of nodes, one
+ * integer >= 0 per dimension joined by 'x' ("torus=2x0x1"; 1 to 3 dimensions, at
+ * most 32767 each; element-wise lists as above: "n[0-3]g0 node=n[0-3] torus=[0-3]x0"):
+ * with every node on the torus the network levels follow its dimensions (hier/levels.h).
  * Keys are case-insensitive and given at most once per line. A host may appear
  * on one line only. Defaults: node = the host itself, rail = from discovery,
  * leaf = from topology.conf (MPIX_HIER_TOPO_FILE) or the default leaf.
@@ -35,6 +39,8 @@ typedef struct mxh_cluster_host {
     char *node; /* node name (never NULL: the host when not given) */
     char *leaf; /* leaf switch group, NULL when not given */
     int   rail; /* rail, -1 when not given */
+    int   tndims;   /* torus dimensions given, 0 when not given */
+    int   tcoord[3];/* torus coordinate (MXH_REC_TORUS_DIMS values) */
     int   line; /* line of the entry, for messages */
 } mxh_cluster_host_t;
 
@@ -46,7 +52,8 @@ typedef struct mxh_cluster_file {
 
 /* Parse a cluster file text. Errors (a line without a hostlist, unknown key, a
  * token without '=', an empty or malformed value, a value list whose length is
- * neither 1 nor the number of hosts, a rail that is not an integer >= 0, a name
+ * neither 1 nor the number of hosts, a rail that is not an integer >= 0, a torus
+ * coordinate that is not 1 to 3 integers in [0, 32767] joined by 'x', a name
  * too long for a record, a host listed twice) return MXH_ERR_PARSE and log one
  * error line "SOURCE:LINE: what is wrong". */
 mxh_status_t mxh_cluster_file_parse_string(const char *text, const char *source,

@@ -58,7 +58,7 @@ mxh_status_t mxh_discover_local_record(MPI_Comm comm, mxh_config_t *cfg, mxh_rec
         return MXH_ERR_CONFIG;
     }
 
-    /* the cluster file: node, rail and leaf of this host (rec->node is the host here) */
+    /* the cluster file: node, rail, leaf and torus coordinate of this host (rec->node is the host here) */
     if (cfg->cluster_file[0] != '\0') {
         mxh_cluster_file_t *cf = NULL;
         st = mxh_cluster_file_parse_file(cfg->cluster_file, &cf);
@@ -76,6 +76,9 @@ mxh_status_t mxh_discover_local_record(MPI_Comm comm, mxh_config_t *cfg, mxh_rec
                 rec->rail = e->rail;
             if (e->leaf != NULL)
                 mxh_strlcpy(rec->leaf, e->leaf, sizeof(rec->leaf));
+            rec->tndims = (int16_t)e->tndims;
+            for (int d = 0; d < e->tndims && d < MXH_REC_TORUS_DIMS; d++)
+                rec->tcoord[d] = (int16_t)e->tcoord[d];
         }
         mxh_cluster_file_destroy(cf);
     }

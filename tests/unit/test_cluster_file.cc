@@ -186,6 +186,60 @@ TEST(ClusterFile, Errors)
     EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
 }
 
+TEST(ClusterFile, TorusCoordinates)
+{
+    CfPtr cf = parse_ok("n0g[0-1] node=n0 rail=[0-1] torus=0x0x0\n"
+                        "n1g[0-1] node=n1 rail=[0-1] TORUS=3x1x12\n"
+                        "m[0-3] torus=[0-3]x2\n"   // element-wise: one coordinate per host
+                        "q[0-1] torus=7,9\n"       // a list of two 1-D coordinates
+                        "plain node=p\n");
+    ASSERT_TRUE(cf);
+    const mxh_cluster_host_t *h = find(cf, "n0g1");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(3, h->tndims);
+    EXPECT_EQ(0, h->tcoord[0] + h->tcoord[1] + h->tcoord[2]);
+    h = find(cf, "n1g0");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(3, h->tndims);
+    EXPECT_EQ(3, h->tcoord[0]);
+    EXPECT_EQ(1, h->tcoord[1]);
+    EXPECT_EQ(12, h->tcoord[2]);
+    h = find(cf, "m2");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(2, h->tndims);
+    EXPECT_EQ(2, h->tcoord[0]);
+    EXPECT_EQ(2, h->tcoord[1]);
+    h = find(cf, "q1");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(1, h->tndims);
+    EXPECT_EQ(9, h->tcoord[0]);
+    h = find(cf, "plain");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(0, h->tndims);  // not on a torus
+
+    std::string m;
+    m = parse_bad("a torus=1x2x3x4\n");
+    EXPECT_NE(m.find("bad.cluster:1: torus '1x2x3x4' is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=1xx2\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=x1\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=1x\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=1x-2\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=32768\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("a torus=1y2\n");
+    EXPECT_NE(m.find("is not a coordinate"), std::string::npos) << m;
+    m = parse_bad("g[0-2] torus=[0-1]x0\n");
+    EXPECT_NE(m.find("2 values for 3 hosts"), std::string::npos) << m;
+    m = parse_bad("a torus=1 torus=2\n");
+    EXPECT_NE(m.find("key 'torus' given twice"), std::string::npos) << m;
+    m = parse_bad("a tor=1\n");
+    EXPECT_NE(m.find("keys: node, rail, leaf, torus"), std::string::npos) << m;
+}
+
 TEST(ClusterFile, Files)
 {
     {

@@ -215,6 +215,37 @@ TEST(Cost, FragmentsAsScheduled)
     mxh_layout_destroy(L);
 }
 
+// A torus of nodes (records with coordinates: one level per dimension, rings, per-rail
+// orders over torus links) is not modelled, even where its levels form a grid by size.
+TEST(Cost, TorusNotModelled)
+{
+    std::vector<mxh_record_t> recs;
+    for (int n = 0; n < 4; n++)
+        for (int g = 0; g < 2; g++) {
+            mxh_record_t r;
+            mxh_record_init(&r);
+            snprintf(r.node, sizeof(r.node), "n%d", n);
+            r.tndims    = 2;
+            r.tcoord[0] = (int16_t)(n % 2);
+            r.tcoord[1] = (int16_t)(n / 2);
+            recs.push_back(r);
+        }
+    mxh_layout_t *L = NULL;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 8, 0x7, &L));
+    ASSERT_EQ(2, L->torus_ndims);
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_t m;
+    mxh_cost_model_init(&m, &cfg, L);
+    EXPECT_FALSE(m.grid);
+    mxh_cost_sel_t sel;
+    mxh_cost_sel_init(&sel, &cfg, L);
+    mxh_algo_t algo;
+    size_t frag;
+    EXPECT_EQ(-1, mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, (size_t)64 << 20, &algo, &frag));
+    mxh_layout_destroy(L);
+}
+
 TEST(Cost, NotModelled)
 {
     mxh_cost_model_t m = grid(4, 2);

@@ -70,6 +70,36 @@ struct LayoutPtr {
     ~LayoutPtr() { mxh_layout_destroy(p); }
 };
 
+// A torus of nodes (dims: lengths, node n at coordinates n mod X, n / X mod Y, ...) with
+// g ranks per node, rank order blocked, or shuffled (seed != 0); every record carries its
+// node's coordinate, as the cluster file's torus= key gives it.
+Layout make_torus(const std::vector<int> &dims, int g, unsigned seed = 0)
+{
+    int nn = 1;
+    for (int k : dims)
+        nn *= k;
+    std::vector<std::pair<int, int>> ranks;
+    for (int v = 0; v < nn; v++)
+        for (int i = 0; i < g; i++)
+            ranks.push_back({v, i});
+    if (seed) {
+        std::mt19937 gen(seed);
+        std::shuffle(ranks.begin(), ranks.end(), gen);
+    }
+    Layout L;
+    for (auto &r : ranks) {
+        L.add("n" + std::to_string(r.first), "row");
+        mxh_record_t &rec = L.recs.back();
+        int v = r.first;
+        rec.tndims = (int16_t)dims.size();
+        for (size_t d = 0; d < dims.size(); d++) {
+            rec.tcoord[d] = (int16_t)(v % dims[d]);
+            v /= dims[d];
+        }
+    }
+    return L;
+}
+
 // ---- symbolic executor ---------------------------------------------------------
 
 struct Cell {
@@ -297,16 +327,18 @@ Cell contrib(long tag, long r)
 }
 
 // Build every rank's plan, run them symbolically, check the collective's result.
-// Returns "" on success or the first problem.
+// Returns "" on success or the first problem. @tsize: the element size the plans
+// know (0: unknown; known sizes pick the latency and hybrid plans of small allreduces);
+// @flags: the plan shape (MXH_PLAN_THROUGH).
 std::string simulate(const mxh_layout_t *L, mxh_coll_t coll, size_t count, int root,
-                     unsigned flags = 0)
+                     size_t tsize = 0, unsigned flags = 0)
 {
     Sim sim;
     int n = L->nranks;
     sim.L = L;
     for (int r = 0; r < n; r++) {
         mxh_plan_t *p = nullptr;
-        mxh_status_t st = mxh_plan_create_flags(L, r, coll, count, root, 0, flags, &p);
+        mxh_status_t st = mxh_plan_create_flags(L, r, coll, count, root, tsize, flags, &p);
         if (st != MXH_OK)
             return "plan_create failed on rank " + std::to_string(r);
         sim.plans.push_back(p);
@@ -456,9 +488,9 @@ void check_all_colls(const Layout &lay, int mask, const std::vector<size_t> &cou
             EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root)) << "bcast count " << c << " root " << root;
             EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root)) << "reduce count " << c << " root " << root;
             // the pipelines' shape: the root's groups move the whole region
-            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, MXH_PLAN_THROUGH))
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, 0, MXH_PLAN_THROUGH))
                 << "through bcast count " << c << " root " << root;
-            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root, MXH_PLAN_THROUGH))
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root, 0, MXH_PLAN_THROUGH))
                 << "through reduce count " << c << " root " << root;
         }
     }
@@ -571,6 +603,141 @@ TEST(Levels, ExplicitRailsGroupByRailNotLocalIndex)
     EXPECT_EQ(MXH_LEVEL_KIND_SCATTER, L.p->kind[0]);
     EXPECT_EQ(L.p->color[1][0], L.p->color[1][3]);  // rail 1
     EXPECT_EQ(L.p->color[1][1], L.p->color[1][2]);  // rail 0
+}
+
+TEST(Levels, TorusOneLevelPerDimension)
+{
+    // 4x2x2 nodes x 8 GPUs: node level, then one level per dimension, each rail its order
+    Layout lay = make_torus({4, 2, 2}, 8);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 128, kAllLevels, &L.p));
+    ASSERT_EQ(4, L.p->nlevels);
+    EXPECT_EQ(MXH_LEVEL_NODE, L.p->type[0]);
+    EXPECT_EQ(3, L.p->torus_ndims);
+    EXPECT_EQ(8, L.p->torus_nrails);
+    long load[3][2] = {};  // bytes per node over each dimension's + and - links, x 16
+    for (int l = 1; l < 4; l++) {
+        EXPECT_EQ(MXH_LEVEL_RAIL, L.p->type[l]);
+        EXPECT_EQ(1, L.p->ring[l]);
+        EXPECT_EQ(l < 3 ? MXH_LEVEL_KIND_SCATTER : MXH_LEVEL_KIND_TOP, L.p->kind[l]);
+    }
+    for (int c = 0; c < 8; c++) {
+        // every rail crosses each dimension once
+        int seen = 0;
+        long frac = 16;
+        for (int j = 0; j < 3; j++) {
+            int e = L.p->torus_order[c * 3 + j], d = e & 3, k = L.p->torus_k[d];
+            seen |= 1 << d;
+            if (k == 2)
+                EXPECT_EQ(0, e & 4) << "a 2-ring has no - direction";
+            load[d][(e & 4) ? 1 : 0] += frac * (k - 1) / k;
+            frac /= k;
+        }
+        EXPECT_EQ(7, seen) << "rail " << c;
+    }
+    // balanced: x carries (4-1)/4 of the x-first rails' shards, ... 15/16 of the vector in
+    // all over 4 usable links per node (x+, x-, y, z): 15/4 per link, x 16 / 8 rails
+    EXPECT_EQ(30, load[0][0]);
+    EXPECT_EQ(30, load[0][1]);
+    EXPECT_EQ(30, load[1][0]);
+    EXPECT_EQ(30, load[2][0]);
+    for (int r = 0; r < 128; r++) {
+        int v = r / 8, c = r % 8, xyz[3] = {v % 4, v / 4 % 2, v / 8};
+        EXPECT_EQ(c, L.p->coord[0][r]);
+        for (int l = 1; l < 4; l++) {
+            int e = L.p->torus_order[c * 3 + l - 1], d = e & 3, k = L.p->torus_k[d];
+            EXPECT_EQ(k, L.p->gsize[l][r]);
+            EXPECT_EQ((e & 4) ? (k - xyz[d]) % k : xyz[d], L.p->coord[l][r]) << r << " " << l;
+            // a group: one rail, the other coordinates equal
+            for (int q = 0; q < 128; q++) {
+                int w = q / 8, qc[3] = {w % 4, w / 4 % 2, w / 8};
+                bool same = q % 8 == c;
+                for (int dd = 0; dd < 3; dd++)
+                    if (dd != d && qc[dd] != xyz[dd])
+                        same = false;
+                EXPECT_EQ(same, L.p->color[l][q] == L.p->color[l][r]) << r << " " << q;
+            }
+        }
+    }
+    char buf[4096];
+    mxh_layout_describe(L.p, lay.recs.data(), buf, sizeof(buf));
+    EXPECT_NE(std::string(buf).find("torus x4 x y2 x z2, network levels per rail: 0:"),
+              std::string::npos) << buf;
+}
+
+TEST(Levels, TorusShapes)
+{
+    struct {
+        std::vector<int> dims;
+        int g, nlevels;
+    } cases[] = {{{4, 2, 2}, 1, 3}, {{2, 2}, 2, 3}, {{3, 1, 3}, 3, 3}, {{8}, 4, 2}, {{1, 1, 1}, 4, 1}};
+    for (auto &t : cases) {
+        Layout lay = make_torus(t.dims, t.g, 3);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), kAllLevels, &L.p));
+        EXPECT_EQ(t.nlevels, L.p->nlevels) << t.dims.size() << " dims, g " << t.g;
+        int nd = 0;
+        for (int k : t.dims)
+            nd += k > 1;
+        EXPECT_EQ(nd > 0 ? nd : 0, L.p->torus_ndims);
+    }
+}
+
+TEST(Levels, TorusNeedsAFullGridAndTheSpine)
+{
+    Layout lay = make_torus({4, 2}, 2);
+    {  // without the spine level the network is one level, as without coordinates
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, 0x3, &L.p));
+        EXPECT_EQ(0, L.p->torus_ndims);
+        EXPECT_EQ(2, L.p->nlevels);
+    }
+    {  // a missing node: the leaf levels (one leaf "row" here: node and rail)
+        Layout part;
+        part.recs.assign(lay.recs.begin(), lay.recs.end() - 2);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(part.recs.data(), 14, kAllLevels, &L.p));
+        EXPECT_EQ(0, L.p->torus_ndims);
+        EXPECT_EQ(2, L.p->nlevels);
+    }
+    {  // two nodes at one coordinate
+        Layout dup = lay;
+        for (int i = 0; i < 2; i++)
+            dup.recs[2 + i].tcoord[0] = 0;
+        for (int i = 0; i < 2; i++)
+            dup.recs[2 + i].tcoord[0] = 0, dup.recs[i].tcoord[0] = 0;
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(dup.recs.data(), 16, kAllLevels, &L.p));
+        EXPECT_EQ(0, L.p->torus_ndims);
+    }
+    {  // ranks of one node that disagree, or a rank without a coordinate
+        Layout bad = lay;
+        bad.recs[1].tcoord[1] = 1;
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(bad.recs.data(), 16, kAllLevels, &L.p));
+        EXPECT_EQ(0, L.p->torus_ndims);
+        Layout none = lay;
+        none.recs[5].tndims = 0;
+        LayoutPtr L2;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(none.recs.data(), 16, kAllLevels, &L2.p));
+        EXPECT_EQ(0, L2.p->torus_ndims);
+    }
+    {  // uneven nodes: no regular node level, no torus split
+        Layout uneven = lay;
+        uneven.recs.pop_back();
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 15, kAllLevels, &L.p));
+        EXPECT_EQ(0, L.p->torus_ndims);
+    }
+    {  // coordinates need not start at 0 nor be contiguous: positions among the values
+        Layout sparse = lay;
+        for (auto &r : sparse.recs)
+            r.tcoord[0] = (int16_t)(10 + 3 * r.tcoord[0]);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(sparse.recs.data(), 16, kAllLevels, &L.p));
+        EXPECT_EQ(2, L.p->torus_ndims);
+        EXPECT_EQ(4, L.p->torus_k[0]);
+    }
 }
 
 TEST(Levels, ThreeLevelsFromLeaves)
@@ -692,6 +859,63 @@ TEST(Plan, ThreeLevels)
     check_all_colls(make_layout({2, 2, 2, 2, 2, 2}, 2, 1), kAllLevels, {1, 13});
 }
 
+TEST(Plan, TorusLevels)
+{
+    // blocked and shuffled rank orders; rails of different level orders and orientations
+    check_all_colls(make_torus({2, 2}, 2), kAllLevels, {1, 7, 33});
+    check_all_colls(make_torus({3, 2}, 2, 11), kAllLevels, {1, 5, 24});
+    check_all_colls(make_torus({4, 2, 2}, 1, 4), kAllLevels, {3, 17}, false);
+    check_all_colls(make_torus({3, 3}, 3, 2), kAllLevels, {1, 10, 40}, false);
+    check_all_colls(make_torus({4, 2, 2}, 8), kAllLevels, {1, 130}, false);
+    check_all_colls(make_torus({3, 2, 2}, 4, 9), kAllLevels, {29}, false);
+}
+
+TEST(Plan, TorusSmallAllreduceKeepsOneSumOrder)
+{
+    // 2x2 torus, 2 ranks per node: every level has groups of 2 (a grid by sizes), but
+    // rail 0 crosses x then y and rail 1 y then x; the latency plan (the whole vector at
+    // every level) would sum in a different order on each rail: results not bitwise
+    // identical across ranks (test_colls on torus-2x2 found it). Reduce-scatter plan.
+    Layout lay = make_torus({2, 2}, 2);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    EXPECT_EQ(0, mxh_layout_same_order(L.p));
+    EXPECT_NE(L.p->torus_order[0], L.p->torus_order[3]);
+    // the hybrid plan instead (each piece summed on one rail only): reduce-scatter in the
+    // node, an allreduce per dimension in the rail's order, allgather in the node
+    for (int r = 0; r < 8; r++) {
+        mxh_plan_t *p = nullptr;
+        ASSERT_EQ(MXH_OK, mxh_plan_create_sized(L.p, r, MXH_COLL_ALLREDUCE, 31, -1, 8, &p));
+        ASSERT_EQ(4, p->nsteps);
+        EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[1].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[2].type) << "rank " << r;
+        EXPECT_EQ(MXH_STEP_ALLGATHER, p->steps[3].type) << "rank " << r;
+        mxh_plan_destroy(p);
+    }
+    for (size_t c : {1, 3, 31, 200, 3000})
+        EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLREDUCE, c, -1, 8)) << c;
+    Layout big = make_torus({4, 2, 2}, 8, 5);
+    LayoutPtr B;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(big.recs.data(), 128, kAllLevels, &B.p));
+    for (size_t c : {5, 1000, 8192, 1 << 16})  // 64 KiB of floats: hybrid (5 x 8 KiB of copies)
+        EXPECT_EQ("", simulate(B.p, MXH_COLL_ALLREDUCE, c, -1, 4)) << c;
+    mxh_plan_t *h = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(B.p, 0, MXH_COLL_ALLREDUCE, 1 << 14, -1, 4, &h));
+    EXPECT_EQ(5, h->nsteps) << "64 KiB on 4x2x2 x 8: hybrid, three dimensions";
+    mxh_plan_destroy(h);
+    // the same nodes without coordinates: the latency plan
+    Layout flat = make_layout({2, 2, 2, 2}, 0, 0);
+    LayoutPtr F;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(flat.recs.data(), 8, kAllLevels, &F.p));
+    EXPECT_EQ(1, mxh_layout_same_order(F.p));
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(F.p, 0, MXH_COLL_ALLREDUCE, 31, -1, 8, &p));
+    EXPECT_EQ(MXH_STEP_ALLREDUCE, p->steps[0].type);
+    mxh_plan_destroy(p);
+}
+
 TEST(Plan, ThreeLevelsIrregular)
 {
     check_all_colls(make_layout({2, 2, 2}, 2, 0), kAllLevels, {1, 5, 9});          // uneven leaves
@@ -790,8 +1014,8 @@ TEST(Plan, LargeRegularCluster)
     EXPECT_EQ("", simulate(L.p, MXH_COLL_ALLGATHER, 2, -1));
     EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77));
     EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200));
-    EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77, MXH_PLAN_THROUGH));
-    EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200, MXH_PLAN_THROUGH));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, 999, 77, 0, MXH_PLAN_THROUGH));
+    EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, 999, 200, 0, MXH_PLAN_THROUGH));
 }
 
 // The pipelines' bcast and reduce (MXH_PLAN_THROUGH) on 2 nodes x 4: the root's
@@ -1332,6 +1556,28 @@ TEST(Sched, IssueOrderAgreesOnEveryGroup)
             int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? (int)(g() % n) : -1;
             EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth,
                                               ramp))
+                << mxh_coll_name((mxh_coll_t)c) << " root " << root;
+        }
+    }
+}
+
+TEST(Sched, TorusIssueOrderAgreesOnEveryGroup)
+{
+    std::mt19937 g(17);
+    const std::vector<std::vector<int>> shapes = {{2, 2}, {3, 2}, {4, 2, 2}, {3, 3}, {2, 2, 2}};
+    for (int trial = 0; trial < 40; trial++) {
+        Layout lay = make_torus(shapes[trial % shapes.size()], 1 + (int)(g() % 4), (unsigned)trial);
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK,
+                  mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), kAllLevels, &L.p));
+        ASSERT_GT(L.p->torus_ndims, 0);
+        int n      = L.p->nranks;
+        size_t cnt = 1 + g() % 400, tsize = 4, frag = 1 + g() % 64;
+        int depth  = (int)(g() % 4);
+        SCOPED_TRACE("trial " + std::to_string(trial) + " n " + std::to_string(n));
+        for (int c = 0; c < MXH_COLL_NSCHED; c++) {
+            int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? (int)(g() % n) : -1;
+            EXPECT_EQ("", check_sched_order(L.p, (mxh_coll_t)c, cnt, root, tsize, frag, depth))
                 << mxh_coll_name((mxh_coll_t)c) << " root " << root;
         }
     }
