@@ -21,6 +21,15 @@
  *   direct reduce-scatter  alpha + (p-1)/p n beta + (p+1)/3 n/p gamma
  *   direct allgather       alpha + (p-1)/p n beta
  *   direct allreduce       the two above
+ *   direct bcast           the root's link: alpha + n beta (it scatters the region
+ *                          among the p-1 others, its own part empty, p2p.c
+ *                          rootless), then theirs: alpha + (p-2)/(p-1) n beta (they
+ *                          allgather among themselves)
+ *   direct reduce          theirs: alpha + n beta + (p+1)/3 n/(p-1) gamma (reduce-
+ *                          scatter to the p-1 others), then the root's: alpha +
+ *                          n beta (they gather to it)
+ *   rhd/ring bcast, reduce a scatter from (gather to) the root, (p-1)/p n, and the
+ *                          allgather (reduce-scatter) phases of the algorithm
  *   rhd (p = 2^k)          k alpha per phase, the same bytes, (p-1)/p n gamma
  *   ring                   (p-1) alpha per phase, the same bytes, (p-1)/p n gamma
  *   radix allreduce        per factor f: alpha + (f-1) n beta + (f+1)/3 n gamma
@@ -39,8 +48,18 @@
  * on it over all fragments: the node's reduce-scatter and allgather share NVLink,
  * the rail and spine levels the NIC) or the rank (its reductions and copies). The
  * bound printed next to it is the busiest link's byte time of the whole vector (no
- * latency, perfect overlap). Validated against SimGrid in benchmarks/RESULTS.md
- * section 5. */
+ * latency, perfect overlap).
+ * Bcast and reduce (plan.c): the data crosses groups of different roles, each
+ * stage one step on one set of ranks: bcast the holder's group at every level
+ * below the top bcasts the whole region (the root's node: stage 0), the top level
+ * bcasts each rank's piece, the other groups allgather on the way down; reduce
+ * the mirror (reduce-scatter up in the other groups, reduce on top, the holders'
+ * groups reduce the whole region on the way down). The stages' links: the root's
+ * link, the other members' of a holder's group, the non-holder groups' (three
+ * link resources per level, NIC shared by rail and spine as above); a rank's
+ * window counts its own stages (one per level), so fragment f enters the first
+ * stage of each role when fragment f - W has left that role's last one.
+ * Validated against SimGrid in benchmarks/RESULTS.md section 5. */
 #ifndef MXH_COST_H
 #define MXH_COST_H
 
@@ -83,12 +102,16 @@ typedef struct mxh_cost_model {
 } mxh_cost_model_t;
 
 /* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then
- * reduces (cpu seconds). */
+ * reduces (cpu seconds). A bcast or reduce step's exchanges are not symmetric: root
+ * 1 where the phase's bytes go through the root's link (the scatter from it, the
+ * gather to it), 0 where they go through the other members' (the allgather among
+ * them, the reduce-scatter to them); 0 for every other step. */
 #define MXH_COST_MAX_PHASES 12
 typedef struct mxh_cost_phases {
     int n;
     struct {
         double alpha, link, cpu;
+        int    root;
     } ph[MXH_COST_MAX_PHASES];
 } mxh_cost_phases_t;
 
@@ -123,7 +146,8 @@ double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
 size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                       size_t frag_bytes, size_t *sizes, size_t max);
 
-/* Predicted seconds of @coll (allreduce, reduce_scatter_block, allgather) on
+/* Predicted seconds of @coll (allreduce, reduce_scatter_block, allgather, bcast,
+ * reduce: a root's, the same for every root on a grid) on
  * @count elements of @tsize bytes cut into fragments of @frag_bytes (0: one
  * fragment, the hier algorithm); allreduce plans of @variant. -1: not modelled
  * (not a grid, another collective, more than 65536 fragments). */
