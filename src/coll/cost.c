@@ -143,13 +143,15 @@ static double beta(const mxh_cost_model_t *m, int level, double msg)
     return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
 }
 
-static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, int root)
+static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, int root,
+                    int flows)
 {
     if (ph->n < MXH_COST_MAX_PHASES) {
         ph->ph[ph->n].alpha = a;
         ph->ph[ph->n].link  = link;
         ph->ph[ph->n].cpu   = cpu;
         ph->ph[ph->n].root  = root;
+        ph->ph[ph->n].flows = flows > 0 ? flows : 1;
         ph->n++;
     } else { /* lump the rest into the last one */
         ph->ph[ph->n - 1].alpha += a;
@@ -158,9 +160,9 @@ static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, in
     }
 }
 
-static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
+static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu, int flows)
 {
-    phase_r(ph, a, link, cpu, 0);
+    phase_r(ph, a, link, cpu, 0, flows);
 }
 
 void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
@@ -184,49 +186,51 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
          * other member's as much (its parts in, or out, over both phases) */
         double q = n / (p - 1);
         if (type == MXH_STEP_BCAST) {
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1, p - 1);
             if (p > 2)
-                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0, 0);
+                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0, 0, p - 2);
         } else {
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g, 0);
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g, 0,
+                    p - 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1, p - 1);
         }
         return;
     }
     if (type == MXH_STEP_BCAST) /* the scatter from the root, then the allgather */
-        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1);
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1, p - 1);
     switch (algo) {
     case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
         for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
-            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n), (fac[i] + 1) / 3.0 * n * g);
+            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n),
+                  (fac[i] + 1) / 3.0 * n * g, fac[i] - 1);
         break;
     case A_DIRECT: /* one exchange per phase: my part from / to every peer */
         if (rs)
             phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p),
-                  (p + 1) / 3.0 * n / p * g);
+                  (p + 1) / 3.0 * n / p * g, p - 1);
         if (ag)
-            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, p - 1);
         break;
     case A_RHD: /* halves, quarters, ... then back */
         if (rs)
             for (int i = 1; i <= k; i++)
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
-                      n / (1 << i) * g);
+                      n / (1 << i) * g, 1);
         if (ag)
             for (int i = k; i >= 1; i--)
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
-                      0);
+                      0, 1);
         break;
     case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
         if (rs)
             phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
-                  share * n * g);
+                  share * n * g, 1);
         if (ag)
-            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1);
         break;
     }
     if (type == MXH_STEP_REDUCE) /* the reduce-scatter, then the gather to the root */
-        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1);
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1, p - 1);
 }
 
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
@@ -350,7 +354,7 @@ static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int leve
 
 static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
 {
-    phase(&sc->ph[slot], 0, 0, bytes * m->kappa);
+    phase(&sc->ph[slot], 0, 0, bytes * m->kappa, 1);
     sc->level[slot] = -1;
     sc->cpu += bytes * m->kappa;
     sc->scpu[slot] += bytes * m->kappa;
@@ -492,7 +496,8 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
  * @cap[s] are on it and, for its first step, fragment f - @W has left its last
  * slot (bcast, reduce: the slot of the gate, for each role's first slot). On a
  * slot each exchange waits its latency, moves its bytes (the bytes in flight on
- * one link resource, whichever slot they belong to, share it equally), then
+ * one link resource, whichever slot they belong to, share it by messages: a
+ * phase of k messages at once gets k shares), then
  * reduces. Returns when the last fragment leaves, -1 without memory. */
 static double stream_sim(const stage_cost_t *kinds,
                          const int *kind_of, int big, const int *cap, int W, size_t nf)
@@ -586,14 +591,15 @@ static double stream_sim(const stage_cost_t *kinds,
         if (lo >= nf)
             break;
         /* the next event; bytes share their link resource */
-        int nlink[NRES] = {0};
+        double nlink[NRES] = {0};
         double tn = HUGE_VAL;
 #define RES(f) (kinds[kind_of[f]].res[slots[k[f]]][ph[f]])
+#define FLOWS(f) ((double)kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]].flows)
         for (size_t f = lo; f < hi; f++)
             if (mode[f] == LINK)
-                nlink[RES(f)]++;
+                nlink[RES(f)] += FLOWS(f);
         for (size_t f = lo; f < hi; f++) {
-            double e = mode[f] == LINK ? now + t[f] * nlink[RES(f)]
+            double e = mode[f] == LINK ? now + t[f] * nlink[RES(f)] / FLOWS(f)
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
                                                             : HUGE_VAL;
             tn = e < tn ? e : tn;
@@ -602,11 +608,12 @@ static double stream_sim(const stage_cost_t *kinds,
             break; /* cannot happen: something is always running */
         for (size_t f = lo; f < hi; f++)
             if (mode[f] == LINK) {
-                t[f] -= (tn - now) / nlink[RES(f)];
+                t[f] -= (tn - now) * FLOWS(f) / nlink[RES(f)];
                 if (t[f] < 1e-15)
                     t[f] = 0;
             }
 #undef RES
+#undef FLOWS
         now = tn;
     }
     double T = 0;

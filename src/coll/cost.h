@@ -39,9 +39,10 @@
  * A schedule runs its F fragments (sizes as sched.c cuts them, ramps included)
  * through its stages (copy in, the plan's steps, copy out) as the stream executor
  * (exec.c) runs them: in order, at most two fragments on a stage at once (any
- * number on a light stage, one on a copy), at most W in flight; the bytes of the
- * fragments on a stage share its links equally (processor sharing: two fragments
- * entering together leave together). For uniform fragments and a dominant stage
+ * number on a light stage, one on a copy), at most W in flight; the bytes in flight
+ * on a link share it by messages, as SimGrid's max-min does per flow (a phase of k
+ * messages at once gets k shares; two fragments entering a stage together leave
+ * together). For uniform fragments and a dominant stage
  * of time t = alpha_total + x (x its bytes' time) this is about
  *   sum_s t_s + (F - 1) max(x, (alpha_total + 2 x) / 2)
  * and never less than the busiest resource: a link (the byte terms of every stage
@@ -112,6 +113,9 @@ typedef struct mxh_cost_phases {
     struct {
         double alpha, link, cpu;
         int    root;
+        int    flows; /* messages through one link of the phase at once: bytes on a
+                         link shared with other phases' get flows / (all flows on
+                         it) of it (SimGrid shares max-min per message) */
     } ph[MXH_COST_MAX_PHASES];
 } mxh_cost_phases_t;
 

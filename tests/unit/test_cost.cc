@@ -194,6 +194,8 @@ TEST(Cost, BcastReduceSteps)
     ASSERT_EQ(2, ph.n);
     EXPECT_NEAR(8.501968 * us, ph.ph[0].link, 1e-11);
     EXPECT_EQ(1, ph.ph[0].root); // the scatter goes through the root's link
+    EXPECT_EQ(3, ph.ph[0].flows); // three messages out of the root at once
+    EXPECT_EQ(2, ph.ph[1].flows); // two into each of the others
     EXPECT_NEAR(5.667978 * us, ph.ph[1].link, 1e-11);
     EXPECT_EQ(0, ph.ph[1].root);
     EXPECT_NEAR(16.169946 * us, mxh_cost_step(&m, 0, MXH_STEP_BCAST, 3 << 20, NULL, NULL), 1e-11);
@@ -208,10 +210,13 @@ TEST(Cost, BcastReduceSteps)
     EXPECT_NEAR(23.845333 * us, mxh_cost_step(&m, 1, MXH_STEP_BCAST, 1 << 20, NULL, NULL), 1e-11);
     EXPECT_NEAR(48.739243 * us, mxh_cost_step(&m, 1, MXH_STEP_REDUCE, 1 << 20, NULL, NULL), 1e-11);
     // 16 GPUs in a node: rhd, the root scatters 15/16 of the region, then 4 exchanges
+    // of one message each
     mxh_cost_model_t big = grid(16, 2);
     mxh_cost_step_phases(&big, 0, MXH_STEP_BCAST, 16 << 20, &ph);
     ASSERT_EQ(5, ph.n);
     EXPECT_EQ(1, ph.ph[0].root);
+    EXPECT_EQ(15, ph.ph[0].flows);
+    EXPECT_EQ(1, ph.ph[1].flows);
     EXPECT_NEAR(15.0 * (1 << 20) / 370e9, ph.ph[0].link, 1e-11);
     mxh_cost_step_phases(&big, 0, MXH_STEP_REDUCE, 16 << 20, &ph);
     ASSERT_EQ(5, ph.n);
@@ -249,6 +254,34 @@ TEST(Cost, PipelineBcastTwoFragments)
     mxh_cost_model_t m = grid(4, 2);
     m.lvl[0].alpha = m.lvl[1].alpha = 0;
     EXPECT_NEAR(49.240562 * us, mxh_cost_predict(&m, MXH_COLL_BCAST, 1 << 20, 4, 2 << 20, MXH_COST_PLAN),
+                1e-11);
+}
+
+// Links shared by messages, not by fragments (SimGrid's max-min per flow): a rail of 4
+// and a spine of 2 on one NIC, allreduce of three 4 MiB fragments, no latency on the
+// rail, a = 0.5 u on the spine, u = 4 MiB / 48 GB/s; per fragment rail reduce-scatter
+// and allgather 0.75 u each (3 messages at once), spine allreduce two exchanges of
+// 0.125 u (1 message). Fragments 0 and 1 share the reduce-scatter: 1.5 u. Fragment 2
+// has the NIC alone while they wait on the spine's latency (2.0: 0.25 u left), then 3
+// of 5 shares (done at 2.4167; 0 and 1 have 0.0417 u left, done at 2.5 sharing the
+// NIC), 0 and 1 wait again (3.0), exchange (3.25), take the allgather (3 + 3 messages)
+// while 2 waits (3.75), then 2's spine message gets 1 of 7 shares: done at 4.625 (0 and
+// 1 0.125 u left: done at 4.875); 2 waits (5.125), exchanges (5.25), allgathers alone:
+// 6.0 u = 524.288 us.
+TEST(Cost, LinksSharedByMessages)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp        = 0;
+    mxh_level_type_t type[2] = {MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[2]             = {4, 2};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 2, type, gsize);
+    double u       = (4 << 20) / 48e9;
+    m.lvl[0].alpha = 0;
+    m.lvl[1].alpha = 0.5 * u;
+    m.gamma        = 0;
+    EXPECT_NEAR(6.0 * u, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 3 << 20, 4, 4 << 20, MXH_COST_PLAN),
                 1e-11);
 }
 
