@@ -152,11 +152,24 @@ static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, in
         ph->ph[ph->n].cpu   = cpu;
         ph->ph[ph->n].root  = root;
         ph->ph[ph->n].flows = flows > 0 ? flows : 1;
+        ph->ph[ph->n].root2 = -1;
+        ph->ph[ph->n].flows2 = 0;
+        ph->ph[ph->n].link2 = 0;
         ph->n++;
     } else { /* lump the rest into the last one */
         ph->ph[ph->n - 1].alpha += a;
         ph->ph[ph->n - 1].link += link;
         ph->ph[ph->n - 1].cpu += cpu;
+    }
+}
+
+/* The last phase's second link set. */
+static void phase2(mxh_cost_phases_t *ph, int root2, double link2, int flows2)
+{
+    if (ph->n > 0 && ph->n <= MXH_COST_MAX_PHASES) {
+        ph->ph[ph->n - 1].root2  = root2;
+        ph->ph[ph->n - 1].link2  = link2;
+        ph->ph[ph->n - 1].flows2 = flows2;
     }
 }
 
@@ -186,18 +199,23 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
          * other member's as much (its parts in, or out, over both phases) */
         double q = n / (p - 1);
         if (type == MXH_STEP_BCAST) {
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1, p - 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, MXH_COST_ROOT_OUT, p - 1);
+            phase2(ph, MXH_COST_OTHERS, q * beta(m, level, q), 1);
             if (p > 2)
-                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0, 0, p - 2);
+                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0,
+                        MXH_COST_OTHERS, p - 2);
         } else {
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g, 0,
-                    p - 1);
-            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, 1, p - 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g,
+                    MXH_COST_OTHERS, p - 1);
+            phase2(ph, MXH_COST_ROOT_OUT, n * beta(m, level, q), p - 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, MXH_COST_ROOT_IN, p - 1);
+            phase2(ph, MXH_COST_OTHERS_OUT, q * beta(m, level, q), 1);
         }
         return;
     }
     if (type == MXH_STEP_BCAST) /* the scatter from the root, then the allgather */
-        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1, p - 1);
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0,
+                MXH_COST_ROOT_OUT, p - 1);
     switch (algo) {
     case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
         for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
@@ -230,7 +248,8 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
         break;
     }
     if (type == MXH_STEP_REDUCE) /* the reduce-scatter, then the gather to the root */
-        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1, p - 1);
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0,
+                MXH_COST_ROOT_IN, p - 1);
 }
 
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
@@ -298,16 +317,21 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
 
 /* Link resources: m->res[level] (the level's links; rail and spine share the NIC)
  * for the steps every member of a group runs alike, and for bcast/reduce steps
- * in a holder's group (plan.c) ROLE_ROOT + that (the root's link) and ROLE_OTHER
- * + that (the others'): different ranks' links, which the simulator does not
- * share (a rank in the root's node never runs the other nodes' allgather). */
-#define ROLE_ROOT  MXH_MAX_LEVELS
-#define ROLE_OTHER (2 * MXH_MAX_LEVELS)
-#define NRES       (3 * MXH_MAX_LEVELS)
+ * in a holder's group (plan.c) that + ROLE_ROOT_OUT, _ROOT_IN (the root's link,
+ * each direction), _OTHER (the others', inputs, both ways for their allgather),
+ * _OTHER_OUT (their outputs to the root): different ranks' links, which the
+ * simulator does not share (a rank in the root's node never runs the other nodes'
+ * allgather). */
+#define ROLE_ROOT_OUT  MXH_MAX_LEVELS
+#define ROLE_ROOT_IN   (2 * MXH_MAX_LEVELS)
+#define ROLE_OTHER     (3 * MXH_MAX_LEVELS)
+#define ROLE_OTHER_OUT (4 * MXH_MAX_LEVELS)
+#define NRES           (5 * MXH_MAX_LEVELS)
 
 typedef struct stage_cost {
     mxh_cost_phases_t ph[NSLOT];
-    int    res[NSLOT][MXH_COST_MAX_PHASES]; /* each phase's link resource */
+    int    res[NSLOT][MXH_COST_MAX_PHASES];  /* each phase's link resource */
+    int    res2[NSLOT][MXH_COST_MAX_PHASES]; /* its second one (-1: none) */
     int    level[NSLOT];         /* -1: a copy */
     double region[NSLOT];        /* bytes of the slot's step (light stages) */
     double link[NRES];           /* byte time per link resource */
@@ -319,27 +343,48 @@ typedef struct stage_cost {
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
 } stage_cost_t;
 
+/* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:
+ * a bcast/reduce step of a holder's group. Above the first level on the NIC (the
+ * spine), the root side is the root's node's NICs (the rail's root side: the
+ * root's node's ranks hold the window that paces the others, RESULTS.md section
+ * 5) and the other side the non-holder groups'. */
+static int side_res(const mxh_cost_model_t *m, int level, int holder, int root)
+{
+    int r = m->res[level], first = r == level;
+    if (!holder || root < 0)
+        return r;
+    switch (root) {
+    case MXH_COST_ROOT_OUT:
+        return r + ROLE_ROOT_OUT;
+    case MXH_COST_ROOT_IN:
+        return r + ROLE_ROOT_IN;
+    case MXH_COST_OTHERS_OUT:
+        return r + (first ? ROLE_OTHER_OUT : 0);
+    default:
+        return r + (first ? ROLE_OTHER : 0);
+    }
+}
+
 /* A step at @stage; @holder: a bcast/reduce step of a holder's group, whose
- * phases go through the root's link or the others' (mxh_cost_phases_t.root).
- * Above the first level on the NIC (the spine), the root side is the holders'
- * rail groups (mostly non-root members there) and the other side the non-holder
- * groups: their resources. */
+ * phases go through the root's link or the others' (mxh_cost_phases_t.root). */
 static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
                      mxh_step_type_t type, double bytes, int holder)
 {
     mxh_cost_phases_t *ph = &sc->ph[1 + stage];
-    int r = m->res[level], first = r == level;
     if (bytes < 1)
         bytes = 1;
     mxh_cost_step_phases(m, level, type, (size_t)bytes, ph);
     sc->level[1 + stage]  = level;
     sc->region[1 + stage] = bytes;
     for (int i = 0; i < ph->n; i++) {
-        int res = r;
-        if (holder)
-            res = ph->ph[i].root ? r + (first ? ROLE_ROOT : ROLE_OTHER)
-                                 : r + (first ? ROLE_OTHER : 0);
-        sc->res[1 + stage][i] = res;
+        int res = side_res(m, level, holder, ph->ph[i].root);
+        sc->res[1 + stage][i]  = res;
+        sc->res2[1 + stage][i] = -1;
+        if (holder && ph->ph[i].root2 >= 0 && ph->ph[i].link2 > 0) {
+            int r2 = side_res(m, level, holder, ph->ph[i].root2);
+            sc->res2[1 + stage][i] = r2;
+            sc->link[r2] += ph->ph[i].link2;
+        }
         sc->link[res] += ph->ph[i].link;
         sc->cpu += ph->ph[i].cpu;
         sc->scpu[1 + stage] += ph->ph[i].cpu;
@@ -383,8 +428,11 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
     int top = m->nlevels - 1;
     double n = (double)c * (double)tsize, reg;
     memset(sc, 0, sizeof(*sc));
-    for (int k = 0; k < NSLOT; k++)
+    for (int k = 0; k < NSLOT; k++) {
         sc->level[k] = sc->gate[k] = -1;
+        for (int i = 0; i < MXH_COST_MAX_PHASES; i++)
+            sc->res2[k][i] = -1;
+    }
 
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
@@ -519,11 +567,12 @@ static double stream_sim(const stage_cost_t *kinds,
     int *k = calloc(nf, sizeof(int)), *ph = calloc(nf, sizeof(int)),
         *mode = calloc(nf, sizeof(int));
     double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
+    double *rate = calloc(nf, sizeof(double));
     size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
     int act[NSLOT] = {0};
     double now = 0;
-    if (!k || !ph || !mode || !t || !done) {
-        free(k), free(ph), free(mode), free(t), free(done);
+    if (!k || !ph || !mode || !t || !done || !rate) {
+        free(k), free(ph), free(mode), free(t), free(done), free(rate);
         return -1;
     }
     while (lo < nf) {
@@ -590,16 +639,28 @@ static double stream_sim(const stage_cost_t *kinds,
         }
         if (lo >= nf)
             break;
-        /* the next event; bytes share their link resource */
+        /* the next event; bytes share their link resources by messages; a phase
+         * with a second link set moves at the pace of the slower of the two */
         double nlink[NRES] = {0};
         double tn = HUGE_VAL;
+#define PH(f) (&kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]])
 #define RES(f) (kinds[kind_of[f]].res[slots[k[f]]][ph[f]])
-#define FLOWS(f) ((double)kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]].flows)
+#define RES2(f) (kinds[kind_of[f]].res2[slots[k[f]]][ph[f]])
         for (size_t f = lo; f < hi; f++)
-            if (mode[f] == LINK)
-                nlink[RES(f)] += FLOWS(f);
+            if (mode[f] == LINK) {
+                nlink[RES(f)] += PH(f)->flows;
+                if (RES2(f) >= 0)
+                    nlink[RES2(f)] += PH(f)->flows2;
+            }
         for (size_t f = lo; f < hi; f++) {
-            double e = mode[f] == LINK ? now + t[f] * nlink[RES(f)] / FLOWS(f)
+            if (mode[f] == LINK) { /* seconds of the first set's bytes per second */
+                rate[f] = PH(f)->flows / nlink[RES(f)];
+                if (RES2(f) >= 0) {
+                    double r2 = PH(f)->flows2 / nlink[RES2(f)] * PH(f)->link / PH(f)->link2;
+                    rate[f] = r2 < rate[f] ? r2 : rate[f];
+                }
+            }
+            double e = mode[f] == LINK ? now + t[f] / rate[f]
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
                                                             : HUGE_VAL;
             tn = e < tn ? e : tn;
@@ -608,18 +669,19 @@ static double stream_sim(const stage_cost_t *kinds,
             break; /* cannot happen: something is always running */
         for (size_t f = lo; f < hi; f++)
             if (mode[f] == LINK) {
-                t[f] -= (tn - now) * FLOWS(f) / nlink[RES(f)];
+                t[f] -= (tn - now) * rate[f];
                 if (t[f] < 1e-15)
                     t[f] = 0;
             }
+#undef PH
 #undef RES
-#undef FLOWS
+#undef RES2
         now = tn;
     }
     double T = 0;
     for (size_t f = 0; f < nf; f++)
         T = done[f] > T ? done[f] : T;
-    free(k), free(ph), free(mode), free(t), free(done);
+    free(k), free(ph), free(mode), free(t), free(done), free(rate);
     return T;
 }
 

@@ -104,10 +104,15 @@ typedef struct mxh_cost_model {
 
 /* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then
  * reduces (cpu seconds). A bcast or reduce step's exchanges are not symmetric: root
- * 1 where the phase's bytes go through the root's link (the scatter from it, the
- * gather to it), 0 where they go through the other members' (the allgather among
- * them, the reduce-scatter to them); 0 for every other step. */
+ * says whose link the phase's bytes take (MXH_COST_OTHERS: the other members', in
+ * both directions for an allgather among them, into them for the reduce-scatter to
+ * them; _ROOT_OUT: the scatter from the root; _ROOT_IN: the gather to it), and a
+ * second link set may carry part of them at once (root2, link2 seconds, flows2
+ * messages; root2 -1: none): the non-roots' inputs in a scatter, the root's output
+ * in the reduce-scatter, the non-roots' outputs in a gather. Every other step:
+ * MXH_COST_OTHERS, no second set. */
 #define MXH_COST_MAX_PHASES 12
+enum { MXH_COST_OTHERS = 0, MXH_COST_ROOT_OUT, MXH_COST_ROOT_IN, MXH_COST_OTHERS_OUT };
 typedef struct mxh_cost_phases {
     int n;
     struct {
@@ -116,6 +121,8 @@ typedef struct mxh_cost_phases {
         int    flows; /* messages through one link of the phase at once: bytes on a
                          link shared with other phases' get flows / (all flows on
                          it) of it (SimGrid shares max-min per message) */
+        int    root2, flows2;
+        double link2;
     } ph[MXH_COST_MAX_PHASES];
 } mxh_cost_phases_t;
 

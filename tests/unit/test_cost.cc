@@ -193,16 +193,23 @@ TEST(Cost, BcastReduceSteps)
     mxh_cost_step_phases(&m, 0, MXH_STEP_BCAST, 3 << 20, &ph);
     ASSERT_EQ(2, ph.n);
     EXPECT_NEAR(8.501968 * us, ph.ph[0].link, 1e-11);
-    EXPECT_EQ(1, ph.ph[0].root); // the scatter goes through the root's link
-    EXPECT_EQ(3, ph.ph[0].flows); // three messages out of the root at once
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root); // the scatter goes through the root's link
+    EXPECT_EQ(3, ph.ph[0].flows);                // three messages out of the root at once
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[0].root2);  // and one into each of the others
+    EXPECT_NEAR(2.833989 * us, ph.ph[0].link2, 1e-11);
+    EXPECT_EQ(1, ph.ph[0].flows2);
     EXPECT_EQ(2, ph.ph[1].flows); // two into each of the others
     EXPECT_NEAR(5.667978 * us, ph.ph[1].link, 1e-11);
-    EXPECT_EQ(0, ph.ph[1].root);
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[1].root);
+    EXPECT_EQ(-1, ph.ph[1].root2);
     EXPECT_NEAR(16.169946 * us, mxh_cost_step(&m, 0, MXH_STEP_BCAST, 3 << 20, NULL, NULL), 1e-11);
     mxh_cost_step_phases(&m, 0, MXH_STEP_REDUCE, 3 << 20, &ph);
     ASSERT_EQ(2, ph.n);
-    EXPECT_EQ(0, ph.ph[0].root);
-    EXPECT_EQ(1, ph.ph[1].root); // the gather to the root
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[0].root);
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root2); // the root's parts out, 3 messages
+    EXPECT_NEAR(8.501968 * us, ph.ph[0].link2, 1e-11);
+    EXPECT_EQ(MXH_COST_ROOT_IN, ph.ph[1].root);   // the gather to the root
+    EXPECT_EQ(MXH_COST_OTHERS_OUT, ph.ph[1].root2);
     EXPECT_NEAR(1.747627 * us, ph.ph[0].cpu, 1e-11);
     EXPECT_NEAR(20.751562 * us, mxh_cost_step(&m, 0, MXH_STEP_REDUCE, 3 << 20, NULL, NULL), 1e-11);
     mxh_cost_step_phases(&m, 1, MXH_STEP_BCAST, 1 << 20, &ph);
@@ -214,13 +221,13 @@ TEST(Cost, BcastReduceSteps)
     mxh_cost_model_t big = grid(16, 2);
     mxh_cost_step_phases(&big, 0, MXH_STEP_BCAST, 16 << 20, &ph);
     ASSERT_EQ(5, ph.n);
-    EXPECT_EQ(1, ph.ph[0].root);
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root);
     EXPECT_EQ(15, ph.ph[0].flows);
     EXPECT_EQ(1, ph.ph[1].flows);
     EXPECT_NEAR(15.0 * (1 << 20) / 370e9, ph.ph[0].link, 1e-11);
     mxh_cost_step_phases(&big, 0, MXH_STEP_REDUCE, 16 << 20, &ph);
     ASSERT_EQ(5, ph.n);
-    EXPECT_EQ(1, ph.ph[4].root);
+    EXPECT_EQ(MXH_COST_ROOT_IN, ph.ph[4].root);
 }
 
 // Bcast of 4 MiB on 4 x 2, one fragment: the root's node bcasts the 4 MiB (1 us + 4 MiB /
