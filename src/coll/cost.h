@@ -56,10 +56,13 @@
  * bcasts each rank's piece, the other groups allgather on the way down; reduce
  * the mirror (reduce-scatter up in the other groups, reduce on top, the holders'
  * groups reduce the whole region on the way down). The stages' links: the root's
- * link, the other members' of a holder's group, the non-holder groups' (three
- * link resources per level, NIC shared by rail and spine as above); a rank's
- * window counts its own stages (one per level), so fragment f enters the first
- * stage of each role when fragment f - W has left that role's last one.
+ * link out and in, the other members' of a holder's group in and out, the
+ * non-holder groups' (five link resources per level, NIC shared by rail and
+ * spine as above; the spine's holder side on the root's node's NICs); a phase may
+ * load two of them at once (a scatter: the root's output and the others'
+ * inputs) and runs at the pace of the slower; a rank's window counts its own
+ * stages (one per level), so fragment f enters the first stage of each role when
+ * fragment f - W has left that role's last one.
  * Validated against SimGrid in benchmarks/RESULTS.md section 5. */
 #ifndef MXH_COST_H
 #define MXH_COST_H
