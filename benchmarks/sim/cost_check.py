@@ -5,7 +5,9 @@
       DIR/scale.csv[=FRAG] ...  [--env MPIX_HIER_COST_NET_LATENCY=23us ...]
 
 Each CSV is a run_sim.py --scale output of one MPIX_HIER_FRAG_SIZE (FRAG, default the
-library's 8m); every row's hier time is compared with the model's prediction for the
+library's 8m; --hier-only runs too), any modelled collective (allreduce,
+reduce_scatter_block, allgather, bcast, reduce); every row's hier time is compared with
+the model's prediction for the
 schedule today's selection runs with that fragment size ("today:" of --explain). FRAG
 "model": a run with MPIX_HIER_COST_MODEL=yes, compared with the model's choice
 ("model:" of --explain).

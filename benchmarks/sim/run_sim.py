@@ -501,7 +501,7 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
 
     def one(task):
         si, sel, g = task
-        impl = "hier,mpi" if si == 0 else "mpi"
+        impl = ("hier" if getattr(a, "hier_only", False) else "hier,mpi") if si == 0 else "mpi"
         log = "%s.%s%s.log" % (prefix, sel, "" if jobs <= 1 else "." + "_".join(g))
         out, wall, pss = smpirun(a, prefix, p, [bench, "-c", ",".join(g)] + args +
                                  ["--impl", impl], env, log,
@@ -526,7 +526,11 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
         out = outs[si]
         for coll in COLLS:
             for n, f in sorted(bench_rows(out, coll).items()):
-                if si == 0:
+                if si == 0 and getattr(a, "hier_only", False):  # no MPI columns
+                    ht, hb = float(f[0]), float(f[2])
+                    mt = mb = float("nan")
+                    wrong = f[3]
+                elif si == 0:
                     ht, hb, mt, mb = float(f[0]), float(f[2]), float(f[4]), float(f[6])
                     wrong = "%s/%s" % (f[3], f[7])
                 else:
@@ -747,6 +751,9 @@ def main():
     sc.add_argument("--batch", action="store_true",
                     help="--scale: mpix_bench --batch (time -n calls back to back after one "
                          "barrier: small messages without the barrier's skew)")
+    sc.add_argument("--hier-only", action="store_true",
+                    help="--scale: mpix_bench --impl hier (no MPI column: MPI's large "
+                         "collectives cost most of the simulation's wall time)")
     sc.add_argument("--csv", default="", help="--scale: CSV file (default OUT/scale.csv)")
     sc.add_argument("--append", action="store_true",
                     help="--scale: append to the CSV and markdown files")

@@ -116,6 +116,8 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
 {
     int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
     int net_direct = m->net[level] && p <= P2P_DIRECT_P;
+    if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
+        return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
     if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
         return A_RADIX;
     if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
@@ -143,12 +145,18 @@ static double beta(const mxh_cost_model_t *m, int level, double msg)
     return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
 }
 
-static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
+static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, int root,
+                    int flows)
 {
     if (ph->n < MXH_COST_MAX_PHASES) {
         ph->ph[ph->n].alpha = a;
         ph->ph[ph->n].link  = link;
         ph->ph[ph->n].cpu   = cpu;
+        ph->ph[ph->n].root  = root;
+        ph->ph[ph->n].flows = flows > 0 ? flows : 1;
+        ph->ph[ph->n].root2 = -1;
+        ph->ph[ph->n].flows2 = 0;
+        ph->ph[ph->n].link2 = 0;
         ph->n++;
     } else { /* lump the rest into the last one */
         ph->ph[ph->n - 1].alpha += a;
@@ -157,48 +165,93 @@ static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
     }
 }
 
+/* The last phase's second link set. */
+static void phase2(mxh_cost_phases_t *ph, int root2, double link2, int flows2)
+{
+    if (ph->n > 0 && ph->n <= MXH_COST_MAX_PHASES) {
+        ph->ph[ph->n - 1].root2  = root2;
+        ph->ph[ph->n - 1].link2  = link2;
+        ph->ph[ph->n - 1].flows2 = flows2;
+    }
+}
+
+static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu, int flows)
+{
+    phase_r(ph, a, link, cpu, 0, flows);
+}
+
 void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
                           size_t bytes, mxh_cost_phases_t *ph)
 {
     int p = m->gsize[level], fac[32], k = log2i(p);
     double n = (double)bytes, g = m->gamma;
     double share = (double)(p - 1) / p;
-    int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE;
-    int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE;
+    int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE ||
+             type == MXH_STEP_REDUCE;
+    int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE || type == MXH_STEP_BCAST;
+    p2p_t algo;
 
     ph->n = 0;
     if (p <= 1 || bytes == 0)
         return;
-    switch (choose(m, level, type, bytes)) {
+    algo = choose(m, level, type, bytes);
+    if (algo == A_DIRECT && (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE)) {
+        /* p2p.c rootless: the region split among the p - 1 others, the root's part
+         * empty; the root's link carries the region once (scatter, gather), every
+         * other member's as much (its parts in, or out, over both phases) */
+        double q = n / (p - 1);
+        if (type == MXH_STEP_BCAST) {
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, MXH_COST_ROOT_OUT, p - 1);
+            phase2(ph, MXH_COST_OTHERS, q * beta(m, level, q), 1);
+            if (p > 2)
+                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0,
+                        MXH_COST_OTHERS, p - 2);
+        } else {
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g,
+                    MXH_COST_OTHERS, p - 1);
+            phase2(ph, MXH_COST_ROOT_OUT, n * beta(m, level, q), p - 1);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), 0, MXH_COST_ROOT_IN, p - 1);
+            phase2(ph, MXH_COST_OTHERS_OUT, q * beta(m, level, q), 1);
+        }
+        return;
+    }
+    if (type == MXH_STEP_BCAST) /* the scatter from the root, then the allgather */
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0,
+                MXH_COST_ROOT_OUT, p - 1);
+    switch (algo) {
     case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
         for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
-            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n), (fac[i] + 1) / 3.0 * n * g);
+            phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n),
+                  (fac[i] + 1) / 3.0 * n * g, fac[i] - 1);
         break;
     case A_DIRECT: /* one exchange per phase: my part from / to every peer */
         if (rs)
             phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p),
-                  (p + 1) / 3.0 * n / p * g);
+                  (p + 1) / 3.0 * n / p * g, p - 1);
         if (ag)
-            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+            phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, p - 1);
         break;
     case A_RHD: /* halves, quarters, ... then back */
         if (rs)
             for (int i = 1; i <= k; i++)
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
-                      n / (1 << i) * g);
+                      n / (1 << i) * g, 1);
         if (ag)
             for (int i = k; i >= 1; i--)
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
-                      0);
+                      0, 1);
         break;
     case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
         if (rs)
             phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
-                  share * n * g);
+                  share * n * g, 1);
         if (ag)
-            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0);
+            phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1);
         break;
     }
+    if (type == MXH_STEP_REDUCE) /* the reduce-scatter, then the gather to the root */
+        phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0,
+                MXH_COST_ROOT_IN, p - 1);
 }
 
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
@@ -264,16 +317,60 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
 /* slots: 0 copy in, 1 .. 2 nlevels - 1 the plan's stages, 2 nlevels copy out */
 #define NSLOT (2 * MXH_MAX_LEVELS + 1)
 
+/* Link resources: m->res[level] (the level's links; rail and spine share the NIC)
+ * for the steps every member of a group runs alike, and for bcast/reduce steps
+ * in a holder's group (plan.c) that + ROLE_ROOT_OUT, _ROOT_IN (the root's link,
+ * each direction), _OTHER (the others', inputs, both ways for their allgather),
+ * _OTHER_OUT (their outputs to the root): different ranks' links, which the
+ * simulator does not share (a rank in the root's node never runs the other nodes'
+ * allgather). */
+#define ROLE_ROOT_OUT  MXH_MAX_LEVELS
+#define ROLE_ROOT_IN   (2 * MXH_MAX_LEVELS)
+#define ROLE_OTHER     (3 * MXH_MAX_LEVELS)
+#define ROLE_OTHER_OUT (4 * MXH_MAX_LEVELS)
+#define NRES           (5 * MXH_MAX_LEVELS)
+
 typedef struct stage_cost {
     mxh_cost_phases_t ph[NSLOT];
+    int    res[NSLOT][MXH_COST_MAX_PHASES];  /* each phase's link resource */
+    int    res2[NSLOT][MXH_COST_MAX_PHASES]; /* its second one (-1: none) */
     int    level[NSLOT];         /* -1: a copy */
     double region[NSLOT];        /* bytes of the slot's step (light stages) */
-    double link[MXH_MAX_LEVELS]; /* byte time per level */
+    double link[NRES];           /* byte time per link resource */
     double cpu;                  /* reductions and copies */
+    double scpu[NSLOT];          /* the same by slot */
+    int    gate[NSLOT];          /* window: fragment f enters slot s when fragment
+                                    f - W has left slot gate[s] (-1: no such rule;
+                                    the first slot's is the admission) */
+    int    rooted;               /* bcast/reduce: every stage runs on other ranks */
 } stage_cost_t;
 
-static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
-                mxh_step_type_t type, double bytes)
+/* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:
+ * a bcast/reduce step of a holder's group. Above the first level on the NIC (the
+ * spine), the root side is the root's node's NICs (the rail's root side: the
+ * root's node's ranks hold the window that paces the others, RESULTS.md section
+ * 5) and the other side the non-holder groups'. */
+static int side_res(const mxh_cost_model_t *m, int level, int holder, int root)
+{
+    int r = m->res[level], first = r == level;
+    if (!holder || root < 0)
+        return r;
+    switch (root) {
+    case MXH_COST_ROOT_OUT:
+        return r + ROLE_ROOT_OUT;
+    case MXH_COST_ROOT_IN:
+        return r + ROLE_ROOT_IN;
+    case MXH_COST_OTHERS_OUT:
+        return r + (first ? ROLE_OTHER_OUT : 0);
+    default:
+        return r + (first ? ROLE_OTHER : 0);
+    }
+}
+
+/* A step at @stage; @holder: a bcast/reduce step of a holder's group, whose
+ * phases go through the root's link or the others' (mxh_cost_phases_t.root). */
+static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
+                     mxh_step_type_t type, double bytes, int holder)
 {
     mxh_cost_phases_t *ph = &sc->ph[1 + stage];
     if (bytes < 1)
@@ -282,16 +379,32 @@ static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int leve
     sc->level[1 + stage]  = level;
     sc->region[1 + stage] = bytes;
     for (int i = 0; i < ph->n; i++) {
-        sc->link[m->res[level]] += ph->ph[i].link;
+        int res = side_res(m, level, holder, ph->ph[i].root);
+        sc->res[1 + stage][i]  = res;
+        sc->res2[1 + stage][i] = -1;
+        if (holder && ph->ph[i].root2 >= 0 && ph->ph[i].link2 > 0) {
+            int r2 = side_res(m, level, holder, ph->ph[i].root2);
+            sc->res2[1 + stage][i] = r2;
+            sc->link[r2] += ph->ph[i].link2;
+        }
+        sc->link[res] += ph->ph[i].link;
         sc->cpu += ph->ph[i].cpu;
+        sc->scpu[1 + stage] += ph->ph[i].cpu;
     }
+}
+
+static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
+                mxh_step_type_t type, double bytes)
+{
+    add_role(m, sc, stage, level, type, bytes, 0);
 }
 
 static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
 {
-    phase(&sc->ph[slot], 0, 0, bytes * m->kappa);
+    phase(&sc->ph[slot], 0, 0, bytes * m->kappa, 1);
     sc->level[slot] = -1;
     sc->cpu += bytes * m->kappa;
+    sc->scpu[slot] += bytes * m->kappa;
 }
 
 static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
@@ -317,8 +430,11 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
     int top = m->nlevels - 1;
     double n = (double)c * (double)tsize, reg;
     memset(sc, 0, sizeof(*sc));
-    for (int k = 0; k < NSLOT; k++)
-        sc->level[k] = -1;
+    for (int k = 0; k < NSLOT; k++) {
+        sc->level[k] = sc->gate[k] = -1;
+        for (int i = 0; i < MXH_COST_MAX_PHASES; i++)
+            sc->res2[k][i] = -1;
+    }
 
     switch (coll) {
     case MXH_COLL_ALLREDUCE:
@@ -370,6 +486,49 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
             copy(m, sc, 2 * m->nlevels, n * m->nranks);
         }
         break;
+    case MXH_COLL_BCAST:
+        /* the root's group bcasts the whole region at every level below the top
+         * (holders' groups), the top bcasts my piece, the groups without a
+         * holder allgather on the way down. A rank of role k (its groups hold
+         * the data from level k up; k = 0: the root's node) runs stages k .. top
+         * and, k > 0, the allgathers 2 top - k + 1 .. 2 top. */
+        reg = n;
+        for (int l = 0; l <= top; l++) {
+            add_role(m, sc, l, l, MXH_STEP_BCAST, reg, 1);
+            reg /= m->gsize[l];
+        }
+        reg *= m->gsize[top];
+        for (int l = top - 1; l >= 0; l--) {
+            reg *= m->gsize[l];
+            add(m, sc, 2 * top - l, l, MXH_STEP_ALLGATHER, reg);
+        }
+        sc->rooted = 1;
+        sc->gate[1 + 0] = 1 + top;
+        for (int k = 1; k <= top; k++)
+            sc->gate[1 + k] = 1 + 2 * top;
+        break;
+    case MXH_COLL_REDUCE:
+        /* the mirror: reduce-scatter up in the groups without a holder, reduce on
+         * top, the holders' groups reduce the whole region to the holder on the
+         * way down. Role k runs stages 0 .. k - 1 and top .. 2 top - k; the
+         * input's copy (a root's node rank, whose first step is not a
+         * reduce-scatter of the whole region) overlaps the others' first stages
+         * and is left out. */
+        reg = n;
+        for (int l = 0; l < top; l++) {
+            add(m, sc, l, l, MXH_STEP_REDUCE_SCATTER, reg);
+            reg /= m->gsize[l];
+        }
+        add_role(m, sc, top, top, MXH_STEP_REDUCE, reg, 1);
+        for (int l = top - 1; l >= 0; l--) {
+            reg *= m->gsize[l];
+            add_role(m, sc, 2 * top - l, l, MXH_STEP_REDUCE, reg, 1);
+        }
+        sc->rooted = 1;
+        sc->gate[1 + top] = 1 + 2 * top;
+        if (top > 0)
+            sc->gate[1 + 0] = 1 + 2 * top - 1;
+        break;
     default:
         break;
     }
@@ -379,43 +538,53 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 {
     return m->grid && m->nlevels >= 1 &&
            (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
-            coll == MXH_COLL_ALLGATHER);
+            coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE);
 }
 
 /* The stream executor, event by event: fragments @kind_of (their stage costs in
  * @kinds) through the slots; a fragment enters a slot in order, while fewer than
  * @cap[s] are on it and, for its first step, fragment f - @W has left its last
- * slot. On a slot each exchange waits its latency, moves its bytes (the bytes in
- * flight on one link resource, whichever slot they belong to, share it equally),
- * then reduces. Returns when the last fragment leaves, -1 without memory. */
-static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
+ * slot (bcast, reduce: the slot of the gate, for each role's first slot). On a
+ * slot each exchange waits its latency, moves its bytes (the bytes in flight on
+ * one link resource, whichever slot they belong to, share it by messages: a
+ * phase of k messages at once gets k shares), then
+ * reduces. Returns when the last fragment leaves, -1 without memory. */
+static double stream_sim(const stage_cost_t *kinds,
                          const int *kind_of, int big, const int *cap, int W, size_t nf)
 {
     enum { WAIT, DELAY, LINK, CPU, DONE };
-    int slots[NSLOT], ns = 0, first_step = -1;
-    for (int s = 0; s < NSLOT; s++)
-        if (kinds[big].ph[s].n > 0) {
-            if (first_step < 0 && kinds[big].level[s] >= 0)
-                first_step = ns;
+    int slots[NSLOT], pos[NSLOT], gate[NSLOT], ns = 0;
+    for (int s = 0; s < NSLOT; s++) {
+        pos[s] = ns;
+        if (kinds[big].ph[s].n > 0)
             slots[ns++] = s;
-        }
+    }
+    /* gates by position: left position j = its k beyond j (or done) */
+    for (int i = 0; i < ns; i++) {
+        int g = kinds[big].gate[slots[i]];
+        gate[i] = g < 0 ? (i == 0 ? ns - 1 : -1) : (pos[g] < ns ? pos[g] : ns - 1);
+    }
+    if (gate[0] < 0)
+        gate[0] = ns - 1;
     int *k = calloc(nf, sizeof(int)), *ph = calloc(nf, sizeof(int)),
         *mode = calloc(nf, sizeof(int));
     double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
+    double *rate = calloc(nf, sizeof(double));
     size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
     int act[NSLOT] = {0};
     double now = 0;
-    if (!k || !ph || !mode || !t || !done) {
-        free(k), free(ph), free(mode), free(t), free(done);
+    if (!k || !ph || !mode || !t || !done || !rate) {
+        free(k), free(ph), free(mode), free(t), free(done), free(rate);
         return -1;
     }
     while (lo < nf) {
         /* settle everything due now: admissions and zero-length states */
         for (int changed = 1; changed;) {
             changed = 0;
-            while (hi < nf && (hi < (size_t)W || done[hi - (size_t)W] >= 0) &&
-                   (hi < (size_t)W || mode[hi - (size_t)W] == DONE))
-                hi++; /* window: fragment f waits for f - W to be done */
+            while (hi < nf && (hi < (size_t)W || mode[hi - (size_t)W] == DONE ||
+                               k[hi - (size_t)W] > gate[0]))
+                hi++; /* window: fragment f waits for f - W to be done (to have
+                         left the gate's slot) */
             for (size_t f = lo; f < hi; f++) {
                 const mxh_cost_phases_t *P = NULL;
                 int s = k[f] < ns ? slots[k[f]] : -1;
@@ -425,6 +594,9 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                 if (mode[f] == WAIT) {
                     if (next[s] != f || act[s] >= cap[s])
                         continue;
+                    if (k[f] > 0 && gate[k[f]] >= 0 && f >= (size_t)W &&
+                        mode[f - (size_t)W] != DONE && k[f - (size_t)W] <= gate[k[f]])
+                        continue; /* this role's window is full */
                     next[s]++;
                     if (P->n == 0) { /* nothing here for this fragment's size */
                         changed = 1;
@@ -469,14 +641,28 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         }
         if (lo >= nf)
             break;
-        /* the next event; bytes share their link resource */
-        int nlink[MXH_MAX_LEVELS] = {0};
+        /* the next event; bytes share their link resources by messages; a phase
+         * with a second link set moves at the pace of the slower of the two */
+        double nlink[NRES] = {0};
         double tn = HUGE_VAL;
+#define PH(f) (&kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]])
+#define RES(f) (kinds[kind_of[f]].res[slots[k[f]]][ph[f]])
+#define RES2(f) (kinds[kind_of[f]].res2[slots[k[f]]][ph[f]])
         for (size_t f = lo; f < hi; f++)
-            if (mode[f] == LINK)
-                nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]++;
+            if (mode[f] == LINK) {
+                nlink[RES(f)] += PH(f)->flows;
+                if (RES2(f) >= 0)
+                    nlink[RES2(f)] += PH(f)->flows2;
+            }
         for (size_t f = lo; f < hi; f++) {
-            double e = mode[f] == LINK ? now + t[f] * nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+            if (mode[f] == LINK) { /* seconds of the first set's bytes per second */
+                rate[f] = PH(f)->flows / nlink[RES(f)];
+                if (RES2(f) >= 0) {
+                    double r2 = PH(f)->flows2 / nlink[RES2(f)] * PH(f)->link / PH(f)->link2;
+                    rate[f] = r2 < rate[f] ? r2 : rate[f];
+                }
+            }
+            double e = mode[f] == LINK ? now + t[f] / rate[f]
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
                                                             : HUGE_VAL;
             tn = e < tn ? e : tn;
@@ -485,16 +671,19 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
             break; /* cannot happen: something is always running */
         for (size_t f = lo; f < hi; f++)
             if (mode[f] == LINK) {
-                t[f] -= (tn - now) / nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]];
+                t[f] -= (tn - now) * rate[f];
                 if (t[f] < 1e-15)
                     t[f] = 0;
             }
+#undef PH
+#undef RES
+#undef RES2
         now = tn;
     }
     double T = 0;
     for (size_t f = 0; f < nf; f++)
         T = done[f] > T ? done[f] : T;
-    free(k), free(ph), free(mode), free(t), free(done);
+    free(k), free(ph), free(mode), free(t), free(done), free(rate);
     return T;
 }
 
@@ -529,7 +718,7 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     int *kind_of  = malloc(nf * sizeof(int));
     double *arr   = calloc(nf, sizeof(double)), *dep = calloc(nf, sizeof(double));
     double *last  = calloc(nf, sizeof(double));
-    double link[MXH_MAX_LEVELS] = {0}, cpu = 0, T = 0;
+    double link[NRES] = {0}, scpu[NSLOT] = {0}, cpu = 0, T = 0;
     if (kind_of == NULL || arr == NULL || dep == NULL || last == NULL) {
         free(kind_of), free(arr), free(dep), free(last), free(sizes);
         return -1;
@@ -546,9 +735,16 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
             nkinds++;
         }
         kind_of[f] = k < nkinds ? k : nkinds - 1;
-        for (int l = 0; l < m->nlevels; l++)
-            link[l] += kinds[kind_of[f]].link[l];
+        for (int r = 0; r < NRES; r++)
+            link[r] += kinds[kind_of[f]].link[r];
+        for (int s = 0; s < NSLOT; s++)
+            scpu[s] += kinds[kind_of[f]].scpu[s];
         cpu += kinds[kind_of[f]].cpu;
+    }
+    if (kinds[big].rooted) { /* every stage on other ranks: the busiest stage's */
+        cpu = 0;
+        for (int s = 0; s < NSLOT; s++)
+            cpu = scpu[s] > cpu ? scpu[s] : cpu;
     }
     {
         const stage_cost_t *sc = &kinds[big];
@@ -559,18 +755,20 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
                 nst++;
                 most = sc->region[s] > most ? sc->region[s] : most;
             }
+        if (sc->rooted) /* a rank's window counts its own stages: one per level */
+            nst = m->nlevels;
         W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
         for (int s = 0; s < NSLOT; s++)
             cap[s] = sc->level[s] < 0                        ? 1
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                                                                : MXH_COST_STAGE_CAP;
     }
-    T = stream_sim(m, kinds, kind_of, big, cap, W, nf);
+    T = stream_sim(kinds, kind_of, big, cap, W, nf);
     free(kind_of), free(arr), free(dep), free(last), free(sizes);
     if (T < 0)
         return -1;
-    for (int l = 0; l < m->nlevels; l++)
-        T = link[l] > T ? link[l] : T;
+    for (int r = 0; r < NRES; r++)
+        T = link[r] > T ? link[r] : T;
     return cpu > T ? cpu : T;
 }
 
@@ -581,8 +779,8 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     if (!modelled(m, coll))
         return -1;
     frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
-    for (int l = 0; l < m->nlevels; l++)
-        b = sc.link[l] > b ? sc.link[l] : b;
+    for (int r = 0; r < NRES; r++)
+        b = sc.link[r] > b ? sc.link[r] : b;
     return b;
 }
 

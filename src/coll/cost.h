@@ -21,6 +21,15 @@
  *   direct reduce-scatter  alpha + (p-1)/p n beta + (p+1)/3 n/p gamma
  *   direct allgather       alpha + (p-1)/p n beta
  *   direct allreduce       the two above
+ *   direct bcast           the root's link: alpha + n beta (it scatters the region
+ *                          among the p-1 others, its own part empty, p2p.c
+ *                          rootless), then theirs: alpha + (p-2)/(p-1) n beta (they
+ *                          allgather among themselves)
+ *   direct reduce          theirs: alpha + n beta + (p+1)/3 n/(p-1) gamma (reduce-
+ *                          scatter to the p-1 others), then the root's: alpha +
+ *                          n beta (they gather to it)
+ *   rhd/ring bcast, reduce a scatter from (gather to) the root, (p-1)/p n, and the
+ *                          allgather (reduce-scatter) phases of the algorithm
  *   rhd (p = 2^k)          k alpha per phase, the same bytes, (p-1)/p n gamma
  *   ring                   (p-1) alpha per phase, the same bytes, (p-1)/p n gamma
  *   radix allreduce        per factor f: alpha + (f-1) n beta + (f+1)/3 n gamma
@@ -30,17 +39,31 @@
  * A schedule runs its F fragments (sizes as sched.c cuts them, ramps included)
  * through its stages (copy in, the plan's steps, copy out) as the stream executor
  * (exec.c) runs them: in order, at most two fragments on a stage at once (any
- * number on a light stage, one on a copy), at most W in flight; the bytes of the
- * fragments on a stage share its links equally (processor sharing: two fragments
- * entering together leave together). For uniform fragments and a dominant stage
+ * number on a light stage, one on a copy), at most W in flight; the bytes in flight
+ * on a link share it by messages, as SimGrid's max-min does per flow (a phase of k
+ * messages at once gets k shares; two fragments entering a stage together leave
+ * together). For uniform fragments and a dominant stage
  * of time t = alpha_total + x (x its bytes' time) this is about
  *   sum_s t_s + (F - 1) max(x, (alpha_total + 2 x) / 2)
  * and never less than the busiest resource: a link (the byte terms of every stage
  * on it over all fragments: the node's reduce-scatter and allgather share NVLink,
  * the rail and spine levels the NIC) or the rank (its reductions and copies). The
  * bound printed next to it is the busiest link's byte time of the whole vector (no
- * latency, perfect overlap). Validated against SimGrid in benchmarks/RESULTS.md
- * section 5. */
+ * latency, perfect overlap).
+ * Bcast and reduce (plan.c): the data crosses groups of different roles, each
+ * stage one step on one set of ranks: bcast the holder's group at every level
+ * below the top bcasts the whole region (the root's node: stage 0), the top level
+ * bcasts each rank's piece, the other groups allgather on the way down; reduce
+ * the mirror (reduce-scatter up in the other groups, reduce on top, the holders'
+ * groups reduce the whole region on the way down). The stages' links: the root's
+ * link out and in, the other members' of a holder's group in and out, the
+ * non-holder groups' (five link resources per level, NIC shared by rail and
+ * spine as above; the spine's holder side on the root's node's NICs); a phase may
+ * load two of them at once (a scatter: the root's output and the others'
+ * inputs) and runs at the pace of the slower; a rank's window counts its own
+ * stages (one per level), so fragment f enters the first stage of each role when
+ * fragment f - W has left that role's last one.
+ * Validated against SimGrid in benchmarks/RESULTS.md section 5. */
 #ifndef MXH_COST_H
 #define MXH_COST_H
 
@@ -83,12 +106,26 @@ typedef struct mxh_cost_model {
 } mxh_cost_model_t;
 
 /* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then
- * reduces (cpu seconds). */
+ * reduces (cpu seconds). A bcast or reduce step's exchanges are not symmetric: root
+ * says whose link the phase's bytes take (MXH_COST_OTHERS: the other members', in
+ * both directions for an allgather among them, into them for the reduce-scatter to
+ * them; _ROOT_OUT: the scatter from the root; _ROOT_IN: the gather to it), and a
+ * second link set may carry part of them at once (root2, link2 seconds, flows2
+ * messages; root2 -1: none): the non-roots' inputs in a scatter, the root's output
+ * in the reduce-scatter, the non-roots' outputs in a gather. Every other step:
+ * MXH_COST_OTHERS, no second set. */
 #define MXH_COST_MAX_PHASES 12
+enum { MXH_COST_OTHERS = 0, MXH_COST_ROOT_OUT, MXH_COST_ROOT_IN, MXH_COST_OTHERS_OUT };
 typedef struct mxh_cost_phases {
     int n;
     struct {
         double alpha, link, cpu;
+        int    root;
+        int    flows; /* messages through one link of the phase at once: bytes on a
+                         link shared with other phases' get flows / (all flows on
+                         it) of it (SimGrid shares max-min per message) */
+        int    root2, flows2;
+        double link2;
     } ph[MXH_COST_MAX_PHASES];
 } mxh_cost_phases_t;
 
@@ -123,7 +160,8 @@ double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
 size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                       size_t frag_bytes, size_t *sizes, size_t max);
 
-/* Predicted seconds of @coll (allreduce, reduce_scatter_block, allgather) on
+/* Predicted seconds of @coll (allreduce, reduce_scatter_block, allgather, bcast,
+ * reduce: a root's, the same for every root on a grid) on
  * @count elements of @tsize bytes cut into fragments of @frag_bytes (0: one
  * fragment, the hier algorithm); allreduce plans of @variant. -1: not modelled
  * (not a grid, another collective, more than 65536 fragments). */

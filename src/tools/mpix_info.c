@@ -12,7 +12,7 @@
  *   --json                       machine-readable output
  *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L]] [--tsize T]
  *                                the cost model's candidates for COLL (allreduce,
- *                                reduce_scatter_block, allgather) of BYTES (as mpix_bench
+ *                                reduce_scatter_block, allgather, bcast, reduce) of BYTES (as mpix_bench
  *                                counts: the whole vector for the block collectives) on a
  *                                grid of N nodes x G GPUs (L leaf groups: a spine level), or
  *                                under mpiexec on MPI_COMM_WORLD's hierarchy: predicted times,
@@ -428,14 +428,10 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     for (int c = 0; c < MXH_COLL_NSCHED; c++)
         if (!strcmp(o->explain_coll, mxh_coll_name((mxh_coll_t)c)))
             coll = (mxh_coll_t)c;
-    if (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) {
-        fprintf(stderr, "mpix_info: %s: not modelled (the cost model covers allreduce, "
-                        "reduce_scatter_block and allgather)\n", o->explain_coll);
-        return 1;
-    }
     if (coll == MXH_COLL_COUNT || bytes == 0) {
         fprintf(stderr, "mpix_info: --explain COLL BYTES: COLL one of allreduce, "
-                        "reduce_scatter_block, allgather; BYTES > 0 (k/m/g suffixes)\n");
+                        "reduce_scatter_block, allgather, bcast, reduce; BYTES > 0 (k/m/g "
+                        "suffixes)\n");
         return 2;
     }
     if (L != NULL) {

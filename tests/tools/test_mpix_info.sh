@@ -41,7 +41,10 @@ check "explain bound" 'bound \(busiest link.s bytes, no latency\): 1310.72 us' "
 check "explain candidates" '^  pipeline +plan +8 MiB +36 ' "$out"
 check "explain choice" '^model: pipeline, fragments of [0-9]+ MiB' "$out"
 check "explain today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out"
-out=$("$info" --explain bcast 1M --nodes 2 --gpus 2 2>&1)
+out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain bcast 256M --nodes 16 --gpus 8 2>&1)
+check "explain bcast bound" 'bound \(busiest link.s bytes, no latency\): 725.50 us' "$out"
+check "explain bcast today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out"
+out=$("$info" --explain allgather 16 --nodes 2 --gpus 4 2>&1)
 check "explain not modelled" 'not modelled' "$out"
 
 out=$("$info" -m 2>&1)

@@ -178,6 +178,120 @@ TEST(Cost, PipelineThreeFragments)
                 mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 3 << 18, 4, 1 << 20, MXH_COST_PLAN), 1e-11);
 }
 
+// Bcast and reduce steps by direct exchanges (p2p.c rootless): the region split among
+// the p - 1 others. Node of 4, 3 MiB (parts of 1 MiB): bcast, the root scatters (1 us +
+// 3 MiB / 370 GB/s = 8.501968 us through its link), the others allgather (1 us + 2 MiB /
+// 370 GB/s = 5.667978 us through theirs); reduce, the others reduce-scatter (1 us +
+// 8.501968 us + a 4-input reduction of 1 MiB, 5/3 x 1 MiB x 1 ps = 1.747627 us), then
+// gather to the root (1 us + 8.501968 us). Rail of 2, 1 MiB: bcast one exchange (2 us +
+// 1 MiB / 48 GB/s = 21.845333 us), reduce the root's part to the other (+ a 2-input
+// reduction of 1 MiB, 1.048576 us) and back.
+TEST(Cost, BcastReduceSteps)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    mxh_cost_phases_t ph;
+    mxh_cost_step_phases(&m, 0, MXH_STEP_BCAST, 3 << 20, &ph);
+    ASSERT_EQ(2, ph.n);
+    EXPECT_NEAR(8.501968 * us, ph.ph[0].link, 1e-11);
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root); // the scatter goes through the root's link
+    EXPECT_EQ(3, ph.ph[0].flows);                // three messages out of the root at once
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[0].root2);  // and one into each of the others
+    EXPECT_NEAR(2.833989 * us, ph.ph[0].link2, 1e-11);
+    EXPECT_EQ(1, ph.ph[0].flows2);
+    EXPECT_EQ(2, ph.ph[1].flows); // two into each of the others
+    EXPECT_NEAR(5.667978 * us, ph.ph[1].link, 1e-11);
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[1].root);
+    EXPECT_EQ(-1, ph.ph[1].root2);
+    EXPECT_NEAR(16.169946 * us, mxh_cost_step(&m, 0, MXH_STEP_BCAST, 3 << 20, NULL, NULL), 1e-11);
+    mxh_cost_step_phases(&m, 0, MXH_STEP_REDUCE, 3 << 20, &ph);
+    ASSERT_EQ(2, ph.n);
+    EXPECT_EQ(MXH_COST_OTHERS, ph.ph[0].root);
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root2); // the root's parts out, 3 messages
+    EXPECT_NEAR(8.501968 * us, ph.ph[0].link2, 1e-11);
+    EXPECT_EQ(MXH_COST_ROOT_IN, ph.ph[1].root);   // the gather to the root
+    EXPECT_EQ(MXH_COST_OTHERS_OUT, ph.ph[1].root2);
+    EXPECT_NEAR(1.747627 * us, ph.ph[0].cpu, 1e-11);
+    EXPECT_NEAR(20.751562 * us, mxh_cost_step(&m, 0, MXH_STEP_REDUCE, 3 << 20, NULL, NULL), 1e-11);
+    mxh_cost_step_phases(&m, 1, MXH_STEP_BCAST, 1 << 20, &ph);
+    EXPECT_EQ(1, ph.n); // nobody else to allgather with
+    EXPECT_NEAR(23.845333 * us, mxh_cost_step(&m, 1, MXH_STEP_BCAST, 1 << 20, NULL, NULL), 1e-11);
+    EXPECT_NEAR(48.739243 * us, mxh_cost_step(&m, 1, MXH_STEP_REDUCE, 1 << 20, NULL, NULL), 1e-11);
+    // 16 GPUs in a node: rhd, the root scatters 15/16 of the region, then 4 exchanges
+    // of one message each
+    mxh_cost_model_t big = grid(16, 2);
+    mxh_cost_step_phases(&big, 0, MXH_STEP_BCAST, 16 << 20, &ph);
+    ASSERT_EQ(5, ph.n);
+    EXPECT_EQ(MXH_COST_ROOT_OUT, ph.ph[0].root);
+    EXPECT_EQ(15, ph.ph[0].flows);
+    EXPECT_EQ(1, ph.ph[1].flows);
+    EXPECT_NEAR(15.0 * (1 << 20) / 370e9, ph.ph[0].link, 1e-11);
+    mxh_cost_step_phases(&big, 0, MXH_STEP_REDUCE, 16 << 20, &ph);
+    ASSERT_EQ(5, ph.n);
+    EXPECT_EQ(MXH_COST_ROOT_IN, ph.ph[4].root);
+}
+
+// Bcast of 4 MiB on 4 x 2, one fragment: the root's node bcasts the 4 MiB (1 us + 4 MiB /
+// 370 GB/s = 11.335957 us, then 1 us + 2/3 of that: 20.893261 us), each rail the node's
+// piece of 1 MiB (23.845333 us), the other node allgathers the 4 MiB (9.501968 us).
+// Reduce, the mirror: reduce-scatter in the other node (11.249594 us), rail reduce of 1
+// MiB (48.739243 us), the root's node reduces 4 MiB to the root (2 x (1 us + 11.335957
+// us) + a 4-input reduction of 4/3 MiB, 20/9 x 1 MiB x 1 ps: 27.002082 us).
+TEST(Cost, HierBcastReduce)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    EXPECT_NEAR((20.893261 + 23.845333 + 9.501968) * us,
+                mxh_cost_predict(&m, MXH_COLL_BCAST, 1 << 20, 4, 0, MXH_COST_PLAN), 1e-11);
+    EXPECT_NEAR((11.249594 + 48.739243 + 27.002082) * us,
+                mxh_cost_predict(&m, MXH_COLL_REDUCE, 1 << 20, 4, 0, MXH_COST_PLAN), 1e-11);
+    // the bound: the busiest link, the rail root's NIC (1 MiB / 48 GB/s); the node's
+    // links are three sets (the root's, its node's others, the other node's), the
+    // root's carries the 4 MiB once
+    EXPECT_NEAR(21.845333 * us, mxh_cost_bound(&m, MXH_COLL_BCAST, 1 << 20, 4), 1e-11);
+    EXPECT_NEAR(21.845333 * us, mxh_cost_bound(&m, MXH_COLL_REDUCE, 1 << 20, 4), 1e-11);
+    mxh_cost_model_t m16 = grid(8, 16);
+    EXPECT_NEAR(268435456 / 370e9, mxh_cost_bound(&m16, MXH_COLL_BCAST, 64 << 20, 4), 1e-11);
+}
+
+// Bcast, two fragments of 2 MiB on 4 x 2, no latency: both enter each stage together and
+// share its phases' links: the root's (2 x 2 MiB / 370 GB/s = 2 x 5.667978 us), the
+// others' (2 x 3.778652), the rail (2 x 512 KiB / 48 GB/s = 2 x 10.922667), the other
+// node's allgather (2 x 3/4 x 5.667978 = 2 x 4.250984): 49.240562 us.
+TEST(Cost, PipelineBcastTwoFragments)
+{
+    mxh_cost_model_t m = grid(4, 2);
+    m.lvl[0].alpha = m.lvl[1].alpha = 0;
+    EXPECT_NEAR(49.240562 * us, mxh_cost_predict(&m, MXH_COLL_BCAST, 1 << 20, 4, 2 << 20, MXH_COST_PLAN),
+                1e-11);
+}
+
+// Links shared by messages, not by fragments (SimGrid's max-min per flow): a rail of 4
+// and a spine of 2 on one NIC, allreduce of three 4 MiB fragments, no latency on the
+// rail, a = 0.5 u on the spine, u = 4 MiB / 48 GB/s; per fragment rail reduce-scatter
+// and allgather 0.75 u each (3 messages at once), spine allreduce two exchanges of
+// 0.125 u (1 message). Fragments 0 and 1 share the reduce-scatter: 1.5 u. Fragment 2
+// has the NIC alone while they wait on the spine's latency (2.0: 0.25 u left), then 3
+// of 5 shares (done at 2.4167; 0 and 1 have 0.0417 u left, done at 2.5 sharing the
+// NIC), 0 and 1 wait again (3.0), exchange (3.25), take the allgather (3 + 3 messages)
+// while 2 waits (3.75), then 2's spine message gets 1 of 7 shares: done at 4.625 (0 and
+// 1 0.125 u left: done at 4.875); 2 waits (5.125), exchanges (5.25), allgathers alone:
+// 6.0 u = 524.288 us.
+TEST(Cost, LinksSharedByMessages)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp        = 0;
+    mxh_level_type_t type[2] = {MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[2]             = {4, 2};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 2, type, gsize);
+    double u       = (4 << 20) / 48e9;
+    m.lvl[0].alpha = 0;
+    m.lvl[1].alpha = 0.5 * u;
+    m.gamma        = 0;
+    EXPECT_NEAR(6.0 * u, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 3 << 20, 4, 4 << 20, MXH_COST_PLAN),
+                1e-11);
+}
+
 // The fragments the model counts are the schedule's (sched.c), ramps included.
 TEST(Cost, FragmentsAsScheduled)
 {
@@ -198,12 +312,14 @@ TEST(Cost, FragmentsAsScheduled)
         mxh_cost_model_t m;
         mxh_cost_model_init(&m, &cfg, L);
         ASSERT_TRUE(m.grid);
-        for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+        for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER,
+                                MXH_COLL_BCAST, MXH_COLL_REDUCE})
             for (size_t count : {(size_t)1000, (size_t)1 << 18, (size_t)3 << 20, (size_t)1 << 24})
                 for (size_t frag : {(size_t)0, (size_t)256 << 10, (size_t)1 << 20, (size_t)8 << 20,
                                     (size_t)32 << 20}) {
                     mxh_sched_t *s = NULL;
-                    ASSERT_EQ(MXH_OK, mxh_sched_create(L, 0, coll, count, -1, 4, frag, 0, ramp, &s));
+                    int root = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE ? 5 : -1;
+                    ASSERT_EQ(MXH_OK, mxh_sched_create(L, 0, coll, count, root, 4, frag, 0, ramp, &s));
                     std::vector<size_t> sz(s->nfrag + 1);
                     size_t nf = mxh_cost_frags(&m, coll, count, 4, frag, sz.data(), sz.size());
                     ASSERT_EQ((size_t)s->nfrag, nf) << coll << " " << count << " " << frag;
@@ -249,7 +365,7 @@ TEST(Cost, TorusNotModelled)
 TEST(Cost, NotModelled)
 {
     mxh_cost_model_t m = grid(4, 2);
-    EXPECT_LT(mxh_cost_predict(&m, MXH_COLL_BCAST, 1024, 4, 0, MXH_COST_PLAN), 0);
+    EXPECT_LT(mxh_cost_predict(&m, MXH_COLL_ALLTOALL, 1024, 4, 0, MXH_COST_PLAN), 0);
     m.grid = 0;
     EXPECT_LT(mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1024, 4, 0, MXH_COST_PLAN), 0);
     mxh_cost_cand_t c[8];
@@ -303,8 +419,11 @@ TEST(Cost, MoreLatencyFewerFragments)
         EXPECT_GE(b, 0);
         return b >= 0 ? k[b].nfrag : 0;
     };
-    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
-        size_t count = coll == MXH_COLL_ALLREDUCE ? (size_t)16 << 20 : (size_t)16 << 20 >> 7;
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER,
+                            MXH_COLL_BCAST, MXH_COLL_REDUCE}) {
+        size_t count = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER
+                           ? (size_t)16 << 20 >> 7
+                           : (size_t)16 << 20;
         for (double lat : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0})
             EXPECT_LE(choice(coll, count, 8 * lat), choice(coll, count, lat))
                 << mxh_coll_name(coll) << " latency " << lat << " us x 8";
@@ -335,9 +454,12 @@ TEST(Cost, Select)
     mxh_cost_sel_init(&sel, &cfg, L);
     ASSERT_TRUE(sel.m.grid);
     mxh_select_shape_t shape = {128, 2, 0};
-    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER})
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER,
+                            MXH_COLL_BCAST, MXH_COLL_REDUCE})
         for (size_t work : {(size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20}) {
-            size_t bytes = coll == MXH_COLL_ALLREDUCE ? work : work / 128;
+            size_t bytes = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER
+                               ? work / 128
+                               : work;
             mxh_cost_cand_t k[64];
             int n = mxh_cost_candidates(&sel.m, coll, bytes, 1, k, 64), b = mxh_cost_choose(k, n);
             ASSERT_GE(b, 0);
@@ -357,8 +479,10 @@ TEST(Cost, Select)
     c = mxh_select_cost(&off, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
     EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
     EXPECT_EQ(cfg.frag_size, c.frag_bytes);
-    // not modelled (bcast), forced (hier): as without the model
-    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_BCAST, 256 << 20, 256 << 20);
+    // not modelled (alltoall: unfragmented), forced (hier): as without the model
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLTOALL, 256 << 20, 256 << 20);
+    EXPECT_EQ(MXH_ALGO_HIER, c.algo);
+    c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLGATHERV, 256 << 20, 256 << 20);
     EXPECT_EQ(cfg.frag_size, c.frag_bytes);
     ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "hier", "test"));
     c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
