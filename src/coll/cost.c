@@ -282,18 +282,10 @@ static int block_coll(mxh_coll_t coll)
 size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                       size_t frag_bytes, size_t *sizes, size_t max)
 {
-    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, fcnt = count, n = 0;
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, n = 0;
     if (count == 0 || tsize == 0)
         return 0;
-    if (frag_bytes > 0) {
-        fcnt = frag_bytes / (tsize * per);
-        if (fcnt == 0)
-            fcnt = 1;
-        if (fcnt > count)
-            fcnt = count;
-        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
-            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
-    }
+    size_t fcnt = mxh_sched_frag_elems(count, tsize, per, frag_bytes);
     size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
     int kh = 0, kt = 0;
     if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
@@ -784,6 +776,18 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     return b;
 }
 
+/* bcast and reduce: the model is the pipelines' shape (plan.c MXH_PLAN_THROUGH);
+ * schedules of fewer than MXH_SCHED_THROUGH_FRAGS fragments run the scatter shape,
+ * which it does not describe: no prediction for them (selection keeps its
+ * thresholds where no candidate is predicted). */
+int mxh_cost_shape_modelled(mxh_coll_t coll, size_t count, size_t tsize, size_t frag_bytes)
+{
+    if (coll != MXH_COLL_BCAST && coll != MXH_COLL_REDUCE)
+        return 1;
+    size_t fcnt = mxh_sched_frag_elems(count, tsize, 1, frag_bytes);
+    return (count + fcnt - 1) / fcnt >= MXH_SCHED_THROUGH_FRAGS;
+}
+
 int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         mxh_cost_cand_t *c, int max)
 {
@@ -796,7 +800,9 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         if (n < max) {                                                                \
             c[n].algo = (A), c[n].frag_bytes = (F), c[n].nfrag = (NF);                \
             c[n].variant = (V);                                                       \
-            c[n].t = mxh_cost_predict(m, coll, count, tsize, (F), (V));               \
+            c[n].t = mxh_cost_shape_modelled(coll, count, tsize, (F))                 \
+                         ? mxh_cost_predict(m, coll, count, tsize, (F), (V))          \
+                         : -1;                                                        \
             n++;                                                                      \
         }                                                                             \
     } while (0)

@@ -179,6 +179,11 @@ typedef struct mxh_cost_cand {
     double             t;          /* predicted seconds */
 } mxh_cost_cand_t;
 
+/* Whether the model describes the schedule of @frag_bytes fragments: bcast and
+ * reduce only as pipelines of the through shape (MXH_SCHED_THROUGH_FRAGS
+ * fragments or more); candidates it does not describe get t = -1. */
+int mxh_cost_shape_modelled(mxh_coll_t coll, size_t count, size_t tsize, size_t frag_bytes);
+
 /* The candidates for a message: hier (the plan variant plan.c builds, and for
  * allreduce the other variants that apply), pipelines of fragments of 2^k bytes
  * (256 KiB .. the whole vector / 2) giving distinct fragment counts; fewest

@@ -39,6 +39,24 @@ void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece)
     piece[k] = fcnt - used;
 }
 
+size_t mxh_sched_frag_elems(size_t count, size_t tsize, size_t per, size_t frag_bytes)
+{
+    size_t fcnt = count;
+    if (frag_bytes > 0 && count > 0) {
+        fcnt = frag_bytes / (tsize * per);
+        if (fcnt == 0)
+            fcnt = 1;
+        if (fcnt > count)
+            fcnt = count;
+        /* realistic fragment sizes are a minimum: at most MXH_SCHED_MAX_FRAGS fragments
+         * (each fragment costs a few latencies; the fill and drain of the pipeline grow
+         * with the fragment) */
+        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
+            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
+    }
+    return fcnt;
+}
+
 /* The plan of fragments of @fcnt elements, shared by every fragment of that size. */
 static mxh_status_t plan_for(mxh_sched_t *s, const mxh_layout_t *layout, int rank, size_t fcnt,
                              const mxh_plan_t **plan_p)
@@ -86,19 +104,7 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
 
     /* fragment size in elements of the count (per block for block collectives) */
     size_t per  = block ? (size_t)layout->nranks : 1;
-    size_t fcnt = count;
-    if (frag_bytes > 0) {
-        fcnt = frag_bytes / (tsize * per);
-        if (fcnt == 0)
-            fcnt = 1;
-        if (fcnt > count)
-            fcnt = count;
-        /* realistic fragment sizes are a minimum: at most MXH_SCHED_MAX_FRAGS fragments
-         * (each fragment costs a few latencies; the fill and drain of the pipeline grow
-         * with the fragment) */
-        if (frag_bytes >= MXH_SCHED_BIG_FRAG && count / fcnt >= MXH_SCHED_MAX_FRAGS)
-            fcnt = (count + MXH_SCHED_MAX_FRAGS - 1) / MXH_SCHED_MAX_FRAGS;
-    }
+    size_t fcnt = mxh_sched_frag_elems(count, tsize, per, frag_bytes);
     size_t nuni = (count + fcnt - 1) / fcnt;
     if (nuni > (size_t)1 << 24) {
         mxh_error("sched: %zu fragments of %zu elements are too many", nuni, fcnt);

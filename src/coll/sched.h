@@ -95,6 +95,11 @@ typedef struct mxh_sched {
 #define MXH_SCHED_THROUGH_FRAGS 6
 #endif
 
+/* Elements per fragment (before the ramps) of a message of @count elements of
+ * @tsize bytes, @per elements of the work vector per element of the count (nranks
+ * for the block collectives, else 1), fragments of about @frag_bytes (0: one). */
+size_t mxh_sched_frag_elems(size_t count, size_t tsize, size_t per, size_t frag_bytes);
+
 /* Fragment count for a message of @count elements of @tsize bytes: fragments of
  * about @frag_bytes of the whole work vector (count * nranks elements for the
  * block collectives); with fragments of at least MXH_SCHED_BIG_FRAG bytes, the

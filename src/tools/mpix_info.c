@@ -486,10 +486,15 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
            "predicted us", "of bound");
     for (int i = 0; i < n; i++) {
         const mxh_cost_cand_t *k = &cand[i];
-        printf("  %-9s %-8s %-10s %9zu %12.2f %8.2f%s%s\n", mxh_algo_name(k->algo),
+        char pt[32] = "not modelled", pb[16] = "-";
+        if (k->t > 0) {
+            snprintf(pt, sizeof(pt), "%.2f", k->t * 1e6);
+            snprintf(pb, sizeof(pb), "%.2f", bound / k->t);
+        }
+        printf("  %-9s %-8s %-10s %9zu %12s %8s%s%s\n", mxh_algo_name(k->algo),
                variant_name(k->variant),
-               k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", k->nfrag,
-               k->t * 1e6, k->t > 0 ? bound / k->t : 0, i == best ? "  <- model" : "",
+               k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", k->nfrag, pt, pb,
+               i == best ? "  <- model" : "",
                k->variant == MXH_COST_PLAN &&
                        (today.algo == MXH_ALGO_PIPELINE || today.algo == MXH_ALGO_HIER) &&
                        k->nfrag == mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0) &&
@@ -502,7 +507,8 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
                cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
                cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
-    double tt = today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE
+    double tt = (today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE) &&
+                        mxh_cost_shape_modelled(coll, count, ts, tf)
                     ? mxh_cost_predict(&m, coll, count, ts, tf, MXH_COST_PLAN)
                     : -1;
     printf("today: %s%s%s (MPIX_HIER_FRAG_SIZE): ", mxh_algo_name(today.algo),
