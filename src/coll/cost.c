@@ -141,6 +141,13 @@ static double beta(const mxh_cost_model_t *m, int level, double msg)
     return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
 }
 
+double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg)
+{
+    if (level < 0 || level >= m->nlevels)
+        return 0;
+    return (double)bytes * beta(m, level, (double)msg);
+}
+
 static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
 {
     if (ph->n < MXH_COST_MAX_PHASES) {

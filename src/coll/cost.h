@@ -111,6 +111,10 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
 
 void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
                           size_t bytes, mxh_cost_phases_t *ph);
+/* Seconds the link of @level (with its contention) takes for @bytes sent in messages of
+ * @msg bytes (the bandwidth factor of that size). */
+double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg);
+
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
  * and compute term (reductions) in *@link / *@cpu when not NULL. */
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
