@@ -54,6 +54,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
     m->kappa  = 1.0 / cfg->cost_copy_bw;
     m->ramp   = cfg->pipeline_ramp;
+    m->pace   = cfg->pipeline_pace;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -146,6 +147,13 @@ double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, si
     if (level < 0 || level >= m->nlevels)
         return 0;
     return (double)bytes * beta(m, level, (double)msg);
+}
+
+double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
+{
+    if (level < 0 || level >= m->nlevels)
+        return 0;
+    return alpha(m, level, (double)msg);
 }
 
 static void phase(mxh_cost_phases_t *ph, double a, double link, double cpu)
@@ -396,7 +404,9 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                          const int *kind_of, int big, const int *cap, int W, size_t nf)
 {
-    enum { WAIT, DELAY, LINK, CPU, DONE };
+    enum { WAIT, PACE, DELAY, LINK, CPU, DONE };
+    /* pacing: per link, no exchange posted before next_ok; its booked bytes cross by free */
+    double next_ok[MXH_MAX_LEVELS] = {0}, free_at[MXH_MAX_LEVELS] = {0};
     int slots[NSLOT], ns = 0, first_step = -1;
     for (int s = 0; s < NSLOT; s++)
         if (kinds[big].ph[s].n > 0) {
@@ -437,8 +447,23 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                     }
                     act[s]++;
                     ph[f]   = 0;
+                    mode[f] = PACE;
+                    changed = 1;
+                }
+                if (mode[f] == PACE) {
+                    /* exec.c's pacing: an exchange is posted once its latency would end
+                     * as the bytes booked on its link have crossed; it books its own */
+                    int lv = kinds[kind_of[f]].level[s];
+                    if (m->pace && lv >= 0 && next_ok[m->res[lv]] > now + 1e-15)
+                        continue;
+                    if (m->pace && lv >= 0) {
+                        int r = m->res[lv];
+                        double a = P->ph[ph[f]].alpha;
+                        free_at[r] = (now + a > free_at[r] ? now + a : free_at[r]) + P->ph[ph[f]].link;
+                        next_ok[r] = free_at[r] - a;
+                    }
                     mode[f] = DELAY;
-                    t[f]    = now + P->ph[0].alpha;
+                    t[f]    = now + P->ph[ph[f]].alpha;
                     changed = 1;
                 }
                 if (mode[f] == DELAY && t[f] <= now) {
@@ -454,8 +479,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                 if (mode[f] == CPU && t[f] <= now) {
                     changed = 1;
                     if (++ph[f] < P->n) {
-                        mode[f] = DELAY;
-                        t[f]    = now + P->ph[ph[f]].alpha;
+                        mode[f] = PACE;
                         f--; /* settle its next phase now if it is empty */
                         continue;
                     }
@@ -483,7 +507,8 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         for (size_t f = lo; f < hi; f++) {
             double e = mode[f] == LINK ? now + t[f] * nlink[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
-                                                            : HUGE_VAL;
+                       : mode[f] == PACE ? next_ok[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+                                         : HUGE_VAL;
             tn = e < tn ? e : tn;
         }
         if (tn == HUGE_VAL)

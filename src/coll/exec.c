@@ -526,6 +526,8 @@ typedef struct stream {
     int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
     const mxh_cost_model_t *pace;                  /* pacing (below), or NULL */
     double                next_ok[MXH_MAX_LEVELS]; /* per link: no exchange posted before */
+    double                link_free[MXH_MAX_LEVELS]; /* per link: when its bytes booked so
+                                                        far will have crossed it */
     double                wake;                    /* a held exchange may go then (0: none) */
 } stream_t;
 
@@ -534,15 +536,16 @@ typedef struct stream {
  * together, then share the link and finish together, and so on: the link idles
  * for a latency per exchange however many fragments are in flight (SimGrid's
  * default network model: 23 us per rail exchange of messages of 64 KiB or
- * more, about the time their bytes take). Instead, once an exchange is posted
- * on a link, the next one of any fragment waits until the first one's bytes
- * would have crossed the link (their link time by the cost model's bandwidth
- * and factors, mxh_cost_link_time): its latency then runs during the first
- * one's transfer, and its transfer starts as the first one's ends. Fragments
- * take turns on the link in the order they come, the oldest first at equal
- * times. A fragment's later exchanges are held (op.hold) until their turn. An
- * under-estimated link time only lets transfers overlap again (as without
- * pacing); an over-estimated one idles the link. */
+ * more, about the time their bytes take at 8 MiB fragments). Instead each link
+ * keeps a booking: an exchange posted at t with latency a and bytes taking x on
+ * the link (the cost model's parameters and factors for its message size:
+ * mxh_cost_latency, mxh_cost_link_time) starts moving at max(t + a, free) and
+ * books the link until free = that + x; the next exchange, of any fragment, is
+ * posted at free - a (its latency, taken as this one's, then ends as the link
+ * frees). A fragment's later exchanges are held (op.hold) until their turn;
+ * the oldest fragment goes first at equal times. An under-estimate lets
+ * transfers overlap again (as without pacing); an over-estimate idles the
+ * link. */
 static int pace_ok(stream_t *S, const mxh_step_t *s)
 {
     if (S->pace == NULL || s->level >= S->pace->nlevels)
@@ -560,8 +563,13 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
     const mxh_step_t *s = op->s;
     if (S->pace == NULL || s->level >= S->pace->nlevels || !op->active)
         return;
-    S->next_ok[S->pace->res[s->level]] =
-        MPI_Wtime() + mxh_cost_link_time(S->pace, s->level, op->xbytes, op->xmsg);
+    int r      = S->pace->res[s->level];
+    double lat = mxh_cost_latency(S->pace, s->level, op->xmsg), now = MPI_Wtime();
+    double start = now + lat > S->link_free[r] ? now + lat : S->link_free[r];
+    S->link_free[r] = start + mxh_cost_link_time(S->pace, s->level, op->xbytes, op->xmsg);
+    /* the next exchange (of about this latency) may go when its latency would end
+     * as this one's bytes have crossed */
+    S->next_ok[r] = S->link_free[r] - lat;
 }
 
 static void stream_caps(stream_t *S)
@@ -745,7 +753,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
 {
     stream_t S = {sched,           ctx,  work, tmp, sched_slot(sched, ctx->extent),
                   io_piece(sched), stream_window(sched), stream_window(sched) + 2, {0}, {0},
-                  {0},             ctx->pace, {0}, 0};
+                  {0},             ctx->pace, {0}, {0}, 0};
     frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
     const mxh_step_t *failed = NULL;

@@ -99,9 +99,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
     {"MPIX_HIER_PIPELINE_PACE", "yes",
      "Pipelines streamed point to point post an exchange of one fragment on a link (NVLink, "
-     "the NIC) only once the bytes of the exchange posted before it by another fragment "
-     "would have crossed it (their time by the MPIX_HIER_COST_* bandwidths and factors), so "
-     "that its latency overlaps the other's transfer instead of both fragments waiting "
+     "the NIC) only once its latency would end as the bytes booked on that link before it "
+     "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
+     "so that latencies overlap other fragments' transfers instead of fragments waiting "
      "together and then sharing the link (yes/no).",
      1},
     {"MPIX_HIER_METRICS_FILE", "",
