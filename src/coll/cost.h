@@ -32,7 +32,9 @@
  * (exec.c) runs them: in order, at most two fragments on a stage at once (any
  * number on a light stage, one on a copy), at most W in flight; the bytes of the
  * fragments on a stage share its links equally (processor sharing: two fragments
- * entering together leave together). For uniform fragments and a dominant stage
+ * entering together leave together); with pacing (MPIX_HIER_PIPELINE_PACE, exec.c) an
+ * exchange is posted only once its latency would end as the bytes booked on its link
+ * before it have crossed, and books the link for its own bytes. For uniform fragments and a dominant stage
  * of time t = alpha_total + x (x its bytes' time) this is about
  *   sum_s t_s + (F - 1) max(x, (alpha_total + 2 x) / 2)
  * and never less than the busiest resource: a link (the byte terms of every stage
