@@ -830,8 +830,13 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 /* the simulated clock stands still unless the rank spends time */
                 double dt = S.wake - MPI_Wtime();
                 mxh_sim_sleep(dt > MXH_PACE_POLL ? MXH_PACE_POLL : dt > 1e-9 ? dt : 1e-9);
-#endif
                 rc = stream_wait(fs, S.FS, lo, next, 0);
+#else
+                /* a task gives the progress engine back meanwhile; on the caller's
+                 * stack, the core (a busy node, section 6 of RESULTS.md) */
+                rc = stream_wait(fs, S.FS, lo, next, 0);
+                mxh_task_yield();
+#endif
             } else {
                 rc = stream_wait(fs, S.FS, lo, next, 1);
             }
