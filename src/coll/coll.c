@@ -415,7 +415,7 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
 {
     mxh_hier_t *h      = a->hier;
     mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
-                          h->shm_levels, a->lvl_p, 0};
+                          h->shm_levels, a->lvl_p, 0, h->pace};
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
         ctx.src = io->src;
@@ -1762,7 +1762,7 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
     if (engaged) {
         char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
         mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->vdt, ts, a->mpi_op, h->reqs, NULL, NULL,
-                              NULL, NULL, h->shm_levels, a->lvl_p, skip};
+                              NULL, NULL, h->shm_levels, a->lvl_p, skip, h->pace};
         size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
         void *tmp        = mxh_hier_tmp(h, tmp_bytes);
         if (mirror == NULL || tmp == NULL) {

@@ -54,6 +54,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
     m->kappa  = 1.0 / cfg->cost_copy_bw;
     m->ramp   = cfg->pipeline_ramp;
+    m->pace   = cfg->pipeline_pace;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -143,6 +144,20 @@ static double alpha(const mxh_cost_model_t *m, int level, double msg)
 static double beta(const mxh_cost_model_t *m, int level, double msg)
 {
     return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
+}
+
+double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg)
+{
+    if (level < 0 || level >= m->nlevels)
+        return 0;
+    return (double)bytes * beta(m, level, (double)msg);
+}
+
+double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
+{
+    if (level < 0 || level >= m->nlevels)
+        return 0;
+    return alpha(m, level, (double)msg);
 }
 
 static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, int root,
@@ -541,10 +556,14 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
  * one link resource, whichever slot they belong to, share it by messages: a
  * phase of k messages at once gets k shares), then
  * reduces. Returns when the last fragment leaves, -1 without memory. */
-static double stream_sim(const stage_cost_t *kinds,
+static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                          const int *kind_of, int big, const int *cap, int W, size_t nf)
 {
-    enum { WAIT, DELAY, LINK, CPU, DONE };
+    enum { WAIT, PACE, DELAY, LINK, CPU, DONE };
+    /* pacing: per level link, no exchange posted before next_ok; its booked bytes
+     * cross by free_at (exec.c books a rank's own links: here by the level's link
+     * resource, whatever the role) */
+    double next_ok[MXH_MAX_LEVELS] = {0}, free_at[MXH_MAX_LEVELS] = {0};
     int slots[NSLOT], pos[NSLOT], gate[NSLOT], ns = 0;
     for (int s = 0; s < NSLOT; s++) {
         pos[s] = ns;
@@ -596,8 +615,23 @@ static double stream_sim(const stage_cost_t *kinds,
                     }
                     act[s]++;
                     ph[f]   = 0;
+                    mode[f] = PACE;
+                    changed = 1;
+                }
+                if (mode[f] == PACE) {
+                    /* exec.c's pacing: an exchange is posted once its latency would end
+                     * as the bytes booked on its link have crossed; it books its own */
+                    int lv = kinds[kind_of[f]].level[s];
+                    if (m->pace && lv >= 0 && next_ok[m->res[lv]] > now + 1e-15)
+                        continue;
+                    if (m->pace && lv >= 0) {
+                        int r = m->res[lv];
+                        double a = P->ph[ph[f]].alpha;
+                        free_at[r] = (now + a > free_at[r] ? now + a : free_at[r]) + P->ph[ph[f]].link;
+                        next_ok[r] = free_at[r] - a;
+                    }
                     mode[f] = DELAY;
-                    t[f]    = now + P->ph[0].alpha;
+                    t[f]    = now + P->ph[ph[f]].alpha;
                     changed = 1;
                 }
                 if (mode[f] == DELAY && t[f] <= now) {
@@ -613,8 +647,7 @@ static double stream_sim(const stage_cost_t *kinds,
                 if (mode[f] == CPU && t[f] <= now) {
                     changed = 1;
                     if (++ph[f] < P->n) {
-                        mode[f] = DELAY;
-                        t[f]    = now + P->ph[ph[f]].alpha;
+                        mode[f] = PACE;
                         f--; /* settle its next phase now if it is empty */
                         continue;
                     }
@@ -656,7 +689,8 @@ static double stream_sim(const stage_cost_t *kinds,
             }
             double e = mode[f] == LINK ? now + t[f] / rate[f]
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
-                                                            : HUGE_VAL;
+                       : mode[f] == PACE ? next_ok[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+                                         : HUGE_VAL;
             tn = e < tn ? e : tn;
         }
         if (tn == HUGE_VAL)
@@ -755,7 +789,7 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                                                                : MXH_COST_STAGE_CAP;
     }
-    T = stream_sim(kinds, kind_of, big, cap, W, nf);
+    T = stream_sim(m, kinds, kind_of, big, cap, W, nf);
     free(kind_of), free(arr), free(dep), free(last), free(sizes);
     if (T < 0)
         return -1;

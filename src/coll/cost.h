@@ -97,6 +97,7 @@ typedef struct mxh_cost_model {
     double gamma;                    /* s per byte of two-input reduction output */
     double kappa;                    /* s per byte of local copy */
     int    ramp;                     /* MPIX_HIER_PIPELINE_RAMP */
+    int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
     /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
      * pays alpha times lat_f[i] and its bytes beta / bw_f[j], i, j the last entries
      * whose size is at most s (none: 1) */
@@ -148,6 +149,12 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
 
 void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
                           size_t bytes, mxh_cost_phases_t *ph);
+/* Seconds the link of @level (with its contention) takes for @bytes sent in messages of
+ * @msg bytes (the bandwidth factor of that size). */
+double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg);
+/* Seconds of latency of an exchange of messages of @msg bytes at @level (its factor). */
+double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg);
+
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
  * and compute term (reductions) in *@link / *@cpu when not NULL. */
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "coll/exec.h"
+#include "coll/cost.h"
 #include "util/clock.h"
 #include "coll/p2p.h"
 #include "coll/select.h"
@@ -523,7 +524,53 @@ typedef struct stream {
     int                   busy[2 * MXH_MAX_LEVELS]; /* fragments running each stage */
     int                   cap[2 * MXH_MAX_LEVELS];  /* at most (stream_caps) */
     int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
+    const mxh_cost_model_t *pace;                  /* pacing (below), or NULL */
+    double                next_ok[MXH_MAX_LEVELS]; /* per link: no exchange posted before */
+    double                link_free[MXH_MAX_LEVELS]; /* per link: when its bytes booked so
+                                                        far will have crossed it */
+    double                wake;                    /* a held exchange may go then (0: none) */
 } stream_t;
+
+/* Pacing (MPIX_HIER_PIPELINE_PACE). Two fragments on a stage (or on two stages
+ * of one link) that post their exchanges together wait out their latencies
+ * together, then share the link and finish together, and so on: the link idles
+ * for a latency per exchange however many fragments are in flight (SimGrid's
+ * default network model: 23 us per rail exchange of messages of 64 KiB or
+ * more, about the time their bytes take at 8 MiB fragments). Instead each link
+ * keeps a booking: an exchange posted at t with latency a and bytes taking x on
+ * the link (the cost model's parameters and factors for its message size:
+ * mxh_cost_latency, mxh_cost_link_time) starts moving at max(t + a, free) and
+ * books the link until free = that + x; the next exchange, of any fragment, is
+ * posted at free - a (its latency, taken as this one's, then ends as the link
+ * frees). A fragment's later exchanges are held (op.hold) until their turn;
+ * the oldest fragment goes first at equal times. An under-estimate lets
+ * transfers overlap again (as without pacing); an over-estimate idles the
+ * link. */
+static int pace_ok(stream_t *S, const mxh_step_t *s)
+{
+    if (S->pace == NULL || s->level >= S->pace->nlevels)
+        return 1;
+    double t = S->next_ok[S->pace->res[s->level]];
+    if (t <= 0 || MPI_Wtime() >= t)
+        return 1;
+    if (S->wake == 0 || t < S->wake)
+        S->wake = t;
+    return 0;
+}
+
+static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    if (S->pace == NULL || s->level >= S->pace->nlevels || !op->active)
+        return;
+    int r      = S->pace->res[s->level];
+    double lat = mxh_cost_latency(S->pace, s->level, op->xmsg), now = MPI_Wtime();
+    double start = now + lat > S->link_free[r] ? now + lat : S->link_free[r];
+    S->link_free[r] = start + mxh_cost_link_time(S->pace, s->level, op->xbytes, op->xmsg);
+    /* the next exchange (of about this latency) may go when its latency would end
+     * as this one's bytes have crossed */
+    S->next_ok[r] = S->link_free[r] - lat;
+}
 
 static void stream_caps(stream_t *S)
 {
@@ -569,6 +616,8 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         const char *src = NULL;
         if (i == x->src_i)
             src = S->ctx->src + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
+        if (!pace_ok(S, s))
+            return MPI_SUCCESS; /* the link's turn comes later */
         x->src_i = -1;
         int rc   = mxh_p2p_start(&x->op, s, &env, base, src,
                                  S->tmp + (size_t)slotno * S->slot * S->ctx->extent, tag);
@@ -578,6 +627,8 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         if (rc != MPI_SUCCESS)
             return rc;
         if (x->op.active) {
+            pace_posted(S, &x->op);
+            x->op.hold = S->pace != NULL;
             x->started = 1;
             x->t0      = S->ctx->lvl ? mxh_ticks() : 0;
             S->busy[st]++;
@@ -693,12 +744,16 @@ static int stream_io(stream_t *S, frag_state_t *fs, int lo, int next)
     return 1;
 }
 
+/* Seconds a rank waiting for its turn on a link (pacing) sleeps between polls
+ * in the simulation: a completion meanwhile is seen at most this late. */
+#define MXH_PACE_POLL 2e-6
+
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
                                 char *tmp)
 {
-    stream_t S = {sched,           ctx, work, tmp, sched_slot(sched, ctx->extent),
+    stream_t S = {sched,           ctx,  work, tmp, sched_slot(sched, ctx->extent),
                   io_piece(sched), stream_window(sched), stream_window(sched) + 2, {0}, {0},
-                  {0}};
+                  {0},             ctx->pace, {0}, {0}, 0};
     frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
     const mxh_step_t *failed = NULL;
@@ -707,6 +762,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     /* fragments [lo, next) are in flight, fragment f in state f % FS */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {
         int moved = 0;
+        S.wake    = 0;
         /* a fragment enters once the one before has copied in: its copy-in
          * (allreduce, reduce_scatter pack) then overlaps the transfers already
          * started, instead of the whole window being copied in before anything
@@ -743,6 +799,11 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 break;
             if (x->started) {
                 rc = mxh_p2p_advance_waited(&x->op, &moved);
+                if (rc == MPI_SUCCESS && x->op.active && x->op.held && pace_ok(&S, x->op.s)) {
+                    rc = mxh_p2p_post_held(&x->op);
+                    pace_posted(&S, &x->op);
+                    moved = 1;
+                }
                 if (rc == MPI_SUCCESS && !x->op.active) {
                     mxh_trace("stream frag %d stage %d end %.3f us", f, x->stage,
                               MPI_Wtime() * 1e6);
@@ -763,8 +824,23 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         }
         while (lo < next && fs[lo % S.FS].io == FRAG_DONE)
             lo++;
-        if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag)
-            rc = stream_wait(fs, S.FS, lo, next, 1);
+        if (!moved && rc == MPI_SUCCESS && lo < sched->nfrag) {
+            if (S.wake > 0) { /* an exchange waits for its turn: poll until then */
+#ifdef MXH_SIMGRID
+                /* the simulated clock stands still unless the rank spends time */
+                double dt = S.wake - MPI_Wtime();
+                mxh_sim_sleep(dt > MXH_PACE_POLL ? MXH_PACE_POLL : dt > 1e-9 ? dt : 1e-9);
+                rc = stream_wait(fs, S.FS, lo, next, 0);
+#else
+                /* a task gives the progress engine back meanwhile; on the caller's
+                 * stack, the core (a busy node, section 6 of RESULTS.md) */
+                rc = stream_wait(fs, S.FS, lo, next, 0);
+                mxh_task_yield();
+#endif
+            } else {
+                rc = stream_wait(fs, S.FS, lo, next, 1);
+            }
+        }
     }
     if (rc != MPI_SUCCESS) {
         /* do not leave requests behind on the buffers */

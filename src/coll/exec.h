@@ -12,6 +12,7 @@
 #include "util/status.h"
 
 struct mxh_exec_ctx;
+struct mxh_cost_model;
 
 /* Time of the steps of one call per level index (metrics clock ticks,
  * util/clock.h) and their number. Steps that overlap (rounds, streams of
@@ -48,6 +49,8 @@ typedef struct mxh_exec_ctx {
     unsigned          skip_levels; /* bit l: steps at level l are not run (another engine
                                       did their work: the device node level of coll/ipc.h,
                                       on every rank of those groups alike) */
+    const struct mxh_cost_model *pace; /* NULL, or the link times by which a stream paces
+                                          its exchanges (MPIX_HIER_PIPELINE_PACE) */
 } mxh_exec_ctx_t;
 
 /* Whether step @s moves nothing here: empty, or at a skipped level. Every

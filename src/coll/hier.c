@@ -529,6 +529,10 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_cost_sel_init(&h->cost_sel, &h->config, h->layout);
         h->cost = &h->cost_sel;
     }
+    if (h->config.pipeline_pace) {
+        mxh_cost_model_init(&h->pace_model, &h->config, h->layout);
+        h->pace = &h->pace_model;
+    }
     h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
     h->description = malloc(dlen + 1);

@@ -78,6 +78,9 @@ typedef struct mxh_hier {
     mxh_cost_sel_t    cost_sel;                   /* MPIX_HIER_COST_MODEL=yes: the cost
                                                      model of the layout */
     mxh_cost_sel_t   *cost;                       /* &cost_sel then, else NULL */
+    mxh_cost_model_t  pace_model;                 /* MPIX_HIER_PIPELINE_PACE=yes: the link
+                                                     times streams pace their exchanges by */
+    const mxh_cost_model_t *pace;                 /* &pace_model then, else NULL */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */

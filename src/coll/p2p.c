@@ -298,9 +298,13 @@ static int post_pair(mxh_p2p_op_t *op, int peer, char *rbuf, size_t rcnt, const 
     if (rcnt)
         rc = MPI_Irecv(rbuf, (int)rcnt, op->env.dt, peer, op->tag, op->env.comm,
                        &op->req[op->nreq++]);
-    if (rc == MPI_SUCCESS && scnt)
+    if (rc == MPI_SUCCESS && scnt) {
         rc = MPI_Isend(sbuf, (int)scnt, op->env.dt, peer, op->tag, op->env.comm,
                        &op->req[op->nreq++]);
+        op->xbytes += scnt * op->env.ext;
+        if (scnt * op->env.ext > op->xmsg)
+            op->xmsg = scnt * op->env.ext;
+    }
     return rc;
 }
 
@@ -448,7 +452,9 @@ static int post(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
 
-    op->nreq = 0;
+    op->nreq   = 0;
+    op->xbytes = 0;
+    op->xmsg   = 0;
     switch (s->type) {
     case MXH_STEP_SCATTER:
         return root_post(op, 1);
@@ -579,6 +585,8 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->k      = 0;
     op->nreq   = 0;
     op->ready  = 0;
+    op->hold   = 0;
+    op->held   = 0;
     op->algo   = mxh_p2p_choose(s, env->ext);
     op->ascend = even_split(s);
     op->rootless = rootless(s, op->algo);
@@ -631,7 +639,7 @@ static int p2p_test(mxh_p2p_op_t *op, int test)
     MPI_Status stats[MXH_P2P_MAXREQ];
     int flag = 1, rc = MPI_SUCCESS;
 
-    if (!op->active || op->ready)
+    if (!op->active || op->ready || op->held)
         return MPI_SUCCESS;
     for (int i = 0; !test && i < op->nreq; i++)
         if (op->req[i] != MPI_REQUEST_NULL)
@@ -662,6 +670,18 @@ static int p2p_finish(mxh_p2p_op_t *op)
         op->active = 0;
         return MPI_SUCCESS;
     }
+    if (op->hold) {
+        op->held = 1;
+        return MPI_SUCCESS;
+    }
+    return post(op);
+}
+
+int mxh_p2p_post_held(mxh_p2p_op_t *op)
+{
+    if (!op->active || !op->held)
+        return MPI_SUCCESS;
+    op->held = 0;
     return post(op);
 }
 

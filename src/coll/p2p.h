@@ -79,6 +79,11 @@ typedef struct mxh_p2p_op {
     int               fac[32];
     int               active;
     int               ready;  /* the current exchange completed; its reduction is pending */
+    int               hold;   /* set by the caller: after an exchange completes (and its
+                                 reduction ran), leave the next one unposted (held) */
+    int               held;   /* the next exchange is due but not posted (mxh_p2p_post_held) */
+    size_t            xbytes; /* bytes the current exchange sends */
+    size_t            xmsg;   /* and its largest message */
     int               nreq;
     MPI_Request       req[MXH_P2P_MAXREQ];
 } mxh_p2p_op_t;
@@ -121,6 +126,9 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
  * which a simulator charges (SMPI's smpi/test) and real MPIs only spin on. */
 int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved);
 
+
+/* Post the exchange that op->hold kept back (op->held). Returns an MPI error code. */
+int mxh_p2p_post_held(mxh_p2p_op_t *op);
 
 /* Run step @s to completion (blocking). */
 int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const char *src,

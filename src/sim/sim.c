@@ -124,6 +124,11 @@ static void charge(double seconds)
         smpi_execute_flops(seconds * speed);
 }
 
+void mxh_sim_sleep(double seconds)
+{
+    charge(seconds);
+}
+
 void mxh_sim_charge_reduce(size_t bytes)
 {
     sim_init();

@@ -31,6 +31,8 @@ int mxh_sim_model(void);
 /* Charge the modelled time of a reduction producing @bytes / a copy of @bytes. */
 void mxh_sim_charge_reduce(size_t bytes);
 void mxh_sim_charge_copy(size_t bytes);
+/* Let @seconds of simulated time pass on this rank (its transfers go on). */
+void mxh_sim_sleep(double seconds);
 /* MPI_Testsome (statuses ignored) answered with waits: SimGrid 3.32 keeps every
  * communication that a test finds complete in the rank's activity list for good,
  * and every later completion walks that list (a 1024-rank pipelined allgather

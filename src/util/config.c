@@ -97,6 +97,13 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_METRICS", "yes",
      "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; README: "
      "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
+    {"MPIX_HIER_PIPELINE_PACE", "yes",
+     "Pipelines streamed point to point post an exchange of one fragment on a link (NVLink, "
+     "the NIC) only once its latency would end as the bytes booked on that link before it "
+     "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
+     "so that latencies overlap other fragments' transfers instead of fragments waiting "
+     "together and then sharing the link (yes/no).",
+     1},
     {"MPIX_HIER_METRICS_FILE", "",
      "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
      "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
@@ -420,6 +427,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
     cfg->pipeline_depth  = 0;
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
+    cfg->pipeline_pace   = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm             = 1;
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
     cfg->ipc             = -1;        /* auto */
@@ -500,6 +508,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
+        rc = parse_bool(value, &cfg->pipeline_pace);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         rc = parse_bool(value, &cfg->cost_model);
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
@@ -646,6 +656,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%d", cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         snprintf(buf, len, "%d", cfg->pipeline_ramp);
+    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
+        snprintf(buf, len, "%s", cfg->pipeline_pace ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         snprintf(buf, len, "%s", cfg->cost_model ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
@@ -715,6 +727,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &fs, sizeof(fs));
         h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
         h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
+        h = mxh_hash_bytes(h, &cfg->pipeline_pace, sizeof(cfg->pipeline_pace));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));
         h = mxh_hash_bytes(h, &cfg->exclude_rails, sizeof(cfg->exclude_rails));

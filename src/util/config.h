@@ -38,6 +38,8 @@ typedef struct mxh_config {
     size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
+    int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE: streams space the
+                                               exchanges of different fragments on a link */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
     int    ipc;                             /* MPIX_HIER_IPC: -1 auto, 0 no, 1 yes */

@@ -150,6 +150,7 @@ TEST(Cost, HierReduceScatterBlock)
 TEST(Cost, PipelineTwoFragments)
 {
     mxh_cost_model_t m = grid(4, 2);
+    m.pace = 0; // the unpaced stream (MPIX_HIER_PIPELINE_PACE=no); paced: PipelinePaced
     m.lvl[0].alpha = m.lvl[1].alpha = 0;
     m.gamma = 0;
     EXPECT_NEAR(38.849269 * us,
@@ -172,6 +173,7 @@ TEST(Cost, PipelineTwoFragments)
 TEST(Cost, PipelineThreeFragments)
 {
     mxh_cost_model_t m = grid(4, 2);
+    m.pace = 0;
     m.lvl[0].alpha = m.lvl[1].alpha = 0;
     m.gamma = 0;
     EXPECT_NEAR(22.760475 * us,
@@ -260,6 +262,7 @@ TEST(Cost, PipelineBcastTwoFragments)
 {
     mxh_cost_model_t m = grid(4, 2);
     m.lvl[0].alpha = m.lvl[1].alpha = 0;
+    m.pace         = 0; // the stream without exec.c's pacing (PipelinePaced has it)
     EXPECT_NEAR(49.240562 * us, mxh_cost_predict(&m, MXH_COLL_BCAST, 1 << 20, 4, 2 << 20, MXH_COST_PLAN),
                 1e-11);
 }
@@ -288,8 +291,48 @@ TEST(Cost, LinksSharedByMessages)
     m.lvl[0].alpha = 0;
     m.lvl[1].alpha = 0.5 * u;
     m.gamma        = 0;
+    m.pace         = 0; // the stream without exec.c's pacing (PipelinePaced has it)
     EXPECT_NEAR(6.0 * u, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 3 << 20, 4, 4 << 20, MXH_COST_PLAN),
                 1e-11);
+}
+
+// Pacing (exec.c, MPIX_HIER_PIPELINE_PACE): under SimGrid's default factors (a rail
+// exchange of 64 KiB messages waits 23 us, about its bytes' time at 8 MiB fragments)
+// fragments that take turns on the links beat fragments that wait together; neither
+// beats the busiest link (allgather: about even); without latency pacing costs
+// nothing (the link never waits for a booking that its bytes do not fill).
+TEST(Cost, PipelinePaced)
+{
+    std::vector<std::pair<std::string, std::string>> smpi = {
+        {"MPIX_HIER_COST_LAT_FACTOR", "65472:11.6436;15424:3.48845;9376:2.59299;5776:2.18796;"
+                                      "3484:1.88101;1426:1.61075;732:1.9503;257:1.95341;0:2.01467"},
+        {"MPIX_HIER_COST_BW_FACTOR", "65472:0.89590;15424:0.66463;9376:0.55932;5776:1.03561;"
+                                     "3484:0.73803;1426:0.57991;732:0.32570;257:0.32201;0:0.77341"}};
+    mxh_cost_model_t m = grid(8, 16, smpi, 2);
+    EXPECT_EQ(1, m.pace); // the default
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
+        size_t count = coll == MXH_COLL_ALLREDUCE ? (size_t)64 << 20 : (size_t)64 << 20 >> 7;
+        m.pace         = 1;
+        double paced   = mxh_cost_predict(&m, coll, count, 4, 8 << 20, MXH_COST_PLAN);
+        m.pace         = 0;
+        double unpaced = mxh_cost_predict(&m, coll, count, 4, 8 << 20, MXH_COST_PLAN);
+        double bound   = mxh_cost_bound(&m, coll, count, 4);
+        // allgather's one rail exchange per fragment gains nothing here: the link
+        // mostly waits on the ramp's first latency and the last node step
+        if (coll != MXH_COLL_ALLGATHER)
+            EXPECT_LT(paced, 0.95 * unpaced) << mxh_coll_name(coll);
+        else
+            EXPECT_LT(paced, 1.05 * unpaced);
+        EXPECT_GE(paced, bound) << mxh_coll_name(coll);
+    }
+    mxh_cost_model_t z = grid(8, 16, {}, 0);
+    z.lvl[0].alpha = z.lvl[1].alpha = 0;
+    z.gamma = 0;
+    z.pace  = 1;
+    double paced = mxh_cost_predict(&z, MXH_COLL_ALLREDUCE, 16 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    z.pace       = 0;
+    EXPECT_LE(paced, 1.001 * mxh_cost_predict(&z, MXH_COLL_ALLREDUCE, 16 << 20, 4, 8 << 20,
+                                              MXH_COST_PLAN));
 }
 
 // The fragments the model counts are the schedule's (sched.c), ramps included.
