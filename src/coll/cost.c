@@ -564,6 +564,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
      * cross by free_at (exec.c books a rank's own links: here by the level's link
      * resource, whatever the role) */
     double next_ok[MXH_MAX_LEVELS] = {0}, free_at[MXH_MAX_LEVELS] = {0};
+    int pace = m->pace && !kinds[big].rooted; /* coll.c: bcast and reduce stream unpaced */
     int slots[NSLOT], pos[NSLOT], gate[NSLOT], ns = 0;
     for (int s = 0; s < NSLOT; s++) {
         pos[s] = ns;
@@ -622,9 +623,9 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                     /* exec.c's pacing: an exchange is posted once its latency would end
                      * as the bytes booked on its link have crossed; it books its own */
                     int lv = kinds[kind_of[f]].level[s];
-                    if (m->pace && lv >= 0 && next_ok[m->res[lv]] > now + 1e-15)
+                    if (pace && lv >= 0 && next_ok[m->res[lv]] > now + 1e-15)
                         continue;
-                    if (m->pace && lv >= 0) {
+                    if (pace && lv >= 0) {
                         int r = m->res[lv];
                         double a = P->ph[ph[f]].alpha;
                         free_at[r] = (now + a > free_at[r] ? now + a : free_at[r]) + P->ph[ph[f]].link;
