@@ -102,7 +102,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      "the NIC) only once its latency would end as the bytes booked on that link before it "
      "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
      "so that latencies overlap other fragments' transfers instead of fragments waiting "
-     "together and then sharing the link (yes/no).",
+     "together and then sharing the link; allreduce, reduce_scatter_block, allgather "
+     "(bcast and reduce stream unpaced) (yes/no).",
      1},
     {"MPIX_HIER_METRICS_FILE", "",
      "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
