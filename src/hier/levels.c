@@ -319,6 +319,15 @@ static void torus_assign(const torus_choices_t *tc, int s, int *sel)
     }
 }
 
+/* The per-rank arrays of level @l (color, coord, gsize) for @n ranks; 0 or -1. */
+static int level_arrays(mxh_layout_t *L, int l, int n)
+{
+    L->color[l] = malloc(sizeof(int) * (size_t)n);
+    L->coord[l] = malloc(sizeof(int) * (size_t)n);
+    L->gsize[l] = malloc(sizeof(int) * (size_t)n);
+    return L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL ? -1 : 0;
+}
+
 /* Builds the levels of a torus into @L (node level when @s > 1 ranks per node, then one
  * level per dimension longer than 1). Returns 1 when built, 0 when the records do not
  * describe a full torus grid (the leaf-based levels apply), -1 when out of memory.
@@ -421,10 +430,7 @@ static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0
         int l = L->nlevels++;
         L->type[l]    = MXH_LEVEL_NODE;
         L->ngroups[l] = L->nnodes;
-        L->color[l]   = malloc(sizeof(int) * (size_t)n);
-        L->coord[l]   = malloc(sizeof(int) * (size_t)n);
-        L->gsize[l]   = malloc(sizeof(int) * (size_t)n);
-        if (L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL)
+        if (level_arrays(L, l, n))
             goto out;
         for (int r = 0; r < n; r++) {
             L->color[l][r] = L->node_of[r];
@@ -436,10 +442,7 @@ static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0
         int l = L->nlevels++;
         L->type[l]  = MXH_LEVEL_RAIL;
         L->ring[l]  = 1;
-        L->color[l] = malloc(sizeof(int) * (size_t)n);
-        L->coord[l] = malloc(sizeof(int) * (size_t)n);
-        L->gsize[l] = malloc(sizeof(int) * (size_t)n);
-        if (L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL)
+        if (level_arrays(L, l, n))
             goto out;
         for (int r = 0; r < n; r++) {
             int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
