@@ -336,12 +336,19 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
  * Measured (SimGrid, 256 MiB, RESULTS.md section 5): 32 x 8 GPUs, 3-level
  * reduce_scatter: window 4 832 us, 5 778, 6 779, 8 801; allreduce, 5 stages:
  * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
-static int stream_window(const mxh_sched_t *sched)
+static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     int n = 0, w;
     for (int st = 0; st < sched->nstages; st++)
         n += sched->plan->stage_step[st] >= 0;
     w = n + 2;
+    /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
+     * stages on both of its sides (allreduce: node reduce-scatter, rail, node
+     * allgather) it fills only if one more fragment is in flight. Measured
+     * (SimGrid default model, 128 GPUs, allreduce 256 MiB, RESULTS.md section 5):
+     * window 5 1648.40 us, 6 1563.05; link-exact 1332.37 and 1334.53. */
+    if (ctx->pace != NULL && n >= 3)
+        w = n + 3;
     if (2 * n - 2 > w)
         w = 2 * n - 2;
     if (sched->depth > 0)
@@ -364,7 +371,7 @@ size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     if (sched->nfrag == 1)
         return slot;
     if (stream_able(sched, ctx))
-        return slot * (size_t)stream_window(sched);
+        return slot * (size_t)stream_window(sched, ctx);
     return slot * (size_t)sched->nstages;
 }
 
@@ -762,7 +769,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                                 char *tmp)
 {
     stream_t S = {sched,           ctx,  work, tmp, sched_slot(sched, ctx->extent),
-                  io_piece(sched), stream_window(sched), stream_window(sched) + 2, {0}, {0},
+                  io_piece(sched), stream_window(sched, ctx), stream_window(sched, ctx) + 2, {0}, {0},
                   {0},             ctx->pace, {0}, {0}, 0};
     frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
@@ -891,7 +898,7 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
 {
     mxh_status_t st;
 
-    if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
+    if (stream_able(sched, ctx) && stream_window(sched, ctx) <= MXH_MAX_STREAM)
         return exec_stream(sched, ctx, work, tmp);
     if (sched->nfrag == 1) {
         int src_i = src_step(sched->plan, ctx);
