@@ -13,6 +13,7 @@
 #define P2P_RADIX      32
 #define MAX_FRAGS_MODELLED 65536
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
+#define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
@@ -784,10 +785,14 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
             }
         if (sc->rooted) /* a rank's window counts its own stages: one per level */
             nst = m->nlevels;
-        W = nst + 2 > 2 * nst - 2 ? nst + 2 : 2 * nst - 2;
+        W = nst + 2;
+        if (m->pace && !sc->rooted && nst >= 3) /* exec.c stream_window */
+            W = nst + 3;
+        W = W > 2 * nst - 2 ? W : 2 * nst - 2;
         for (int s = 0; s < NSLOT; s++)
             cap[s] = sc->level[s] < 0                        ? 1
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
+                     : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
                                                                : MXH_COST_STAGE_CAP;
     }
     T = stream_sim(m, kinds, kind_of, big, cap, W, nf);

@@ -336,12 +336,19 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
  * Measured (SimGrid, 256 MiB, RESULTS.md section 5): 32 x 8 GPUs, 3-level
  * reduce_scatter: window 4 832 us, 5 778, 6 779, 8 801; allreduce, 5 stages:
  * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
-static int stream_window(const mxh_sched_t *sched)
+static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     int n = 0, w;
     for (int st = 0; st < sched->nstages; st++)
         n += sched->plan->stage_step[st] >= 0;
     w = n + 2;
+    /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
+     * stages on both of its sides (allreduce: node reduce-scatter, rail, node
+     * allgather) it fills only if one more fragment is in flight. Measured
+     * (SimGrid default model, 128 GPUs, allreduce 256 MiB, RESULTS.md section 5):
+     * window 5 1648.40 us, 6 1563.05; link-exact 1332.37 and 1334.53. */
+    if (ctx->pace != NULL && n >= 3)
+        w = n + 3;
     if (2 * n - 2 > w)
         w = 2 * n - 2;
     if (sched->depth > 0)
@@ -364,7 +371,7 @@ size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     if (sched->nfrag == 1)
         return slot;
     if (stream_able(sched, ctx))
-        return slot * (size_t)stream_window(sched);
+        return slot * (size_t)stream_window(sched, ctx);
     return slot * (size_t)sched->nstages;
 }
 
@@ -510,6 +517,16 @@ static size_t io_piece(const mxh_sched_t *sched)
  * us). */
 #define MXH_STREAM_STAGE_CAP 2
 #define MXH_STREAM_LIGHT     32
+/* Paced (MPIX_HIER_PIPELINE_PACE), a third fragment on a stage: pacing keeps it
+ * off the link until the bytes booked before it have crossed, so it does not
+ * share; it only lets its exchange be posted a latency ahead while two others
+ * hold the stage (two fragments leave the link idle for latency - bytes per
+ * exchange when a latency is longer than a fragment's bytes: SimGrid's default
+ * model, 23.3 against 22.9 us per rail exchange of 8 MiB fragments, RESULTS.md
+ * section 5). Unpaced the cap stays 2: a third fragment shares the link there
+ * (reduce_scatter_block 256 MiB, default model: 1029.31 us against 938.14 with 2,
+ * same section). */
+#define MXH_STREAM_STAGE_CAP_PACED 3
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -583,7 +600,9 @@ static void stream_caps(stream_t *S)
     for (int st = 0; st < S->sched->nstages; st++) {
         int i      = p->stage_step[st];
         int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
-        S->cap[st] = light ? S->W : MXH_STREAM_STAGE_CAP;
+        S->cap[st] = light            ? S->W
+                     : S->pace != NULL ? MXH_STREAM_STAGE_CAP_PACED
+                                       : MXH_STREAM_STAGE_CAP;
     }
 }
 
@@ -752,7 +771,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                                 char *tmp)
 {
     stream_t S = {sched,           ctx,  work, tmp, sched_slot(sched, ctx->extent),
-                  io_piece(sched), stream_window(sched), stream_window(sched) + 2, {0}, {0},
+                  io_piece(sched), stream_window(sched, ctx), stream_window(sched, ctx) + 2, {0}, {0},
                   {0},             ctx->pace, {0}, {0}, 0};
     frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
@@ -881,7 +900,7 @@ mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx,
 {
     mxh_status_t st;
 
-    if (stream_able(sched, ctx) && stream_window(sched) <= MXH_MAX_STREAM)
+    if (stream_able(sched, ctx) && stream_window(sched, ctx) <= MXH_MAX_STREAM)
         return exec_stream(sched, ctx, work, tmp);
     if (sched->nfrag == 1) {
         int src_i = src_step(sched->plan, ctx);

@@ -335,6 +335,28 @@ TEST(Cost, PipelinePaced)
                                               MXH_COST_PLAN));
 }
 
+// Paced, a heavy stage takes a third fragment (exec.c MXH_STREAM_STAGE_CAP_PACED) and
+// a 3-stage stream a window of 6: a rail latency of 25 us, above the 20.5 us an 8 MiB
+// fragment's rail exchange keeps the NIC busy (1 MiB x 15/16 / 48 GB/s), is then hidden
+// but for the fill (allreduce of 256 MiB, 128 ranks, 8 MiB fragments, ramp 2: 1388.38 us
+// against 1333.98 at 2 us, mpix_info --explain); unpaced, the two fragments on the
+// stage wait it out together (1624.89 us).
+TEST(Cost, PacedThirdFragment)
+{
+    mxh_cost_model_t m = grid(8, 16, {{"MPIX_HIER_COST_NET_LATENCY", "25us"}}, 2);
+    ASSERT_EQ(1, m.pace);
+    double slow   = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    m.lvl[1].alpha = 2e-6;
+    double fast   = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    m.lvl[1].alpha = 25e-6;
+    m.pace         = 0;
+    double unpaced = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    EXPECT_NEAR(1388.38e-6, slow, 0.01e-6);
+    EXPECT_NEAR(1333.98e-6, fast, 0.01e-6);
+    EXPECT_NEAR(1624.89e-6, unpaced, 0.01e-6);
+    EXPECT_LT(slow, 1.05 * fast);
+}
+
 // The fragments the model counts are the schedule's (sched.c), ramps included.
 TEST(Cost, FragmentsAsScheduled)
 {
@@ -505,7 +527,7 @@ TEST(Cost, Select)
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
     ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_MODEL", "yes", "test"));
-    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "25us", "test"));
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "50us", "test"));
     static mxh_cost_sel_t sel;
     mxh_cost_sel_init(&sel, &cfg, L);
     ASSERT_TRUE(sel.m.grid);
@@ -535,7 +557,8 @@ TEST(Cost, Select)
                 EXPECT_EQ(k[b].algo == MXH_ALGO_PIPELINE ? k[b].frag_bytes : 0, c.frag_bytes);
             }
         }
-    // 256 MiB with 25 us per network exchange: fewer, larger fragments than 8 MiB x 32
+    // 256 MiB with 50 us per network exchange: fewer, larger fragments than 8 MiB x 32
+    // (at 25 us the paced stream hides the latency with 8 MiB ones: PacedThirdFragment)
     mxh_choice_t c = mxh_select_cost(&cfg, &shape, &sel, MXH_COLL_ALLREDUCE, 256 << 20, 256 << 20);
     EXPECT_EQ(MXH_ALGO_PIPELINE, c.algo);
     EXPECT_GT(c.frag_bytes, (size_t)8 << 20);
