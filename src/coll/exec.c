@@ -601,7 +601,7 @@ static void stream_caps(stream_t *S)
 static int stream_stagger(const stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
                           int f, int st)
 {
-    if (!s->rootless || s->type != MXH_STEP_BCAST || s->me == s->root || f == 0)
+    if (f == 0 || !mxh_step_staggered(s))
         return 0;
     const frag_state_t *y = &fs[(f - 1) % S->FS];
     return y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0;
