@@ -595,9 +595,9 @@ static void stream_caps(stream_t *S)
  * finish them together and then all-gather together, and those 2(p - 2) flows
  * into each member hold the root's next scatter to a share of 1/(2p - 3) of the
  * link where it needs 1/(p - 1). The root's link then idles, and the pairs stay
- * in step for the rest of the stream (the two stages' fragments took turns:
- * 128 GPUs, bcast 256 MiB of 32 fragments of 8 MiB without ramps, 1542.07 us).
- * Staggered, one fragment all-gathers while the next is scattered. */
+ * in step for the rest of the stream (RESULTS.md section 5, "Staggered fragments
+ * in the rootless bcast"). Staggered, one fragment all-gathers while the next is
+ * scattered; the price is the scatter's latency once per fragment. */
 static int stream_stagger(const stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
                           int f, int st)
 {
