@@ -606,9 +606,29 @@ static void stream_caps(stream_t *S)
     }
 }
 
+/* A member other than the root of a rootless bcast step (p2p.c: the root scatters
+ * the region to the p - 1 others, then they all-gather it) starts fragment f only
+ * once fragment f - 1 has left its scatter. The others' links take the region per
+ * fragment as the root's link sends it, the root's part being 1/(p - 1) of each
+ * one's incoming bytes: two fragments that receive their scatters together
+ * finish them together and then all-gather together, and those 2(p - 2) flows
+ * into each member hold the root's next scatter to a share of 1/(2p - 3) of the
+ * link where it needs 1/(p - 1). The root's link then idles, and the pairs stay
+ * in step for the rest of the stream (RESULTS.md section 5, "Staggered fragments
+ * in the rootless bcast"). Staggered, one fragment all-gathers while the next is
+ * scattered; the price is the scatter's latency once per fragment. */
+static int stream_stagger(const stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
+                          int f, int st)
+{
+    if (f == 0 || !mxh_step_staggered(s))
+        return 0;
+    const frag_state_t *y = &fs[(f - 1) % S->FS];
+    return y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0;
+}
+
 /* Try to move fragment @f on: start its current stage when the stage is free and
  * its turn, skipping empty steps (in turn as well). Sets *moved on a change. */
-static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
+static int stream_try(stream_t *S, frag_state_t *fs, frag_state_t *x, int f, int *moved)
 {
     const mxh_sched_t *sched = S->sched;
     const mxh_plan_t *p      = mxh_sched_plan(sched, f);
@@ -626,6 +646,8 @@ static int stream_try(stream_t *S, frag_state_t *x, int f, int *moved)
         if (S->busy[st] >= S->cap[st])
             return MPI_SUCCESS;
         const mxh_step_t *s = &p->steps[i];
+        if (stream_stagger(S, fs, s, f, st))
+            return MPI_SUCCESS; /* fragment f - 1 still receives its scatter */
         mxh_p2p_env_t env   = p2p_env(s, S->ctx);
         int slotno          = f % S->W;
         char *base = S->work + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
@@ -833,7 +855,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
                 }
             }
             if (rc == MPI_SUCCESS)
-                rc = stream_try(&S, x, f, &moved);
+                rc = stream_try(&S, fs, x, f, &moved);
             if (rc != MPI_SUCCESS)
                 failed = x->op.s;
             else if (x->stage >= sched->nstages) {

@@ -116,6 +116,15 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
 mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, unsigned flags,
                                    mxh_plan_t **plan_p);
+/* Whether the stream executor starts a fragment on step @s only once the
+ * fragment before it has left the step's first exchange: a member other than the
+ * root of a rootless bcast step (scatter from the root, then allgather among the
+ * others; exec.c stream_stagger says why) inside the node. Not on the network
+ * levels, where each fragment would wait out the scatter's latency of several
+ * microseconds: staggered there too, bcast 256 MiB on 32 nodes x 8 in 4 leaf
+ * groups ran slower than unstaggered (RESULTS.md section 5). */
+int mxh_step_staggered(const mxh_step_t *s);
+
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]
  * elements in rank r's block (any of them 0). The plans of allgather and
  * reduce_scatter_block with blocks of those sizes: the work buffer holds the

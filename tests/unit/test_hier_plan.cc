@@ -1047,6 +1047,55 @@ TEST(Plan, ThroughShapeOnTheRootsPath)
     EXPECT_EQ("reduce_scatter/0:1000 reduce/1:250 gather/0:1000", types(MXH_COLL_REDUCE, 2, 0));
 }
 
+// Which steps of the through shape the stream executor staggers (a fragment waits
+// until the one before has left the step's scatter): the non-roots of a rootless
+// bcast step of more than two members inside the node, nothing else. 2 nodes x 4,
+// root 1.
+TEST(Plan, StaggeredSteps)
+{
+    Layout lay = make_layout({4, 4}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kAllLevels, &L.p));
+    auto staggered = [&](mxh_coll_t coll, int rank, unsigned flags) {
+        mxh_plan_t *p = nullptr;
+        std::string t;
+        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 1000, 1, 4, flags, &p));
+        for (int i = 0; p && i < p->nsteps; i++)
+            t += std::to_string(mxh_step_staggered(&p->steps[i]));
+        mxh_plan_destroy(p);
+        return t;
+    };
+    // rank 1 is the root of the node bcast and of its rail's bcast (a pair)
+    EXPECT_EQ("00", staggered(MXH_COLL_BCAST, 1, MXH_PLAN_THROUGH));
+    // rank 2 receives the node bcast (4 members); its rail of 2 has no allgather
+    EXPECT_EQ("10", staggered(MXH_COLL_BCAST, 2, MXH_PLAN_THROUGH));
+    EXPECT_EQ("00", staggered(MXH_COLL_BCAST, 6, MXH_PLAN_THROUGH));
+    EXPECT_EQ("000", staggered(MXH_COLL_BCAST, 2, 0));
+    EXPECT_EQ("00", staggered(MXH_COLL_REDUCE, 2, MXH_PLAN_THROUGH));
+
+    // 3 nodes x 4: the rails have 3 members; their rail bcast crosses the network and
+    // is not staggered, the root's node's is
+    Layout lay3 = make_layout({4, 4, 4}, 0, 0);
+    LayoutPtr L3;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay3.recs.data(), 12, kAllLevels, &L3.p));
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_flags(L3.p, 6, MXH_COLL_BCAST, 1200, 1, 4,
+                                            MXH_PLAN_THROUGH, &p));
+    ASSERT_EQ(2, p->nsteps); // rail bcast of its piece, node allgather
+    EXPECT_EQ(MXH_STEP_BCAST, p->steps[0].type);
+    EXPECT_EQ(1, p->steps[0].rootless);
+    EXPECT_EQ(0, mxh_step_staggered(&p->steps[0]));
+    EXPECT_EQ(0, mxh_step_staggered(&p->steps[1]));
+    mxh_plan_destroy(p);
+    p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_flags(L3.p, 3, MXH_COLL_BCAST, 1200, 1, 4,
+                                            MXH_PLAN_THROUGH, &p));
+    ASSERT_EQ(2, p->nsteps); // node bcast from rank 1, rail bcast as its rail's root
+    EXPECT_EQ(1, mxh_step_staggered(&p->steps[0]));
+    EXPECT_EQ(0, mxh_step_staggered(&p->steps[1]));
+    mxh_plan_destroy(p);
+}
+
 TEST(Plan, AllreduceStepsOnTwoByTwo)
 {
     Layout lay = make_layout({2, 2}, 0, 0);
