@@ -79,11 +79,77 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
                 grid = 0;
         prod *= gsize[l];
     }
+    if (L->torus_ndims > 0) { /* the torus split: its own model */
+        int s = L->torus_nrails, node = L->nlevels > 0 && L->type[0] == MXH_LEVEL_NODE;
+        if (L->torus_order != NULL && (s > 1) == node) {
+            mxh_cost_model_torus(m, cfg, s, L->torus_ndims, L->torus_k, L->torus_order);
+            m->grid = m->grid && m->nranks == L->nranks && m->nlevels == L->nlevels;
+        } else {
+            memset(m, 0, sizeof(*m));
+        }
+        return;
+    }
     mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
     m->nranks = L->nranks;
-    /* torus levels (hier/levels.c: rings along dimensions, per-rail orders, sharing torus
-     * links rather than one NIC) are not modelled: selection without the model there */
-    m->grid   = grid && prod == L->nranks && L->torus_ndims == 0;
+    m->grid   = grid && prod == L->nranks;
+}
+
+void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, int ndims,
+                          const int *k, const int *order)
+{
+    mxh_level_type_t type[MXH_MAX_LEVELS];
+    int gsize[MXH_MAX_LEVELS], node = s > 1, nl = node + ndims;
+    long prod = s;
+    if (ndims < 1 || ndims > 3 || s < 1 || s > MXH_COST_RAILS || nl > MXH_MAX_LEVELS) {
+        memset(m, 0, sizeof(*m)); /* grid 0: not modelled */
+        return;
+    }
+    for (int l = 0; l < nl; l++) {
+        type[l]  = node && l == 0 ? MXH_LEVEL_NODE : MXH_LEVEL_RAIL;
+        gsize[l] = node && l == 0 ? s : k[order[l - node] & 3];
+    }
+    mxh_cost_model_grid(m, cfg, nl, type, gsize);
+    /* gen_platform.py --b-torus default: the node's torus links (2 per dimension) carry
+     * as much as its s NICs */
+    double bt     = cfg->cost_torus_bw > 0 ? cfg->cost_torus_bw
+                                           : s * cfg->cost_net_bw / (2.0 * ndims);
+    m->tlink_beta = 1.0 / bt;
+    m->tnic_beta  = cfg->cost_net_contention / cfg->cost_net_bw;
+    m->trails     = s;
+    m->tndims     = ndims;
+    for (int j = 0; j < ndims; j++)
+        prod *= k[j] > 0 ? k[j] : 1;
+    for (int c = 0; c < s; c++)
+        for (int l = 0; l < nl; l++) {
+            int e = l >= node ? order[c * 3 + l - node] : -1;
+            m->tgsize[c][l] = e < 0 ? s : k[e & 3];
+            m->tlink[c][l]  = e < 0 ? -1 : 2 * (e & 3) + ((e & 4) != 0);
+            if (e >= 0 && (e & 7) != (order[l - node] & 7))
+                m->tmixed = 1;
+        }
+    /* a rank's share of its level's link direction: the rails whose same level runs
+     * on it (they cross their l-th levels at about the same time, from the node's
+     * steps on), by messages (SimGrid's max-min: one flow per rail), never more than
+     * its NIC */
+    for (int c = 0; c < s; c++)
+        for (int l = 0; l < nl; l++) {
+            int n = 0;
+            if (m->tlink[c][l] < 0) {
+                m->tbeta[c][l] = m->lvl[l].beta;
+                continue;
+            }
+            for (int o = 0; o < s; o++)
+                n += m->tlink[o][l] == m->tlink[c][l];
+            m->tbeta[c][l] = n * m->tlink_beta > m->tnic_beta ? n * m->tlink_beta : m->tnic_beta;
+        }
+    for (int l = node; l < nl; l++) { /* every dimension: NIC, one torus link, NIC */
+        m->lvl[l].alpha = cfg->cost_torus_latency;
+        m->lvl[l].beta  = m->tbeta[0][l];
+        m->ring[l]      = 1;
+        m->res[l]       = l; /* each dimension its own links (the NIC: a floor) */
+    }
+    m->nranks = (int)prod;
+    m->grid   = 1;
 }
 
 /* ---- steps ------------------------------------------------------------------------ */
@@ -118,6 +184,10 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
 {
     int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
     int net_direct = m->net[level] && p <= P2P_DIRECT_P;
+    /* a torus dimension: the ring sends every byte to the next node over one link */
+    if (m->ring[level] && p > 2 && bytes > P2P_SMALL && type != MXH_STEP_BCAST &&
+        type != MXH_STEP_REDUCE)
+        return A_RING;
     if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
         return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
     if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
@@ -421,7 +491,8 @@ static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, 
     for (int l = 0; l < m->nlevels; l++)
         if (m->net[l])
             copies += (size_t)(m->gsize[l] - 1);
-    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+    if (!m->tmixed && bytes <= MXH_PLAN_LATENCY_BYTES &&
+        copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES) /* plan.c: not where rails differ */
         return MXH_COST_LATENCY;
     if (m->nlevels >= 2 && !m->net[0] && copies > 0) {
         size_t g = (size_t)m->gsize[0], piece = (count + g - 1) / g * tsize;
@@ -544,6 +615,8 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
 
 static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 {
+    if (m->trails > 0 && (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE))
+        return 0; /* plan.c's scatter shape on ring levels: not described */
     return m->grid && m->nlevels >= 1 &&
            (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
             coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE);
@@ -715,8 +788,111 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     return T;
 }
 
+static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant);
+
+/* ---- the torus split ----------------------------------------------------------------- */
+
+/* Rail @c of a torus model as a grid of its own: its group sizes, and per level its
+ * share of the link (@shared) or the whole link (the floor's byte times). */
+static void torus_rail(const mxh_cost_model_t *m, int c, int shared, mxh_cost_model_t *r)
+{
+    *r        = *m;
+    r->trails = 0;
+    for (int l = 0; l < m->nlevels; l++) {
+        r->gsize[l] = m->tgsize[c][l];
+        if (m->tlink[c][l] >= 0)
+            r->lvl[l].beta = shared ? m->tbeta[c][l] : m->tlink_beta;
+    }
+}
+
+/* 1 when rail @c runs as an earlier rail does (same group sizes and shares). */
+static int torus_seen(const mxh_cost_model_t *m, int c)
+{
+    for (int o = 0; o < c; o++)
+        if (!memcmp(m->tgsize[o], m->tgsize[c], sizeof(m->tgsize[c])) &&
+            !memcmp(m->tbeta[o], m->tbeta[c], sizeof(m->tbeta[c])))
+            return 1;
+    return 0;
+}
+
+/* The floor of a torus schedule: the busiest torus link direction (every rail's bytes
+ * on it, at the link's speed), NIC (a rail's bytes over its dimensions) or, for one
+ * fragment (@frag_bytes 0), the node level's link, over all fragments. */
+static double torus_floor(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                          size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    double load[6] = {0}, most = 0;
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
+    stage_cost_t *sc = malloc(sizeof(*sc));
+    mxh_cost_model_t *r = malloc(sizeof(*r));
+    if (sizes == NULL || sc == NULL || r == NULL) {
+        free(sizes), free(sc), free(r);
+        return 0;
+    }
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+    for (int c = 0; c < m->trails; c++) {
+        double lvl[MXH_MAX_LEVELS] = {0}, nic = 0;
+        torus_rail(m, c, 0, r);
+        for (size_t f = 0; f < nf; f++) {
+            if (f == 0 || sizes[f] != sizes[f - 1])
+                frag_cost(r, coll, sizes[f], tsize, variant, (int)nf, sc);
+            for (int l = 0; l < m->nlevels; l++)
+                lvl[l] += sc->link[l];
+        }
+        for (int l = 0; l < m->nlevels; l++) {
+            if (m->tlink[c][l] < 0) {
+                most = lvl[l] > most ? lvl[l] : most;
+                continue;
+            }
+            load[m->tlink[c][l]] += lvl[l];
+            nic += lvl[l] / m->tlink_beta * m->tnic_beta;
+        }
+        most = nic > most ? nic : most;
+    }
+    for (int i = 0; i < 6; i++)
+        most = load[i] > most ? load[i] : most;
+    free(sizes), free(sc), free(r);
+    return most;
+}
+
+/* The slowest rail (each a grid of its own sizes and shares), at least the floor. */
+static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                            size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    double T = 0;
+    mxh_cost_model_t *r = malloc(sizeof(*r));
+    if (r == NULL)
+        return -1;
+    for (int c = 0; c < m->trails; c++) {
+        if (torus_seen(m, c))
+            continue;
+        torus_rail(m, c, 1, r);
+        double t = predict_grid(r, coll, count, tsize, frag_bytes, variant);
+        if (t < 0) {
+            free(r);
+            return -1;
+        }
+        T = t > T ? t : T;
+    }
+    free(r);
+    double f = torus_floor(m, coll, count, tsize, frag_bytes, variant);
+    return f > T ? f : T;
+}
+
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    if (m->trails > 0)
+        return torus_predict(m, coll, count, tsize, frag_bytes, variant);
+    return predict_grid(m, coll, count, tsize, frag_bytes, variant);
+}
+
+static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
@@ -810,6 +986,8 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     double b = 0;
     if (!modelled(m, coll))
         return -1;
+    if (m->trails > 0) /* every rail's bytes on the busiest torus link, NIC or NVLink */
+        return torus_floor(m, coll, count, tsize, 0, MXH_COST_RS);
     frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
     for (int r = 0; r < NRES; r++)
         b = sc.link[r] > b ? sc.link[r] : b;
