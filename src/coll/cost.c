@@ -816,68 +816,102 @@ static int torus_seen(const mxh_cost_model_t *m, int c)
     return 0;
 }
 
-/* The floor of a torus schedule: the busiest torus link direction (every rail's bytes
- * on it, at the link's speed), NIC (a rail's bytes over its dimensions) or, for one
- * fragment (@frag_bytes 0), the node level's link, over all fragments. */
-static double torus_floor(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
-                          size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
+/* Every rail's byte time per level over all fragments, each torus level at the whole
+ * link's speed (the node level at NVLink's): @t[c][l]. 0, or -1 without memory. */
+static int torus_bytes(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, mxh_cost_variant_t variant,
+                       double (*t)[MXH_MAX_LEVELS])
 {
-    double load[6] = {0}, most = 0;
     size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
     size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
     stage_cost_t *sc = malloc(sizeof(*sc));
     mxh_cost_model_t *r = malloc(sizeof(*r));
     if (sizes == NULL || sc == NULL || r == NULL) {
         free(sizes), free(sc), free(r);
-        return 0;
+        return -1;
     }
     mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
     for (int c = 0; c < m->trails; c++) {
-        double lvl[MXH_MAX_LEVELS] = {0}, nic = 0;
+        memset(t[c], 0, sizeof(t[c]));
         torus_rail(m, c, 0, r);
         for (size_t f = 0; f < nf; f++) {
             if (f == 0 || sizes[f] != sizes[f - 1])
                 frag_cost(r, coll, sizes[f], tsize, variant, (int)nf, sc);
             for (int l = 0; l < m->nlevels; l++)
-                lvl[l] += sc->link[l];
+                t[c][l] += sc->link[l];
         }
+    }
+    free(sizes), free(sc), free(r);
+    return 0;
+}
+
+/* The floor of a torus schedule from torus_bytes' @t: the busiest torus link direction
+ * (every rail's bytes on it), NIC (a rail's bytes over its dimensions) or NVLink. */
+static double torus_floor(const mxh_cost_model_t *m, double (*t)[MXH_MAX_LEVELS])
+{
+    double load[6] = {0}, most = 0;
+    for (int c = 0; c < m->trails; c++) {
+        double nic = 0;
         for (int l = 0; l < m->nlevels; l++) {
             if (m->tlink[c][l] < 0) {
-                most = lvl[l] > most ? lvl[l] : most;
+                most = t[c][l] > most ? t[c][l] : most;
                 continue;
             }
-            load[m->tlink[c][l]] += lvl[l];
-            nic += lvl[l] / m->tlink_beta * m->tnic_beta;
+            load[m->tlink[c][l]] += t[c][l];
+            nic += t[c][l] / m->tlink_beta * m->tnic_beta;
         }
         most = nic > most ? nic : most;
     }
     for (int i = 0; i < 6; i++)
         most = load[i] > most ? load[i] : most;
-    free(sizes), free(sc), free(r);
     return most;
 }
 
-/* The slowest rail (each a grid of its own sizes and shares), at least the floor. */
+/* The slowest rail (each a grid of its own sizes and shares), at least the floor. One
+ * fragment: the rails cross their l-th levels together, a link's share is per rail on
+ * it at that level (tbeta). A pipeline: every stage of every rail is in flight at once,
+ * so a link direction is shared by all the rails' levels on it, each getting it in
+ * proportion to its bytes (all finish together, as max-min does for flows that start
+ * together and keep their rates): beta = the link's bytes over the level's bytes times
+ * the link's beta, never less than the NIC's. */
 static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                             size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {
-    double T = 0;
-    mxh_cost_model_t *r = malloc(sizeof(*r));
-    if (r == NULL)
+    double T = 0, (*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
+    double load[6] = {0};
+    mxh_cost_model_t *r = malloc(sizeof(*r)), *pm = malloc(sizeof(*pm));
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    if (r == NULL || t == NULL || pm == NULL ||
+        torus_bytes(m, coll, count, tsize, frag_bytes, variant, t) != 0) {
+        free(r), free(t), free(pm);
         return -1;
-    for (int c = 0; c < m->trails; c++) {
-        if (torus_seen(m, c))
-            continue;
-        torus_rail(m, c, 1, r);
-        double t = predict_grid(r, coll, count, tsize, frag_bytes, variant);
-        if (t < 0) {
-            free(r);
-            return -1;
-        }
-        T = t > T ? t : T;
     }
-    free(r);
-    double f = torus_floor(m, coll, count, tsize, frag_bytes, variant);
+    *pm = *m;
+    if (nf > 1) {
+        for (int c = 0; c < m->trails; c++)
+            for (int l = 0; l < m->nlevels; l++)
+                if (m->tlink[c][l] >= 0)
+                    load[m->tlink[c][l]] += t[c][l];
+        for (int c = 0; c < m->trails; c++)
+            for (int l = 0; l < m->nlevels; l++)
+                if (m->tlink[c][l] >= 0 && t[c][l] > 0) {
+                    double b = m->tlink_beta * load[m->tlink[c][l]] / t[c][l];
+                    pm->tbeta[c][l] = b > m->tnic_beta ? b : m->tnic_beta;
+                }
+    }
+    for (int c = 0; c < m->trails; c++) {
+        if (torus_seen(pm, c))
+            continue;
+        torus_rail(pm, c, 1, r);
+        double tc = predict_grid(r, coll, count, tsize, frag_bytes, variant);
+        if (tc < 0) {
+            T = -1;
+            break;
+        }
+        T = tc > T ? tc : T;
+    }
+    double f = T < 0 ? 0 : torus_floor(m, t);
+    free(r), free(t), free(pm);
     return f > T ? f : T;
 }
 
@@ -986,8 +1020,16 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     double b = 0;
     if (!modelled(m, coll))
         return -1;
-    if (m->trails > 0) /* every rail's bytes on the busiest torus link, NIC or NVLink */
-        return torus_floor(m, coll, count, tsize, 0, MXH_COST_RS);
+    if (m->trails > 0) { /* every rail's bytes on the busiest torus link, NIC or NVLink */
+        double(*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
+        if (t == NULL || torus_bytes(m, coll, count, tsize, 0, MXH_COST_RS, t) != 0) {
+            free(t);
+            return -1;
+        }
+        b = torus_floor(m, t);
+        free(t);
+        return b;
+    }
     frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
     for (int r = 0; r < NRES; r++)
         b = sc.link[r] > b ? sc.link[r] : b;
