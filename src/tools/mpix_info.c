@@ -519,9 +519,12 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     }
     int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
     size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
-    if (count == 0 || !m.grid) {
+    int rooted = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
+    if (count == 0 || !m.grid || (m.trails > 0 && rooted)) {
         fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
-                count == 0 ? "fewer bytes than one element per rank" : "not a grid hierarchy");
+                count == 0  ? "fewer bytes than one element per rank"
+                : !m.grid   ? "not a grid hierarchy"
+                            : "bcast and reduce on torus levels: plan.c's scatter shape there");
         return 1;
     }
     printf("# Cost model: %s of %s (%s for every rank, %zu-byte elements), %d ranks:",
