@@ -117,7 +117,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      * copy speed; mpix_info --explain COLL BYTES prints its predictions */
     {"MPIX_HIER_COST_MODEL", "no",
      "Choose hier or pipeline and the fragment size of allreduce, reduce_scatter_block, "
-     "allgather, bcast and reduce on grid hierarchies by the cost model (the MPIX_HIER_COST_* parameters) "
+     "allgather, bcast and reduce on grid hierarchies (and allreduce, reduce_scatter_block, "
+     "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
      "instead of MPIX_HIER_FRAG_SIZE (yes/no).", 1},
     {"MPIX_HIER_COST_NODE_LATENCY", "1us",
      "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
