@@ -108,6 +108,11 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
         type[l]  = node && l == 0 ? MXH_LEVEL_NODE : MXH_LEVEL_RAIL;
         gsize[l] = node && l == 0 ? s : k[order[l - node] & 3];
     }
+    /* The shared fields stay what a grid of rail 0's sizes gives (NIC parameters, the
+     * network levels on one NIC resource): exec.c's pacing reads them through
+     * mxh_cost_latency / mxh_cost_link_time and res, as it did before the torus was
+     * modelled. The torus lives in the t* fields, which only the predictions read
+     * (torus_rail). */
     mxh_cost_model_grid(m, cfg, nl, type, gsize);
     /* gen_platform.py --b-torus default: the node's torus links (2 per dimension) carry
      * as much as its s NICs */
@@ -115,6 +120,7 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
                                            : s * cfg->cost_net_bw / (2.0 * ndims);
     m->tlink_beta = 1.0 / bt;
     m->tnic_beta  = cfg->cost_net_contention / cfg->cost_net_bw;
+    m->talpha     = cfg->cost_torus_latency; /* NIC, one torus link, NIC */
     m->trails     = s;
     m->tndims     = ndims;
     for (int j = 0; j < ndims; j++)
@@ -142,12 +148,6 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
                 n += m->tlink[o][l] == m->tlink[c][l];
             m->tbeta[c][l] = n * m->tlink_beta > m->tnic_beta ? n * m->tlink_beta : m->tnic_beta;
         }
-    for (int l = node; l < nl; l++) { /* every dimension: NIC, one torus link, NIC */
-        m->lvl[l].alpha = cfg->cost_torus_latency;
-        m->lvl[l].beta  = m->tbeta[0][l];
-        m->ring[l]      = 1;
-        m->res[l]       = l; /* each dimension its own links (the NIC: a floor) */
-    }
     m->nranks = (int)prod;
     m->grid   = 1;
 }
@@ -801,8 +801,12 @@ static void torus_rail(const mxh_cost_model_t *m, int c, int shared, mxh_cost_mo
     r->trails = 0;
     for (int l = 0; l < m->nlevels; l++) {
         r->gsize[l] = m->tgsize[c][l];
-        if (m->tlink[c][l] >= 0)
-            r->lvl[l].beta = shared ? m->tbeta[c][l] : m->tlink_beta;
+        if (m->tlink[c][l] >= 0) { /* a dimension: its rings, its own links */
+            r->lvl[l].alpha = m->talpha;
+            r->lvl[l].beta  = shared ? m->tbeta[c][l] : m->tlink_beta;
+            r->ring[l]      = 1;
+            r->res[l]       = l;
+        }
     }
 }
 

@@ -103,7 +103,8 @@ typedef struct mxh_cost_model {
      * tlink[c][l] (2 j + 1 for dimension j's - links, -1: the node level) and a rank
      * gets tbeta[c][l] s per byte: the NIC's, or the link's share among the rails
      * whose level l is on that direction too (the rails cross their l-th levels
-     * together). gsize/lvl hold rail 0's. */
+     * together). gsize, lvl, res and ring hold a grid of rail 0's sizes with the NIC's
+ * parameters (what exec.c's pacing books), the predictions read the t* fields. */
     int    trails, tndims;
     int    tmixed;                   /* rails in different orders (no latency plan) */
     int    tgsize[MXH_COST_RAILS][MXH_MAX_LEVELS];
@@ -111,6 +112,7 @@ typedef struct mxh_cost_model {
     double tbeta[MXH_COST_RAILS][MXH_MAX_LEVELS];
     double tlink_beta;               /* s per byte of one torus link, one direction */
     double tnic_beta;                /* s per byte of a rank's NIC (contention included) */
+    double talpha;                   /* s per exchange of a dimension's neighbours */
     mxh_cost_level_t lvl[MXH_MAX_LEVELS];
     double gamma;                    /* s per byte of two-input reduction output */
     double kappa;                    /* s per byte of local copy */

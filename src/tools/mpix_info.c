@@ -538,8 +538,9 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                1e-9 / m.lvl[l].beta);
     printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m.gamma, 1e-9 / m.kappa);
     if (m.trails > 0) { /* the torus: every rail's group sizes and link shares */
-        printf("#   torus link %.4g GB/s per direction, NIC %.4g GB/s; per rail, level: "
-               "ranks, GB/s of its link share\n", 1e-9 / m.tlink_beta, 1e-9 / m.tnic_beta);
+        printf("#   torus: %.3g us per exchange, link %.4g GB/s per direction, NIC %.4g GB/s; "
+               "per rail, level: ranks, GB/s of its link share\n",
+               m.talpha * 1e6, 1e-9 / m.tlink_beta, 1e-9 / m.tnic_beta);
         for (int c = 0; c < m.trails; c++) {
             printf("#     rail %d:", c);
             for (int l = 0; l < m.nlevels; l++)

@@ -478,6 +478,11 @@ TEST(Cost, Torus3dShares)
     EXPECT_NEAR(64e9 / 3, 1 / m.tbeta[0][2], 1);
     EXPECT_NEAR(16e9, 1 / m.tbeta[0][3], 1);
     EXPECT_NEAR(1 / 370e9, m.tbeta[0][0], 1e-20);
+    // what exec.c's pacing books stays the NIC's: 2 us, 48 GB/s, one resource for every
+    // network level (as before the torus was modelled; the default path is unchanged)
+    EXPECT_NEAR(2 * us, mxh_cost_latency(&m, 1, 1u << 20), 1e-12);
+    EXPECT_NEAR((1u << 20) / 48e9, mxh_cost_link_time(&m, 3, 1u << 20, 1u << 20), 1e-12);
+    EXPECT_EQ(m.res[1], m.res[3]);
     // the bound: each of a node's 4 usable link directions carries 2 x 30/16 of a rail's
     // 256 MiB / 8 (run_sim.py's torus_links: 2 x 15/16 x 256 MiB / 256 GB/s)
     const size_t n = 256u << 20;
