@@ -3,6 +3,7 @@
 
   benchmarks/sim/cost_check.py --info build/src/tools/mpix_info --nodes 16 --gpus 8 \
       DIR/scale.csv[=FRAG] ...  [--env MPIX_HIER_COST_NET_LATENCY=23us ...]
+      [--torus 4x2x2]   (a torus3d/torus2d platform: the torus levels, mpix_info --torus)
 
 Each CSV is a run_sim.py --scale output of one MPIX_HIER_FRAG_SIZE (FRAG, default the
 library's 8m; --hier-only runs too), any modelled collective (allreduce,
@@ -20,13 +21,15 @@ import subprocess
 import sys
 
 
-def predict(info, coll, size, frag, nodes, gpus, leaves, env):
+def predict(info, coll, size, frag, nodes, gpus, leaves, env, torus=""):
     e = dict(os.environ, **env)
     if frag != "model":
         e["MPIX_HIER_FRAG_SIZE"] = frag
     cmd = [info, "--explain", coll, str(size), "--nodes", str(nodes), "--gpus", str(gpus)]
     if leaves > 1:
         cmd += ["--leaves", str(leaves)]
+    if torus:
+        cmd += ["--torus", torus]
     out = subprocess.run(cmd, env=e, capture_output=True, text=True).stdout
     key = "model:" if frag == "model" else "today:"
     today = [l for l in out.splitlines() if l.startswith(key)]
@@ -41,6 +44,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=16)
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--leaves", type=int, default=1, help="leaf groups (a spine level)")
+    ap.add_argument("--torus", default="",
+                    help="XxY[xZ]: the nodes form a torus (gen_platform.py torus2d/torus3d)")
     ap.add_argument("--env", action="append", default=[], help="VAR=VALUE for the model")
     ap.add_argument("--label", default="")
     ap.add_argument("csvs", nargs="+")
@@ -53,7 +58,8 @@ def main():
         for r in csv.DictReader(open(path)):
             size = int(r["size_bytes"])
             sim = float(r["hier_time_us"])
-            p, nf, bound = predict(a.info, r["collective"], size, frag, a.nodes, a.gpus, a.leaves, env)
+            p, nf, bound = predict(a.info, r["collective"], size, frag, a.nodes, a.gpus, a.leaves, env,
+                                 a.torus)
             if p is None:
                 continue
             err = (p - sim) / sim * 100

@@ -79,11 +79,77 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
                 grid = 0;
         prod *= gsize[l];
     }
+    if (L->torus_ndims > 0) { /* the torus split: its own model */
+        int s = L->torus_nrails, node = L->nlevels > 0 && L->type[0] == MXH_LEVEL_NODE;
+        if (L->torus_order != NULL && (s > 1) == node) {
+            mxh_cost_model_torus(m, cfg, s, L->torus_ndims, L->torus_k, L->torus_order);
+            m->grid = m->grid && m->nranks == L->nranks && m->nlevels == L->nlevels;
+        } else {
+            memset(m, 0, sizeof(*m));
+        }
+        return;
+    }
     mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
     m->nranks = L->nranks;
-    /* torus levels (hier/levels.c: rings along dimensions, per-rail orders, sharing torus
-     * links rather than one NIC) are not modelled: selection without the model there */
-    m->grid   = grid && prod == L->nranks && L->torus_ndims == 0;
+    m->grid   = grid && prod == L->nranks;
+}
+
+void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, int ndims,
+                          const int *k, const int *order)
+{
+    mxh_level_type_t type[MXH_MAX_LEVELS];
+    int gsize[MXH_MAX_LEVELS], node = s > 1, nl = node + ndims;
+    long prod = s;
+    if (ndims < 1 || ndims > 3 || s < 1 || s > MXH_COST_RAILS || nl > MXH_MAX_LEVELS) {
+        memset(m, 0, sizeof(*m)); /* grid 0: not modelled */
+        return;
+    }
+    for (int l = 0; l < nl; l++) {
+        type[l]  = node && l == 0 ? MXH_LEVEL_NODE : MXH_LEVEL_RAIL;
+        gsize[l] = node && l == 0 ? s : k[order[l - node] & 3];
+    }
+    /* The shared fields stay what a grid of rail 0's sizes gives (NIC parameters, the
+     * network levels on one NIC resource): exec.c's pacing reads them through
+     * mxh_cost_latency / mxh_cost_link_time and res, as it did before the torus was
+     * modelled. The torus lives in the t* fields, which only the predictions read
+     * (torus_rail). */
+    mxh_cost_model_grid(m, cfg, nl, type, gsize);
+    /* gen_platform.py --b-torus default: the node's torus links (2 per dimension) carry
+     * as much as its s NICs */
+    double bt     = cfg->cost_torus_bw > 0 ? cfg->cost_torus_bw
+                                           : s * cfg->cost_net_bw / (2.0 * ndims);
+    m->tlink_beta = 1.0 / bt;
+    m->tnic_beta  = cfg->cost_net_contention / cfg->cost_net_bw;
+    m->talpha     = cfg->cost_torus_latency; /* NIC, one torus link, NIC */
+    m->trails     = s;
+    m->tndims     = ndims;
+    for (int j = 0; j < ndims; j++)
+        prod *= k[j] > 0 ? k[j] : 1;
+    for (int c = 0; c < s; c++)
+        for (int l = 0; l < nl; l++) {
+            int e = l >= node ? order[c * 3 + l - node] : -1;
+            m->tgsize[c][l] = e < 0 ? s : k[e & 3];
+            m->tlink[c][l]  = e < 0 ? -1 : 2 * (e & 3) + ((e & 4) != 0);
+            if (e >= 0 && (e & 7) != (order[l - node] & 7))
+                m->tmixed = 1;
+        }
+    /* a rank's share of its level's link direction: the rails whose same level runs
+     * on it (they cross their l-th levels at about the same time, from the node's
+     * steps on), by messages (SimGrid's max-min: one flow per rail), never more than
+     * its NIC */
+    for (int c = 0; c < s; c++)
+        for (int l = 0; l < nl; l++) {
+            int n = 0;
+            if (m->tlink[c][l] < 0) {
+                m->tbeta[c][l] = m->lvl[l].beta;
+                continue;
+            }
+            for (int o = 0; o < s; o++)
+                n += m->tlink[o][l] == m->tlink[c][l];
+            m->tbeta[c][l] = n * m->tlink_beta > m->tnic_beta ? n * m->tlink_beta : m->tnic_beta;
+        }
+    m->nranks = (int)prod;
+    m->grid   = 1;
 }
 
 /* ---- steps ------------------------------------------------------------------------ */
@@ -118,6 +184,10 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
 {
     int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
     int net_direct = m->net[level] && p <= P2P_DIRECT_P;
+    /* a torus dimension: the ring sends every byte to the next node over one link */
+    if (m->ring[level] && p > 2 && bytes > P2P_SMALL && type != MXH_STEP_BCAST &&
+        type != MXH_STEP_REDUCE)
+        return A_RING;
     if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
         return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
     if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
@@ -421,7 +491,8 @@ static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, 
     for (int l = 0; l < m->nlevels; l++)
         if (m->net[l])
             copies += (size_t)(m->gsize[l] - 1);
-    if (bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
+    if (!m->tmixed && bytes <= MXH_PLAN_LATENCY_BYTES &&
+        copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES) /* plan.c: not where rails differ */
         return MXH_COST_LATENCY;
     if (m->nlevels >= 2 && !m->net[0] && copies > 0) {
         size_t g = (size_t)m->gsize[0], piece = (count + g - 1) / g * tsize;
@@ -544,6 +615,8 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
 
 static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 {
+    if (m->trails > 0 && (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE))
+        return 0; /* plan.c's scatter shape on ring levels: not described */
     return m->grid && m->nlevels >= 1 &&
            (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
             coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE);
@@ -715,8 +788,149 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     return T;
 }
 
+static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant);
+
+/* ---- the torus split ----------------------------------------------------------------- */
+
+/* Rail @c of a torus model as a grid of its own: its group sizes, and per level its
+ * share of the link (@shared) or the whole link (the floor's byte times). */
+static void torus_rail(const mxh_cost_model_t *m, int c, int shared, mxh_cost_model_t *r)
+{
+    *r        = *m;
+    r->trails = 0;
+    for (int l = 0; l < m->nlevels; l++) {
+        r->gsize[l] = m->tgsize[c][l];
+        if (m->tlink[c][l] >= 0) { /* a dimension: its rings, its own links */
+            r->lvl[l].alpha = m->talpha;
+            r->lvl[l].beta  = shared ? m->tbeta[c][l] : m->tlink_beta;
+            r->ring[l]      = 1;
+            r->res[l]       = l;
+        }
+    }
+}
+
+/* 1 when rail @c runs as an earlier rail does (same group sizes and shares). */
+static int torus_seen(const mxh_cost_model_t *m, int c)
+{
+    for (int o = 0; o < c; o++)
+        if (!memcmp(m->tgsize[o], m->tgsize[c], sizeof(m->tgsize[c])) &&
+            !memcmp(m->tbeta[o], m->tbeta[c], sizeof(m->tbeta[c])))
+            return 1;
+    return 0;
+}
+
+/* Every rail's byte time per level over all fragments, each torus level at the whole
+ * link's speed (the node level at NVLink's): @t[c][l]. 0, or -1 without memory. */
+static int torus_bytes(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, mxh_cost_variant_t variant,
+                       double (*t)[MXH_MAX_LEVELS])
+{
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
+    stage_cost_t *sc = malloc(sizeof(*sc));
+    mxh_cost_model_t *r = malloc(sizeof(*r));
+    if (sizes == NULL || sc == NULL || r == NULL) {
+        free(sizes), free(sc), free(r);
+        return -1;
+    }
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+    for (int c = 0; c < m->trails; c++) {
+        memset(t[c], 0, sizeof(t[c]));
+        torus_rail(m, c, 0, r);
+        for (size_t f = 0; f < nf; f++) {
+            if (f == 0 || sizes[f] != sizes[f - 1])
+                frag_cost(r, coll, sizes[f], tsize, variant, (int)nf, sc);
+            for (int l = 0; l < m->nlevels; l++)
+                t[c][l] += sc->link[l];
+        }
+    }
+    free(sizes), free(sc), free(r);
+    return 0;
+}
+
+/* The floor of a torus schedule from torus_bytes' @t: the busiest torus link direction
+ * (every rail's bytes on it), NIC (a rail's bytes over its dimensions) or NVLink. */
+static double torus_floor(const mxh_cost_model_t *m, double (*t)[MXH_MAX_LEVELS])
+{
+    double load[6] = {0}, most = 0;
+    for (int c = 0; c < m->trails; c++) {
+        double nic = 0;
+        for (int l = 0; l < m->nlevels; l++) {
+            if (m->tlink[c][l] < 0) {
+                most = t[c][l] > most ? t[c][l] : most;
+                continue;
+            }
+            load[m->tlink[c][l]] += t[c][l];
+            nic += t[c][l] / m->tlink_beta * m->tnic_beta;
+        }
+        most = nic > most ? nic : most;
+    }
+    for (int i = 0; i < 6; i++)
+        most = load[i] > most ? load[i] : most;
+    return most;
+}
+
+/* The slowest rail (each a grid of its own sizes and shares), at least the floor. One
+ * fragment: the rails cross their l-th levels together, a link's share is per rail on
+ * it at that level (tbeta). A pipeline: every stage of every rail is in flight at once,
+ * so a link direction is shared by all the rails' levels on it, each getting it in
+ * proportion to its bytes (all finish together, as max-min does for flows that start
+ * together and keep their rates): beta = the link's bytes over the level's bytes times
+ * the link's beta, never less than the NIC's. */
+static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                            size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    double T = 0, (*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
+    double load[6] = {0};
+    mxh_cost_model_t *r = malloc(sizeof(*r)), *pm = malloc(sizeof(*pm));
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
+    if (r == NULL || t == NULL || pm == NULL ||
+        torus_bytes(m, coll, count, tsize, frag_bytes, variant, t) != 0) {
+        free(r), free(t), free(pm);
+        return -1;
+    }
+    *pm = *m;
+    if (nf > 1) {
+        for (int c = 0; c < m->trails; c++)
+            for (int l = 0; l < m->nlevels; l++)
+                if (m->tlink[c][l] >= 0)
+                    load[m->tlink[c][l]] += t[c][l];
+        for (int c = 0; c < m->trails; c++)
+            for (int l = 0; l < m->nlevels; l++)
+                if (m->tlink[c][l] >= 0 && t[c][l] > 0) {
+                    double b = m->tlink_beta * load[m->tlink[c][l]] / t[c][l];
+                    pm->tbeta[c][l] = b > m->tnic_beta ? b : m->tnic_beta;
+                }
+    }
+    for (int c = 0; c < m->trails; c++) {
+        if (torus_seen(pm, c))
+            continue;
+        torus_rail(pm, c, 1, r);
+        double tc = predict_grid(r, coll, count, tsize, frag_bytes, variant);
+        if (tc < 0) {
+            T = -1;
+            break;
+        }
+        T = tc > T ? tc : T;
+    }
+    double f = T < 0 ? 0 : torus_floor(m, t);
+    free(r), free(t), free(pm);
+    return f > T ? f : T;
+}
+
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    if (m->trails > 0)
+        return torus_predict(m, coll, count, tsize, frag_bytes, variant);
+    return predict_grid(m, coll, count, tsize, frag_bytes, variant);
+}
+
+static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
@@ -810,6 +1024,16 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     double b = 0;
     if (!modelled(m, coll))
         return -1;
+    if (m->trails > 0) { /* every rail's bytes on the busiest torus link, NIC or NVLink */
+        double(*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
+        if (t == NULL || torus_bytes(m, coll, count, tsize, 0, MXH_COST_RS, t) != 0) {
+            free(t);
+            return -1;
+        }
+        b = torus_floor(m, t);
+        free(t);
+        return b;
+    }
     frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
     for (int r = 0; r < NRES; r++)
         b = sc.link[r] > b ? sc.link[r] : b;

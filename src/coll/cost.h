@@ -83,6 +83,8 @@ typedef struct mxh_cost_level {
     double beta;  /* s per byte through one rank's link (contention included) */
 } mxh_cost_level_t;
 
+#define MXH_COST_RAILS 64 /* torus: rails (ranks per node) modelled */
+
 typedef struct mxh_cost_model {
     int    nranks;
     int    nlevels;
@@ -93,6 +95,24 @@ typedef struct mxh_cost_model {
     int    net[MXH_MAX_LEVELS];      /* the level's groups span nodes (rail, spine) */
     int    res[MXH_MAX_LEVELS];      /* the level's links: levels of one value share them
                                         (rail and spine: the NIC) */
+    int    ring[MXH_MAX_LEVELS];     /* a torus dimension's rings (p2p.c: ring above
+                                        32 KiB on 3 or more ranks) */
+    /* A torus split (hier/levels.c torus_levels; trails 0: none): node level, then a
+     * level per dimension, rail c crossing the dimensions in its own order and ring
+     * direction. Its level l has groups of tgsize[c][l] ranks on link direction
+     * tlink[c][l] (2 j + 1 for dimension j's - links, -1: the node level) and a rank
+     * gets tbeta[c][l] s per byte: the NIC's, or the link's share among the rails
+     * whose level l is on that direction too (the rails cross their l-th levels
+     * together). gsize, lvl, res and ring hold a grid of rail 0's sizes with the NIC's
+ * parameters (what exec.c's pacing books), the predictions read the t* fields. */
+    int    trails, tndims;
+    int    tmixed;                   /* rails in different orders (no latency plan) */
+    int    tgsize[MXH_COST_RAILS][MXH_MAX_LEVELS];
+    int    tlink[MXH_COST_RAILS][MXH_MAX_LEVELS];
+    double tbeta[MXH_COST_RAILS][MXH_MAX_LEVELS];
+    double tlink_beta;               /* s per byte of one torus link, one direction */
+    double tnic_beta;                /* s per byte of a rank's NIC (contention included) */
+    double talpha;                   /* s per exchange of a dimension's neighbours */
     mxh_cost_level_t lvl[MXH_MAX_LEVELS];
     double gamma;                    /* s per byte of two-input reduction output */
     double kappa;                    /* s per byte of local copy */
@@ -144,7 +164,19 @@ typedef enum mxh_cost_variant {
  * latency, spine the SPINE latency). */
 void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
                          const mxh_level_type_t *type, const int *gsize);
-/* The same from a layout (grid = 0 unless it is one). */
+/* A torus split (what hier/levels.c torus_levels builds): @s ranks per node (a node
+ * level when > 1), @ndims dimensions of lengths @k, rail c's level j on dimension
+ * order[c * 3 + j] & 3, in the - direction when bit 4 is set (L->torus_order). Node
+ * parameters as in a grid; a dimension's exchanges MPIX_HIER_COST_TORUS_LATENCY, its
+ * bandwidth the smaller of the NIC's and the link's share (MPIX_HIER_COST_TORUS_BW,
+ * default s x MPIX_HIER_COST_NET_BW / (2 ndims)) among the rails on that link direction
+ * at that level. A prediction is the slowest rail's (each rail as its own grid), and
+ * never less than the busiest torus link direction's or NIC's bytes over the whole
+ * collective (every rail's). Allreduce, reduce_scatter_block, allgather; bcast and
+ * reduce are not modelled there (plan.c runs their scatter shape on ring levels). */
+void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, int ndims,
+                          const int *k, const int *order);
+/* The same from a layout (grid = 0 unless it is one, or a torus split). */
 void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L);
 
 void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t type,

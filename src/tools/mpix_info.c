@@ -10,11 +10,13 @@
  *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
  *                                each collective would use (--count N elements)
  *   --json                       machine-readable output
- *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L]] [--tsize T]
+ *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | --torus XxYxZ]] [--tsize T]
  *                                the cost model's candidates for COLL (allreduce,
  *                                reduce_scatter_block, allgather, bcast, reduce) of BYTES (as mpix_bench
  *                                counts: the whole vector for the block collectives) on a
- *                                grid of N nodes x G GPUs (L leaf groups: a spine level), or
+ *                                grid of N nodes x G GPUs (L leaf groups: a spine level; a
+ *                                torus of nodes: the levels the library builds from torus=
+ *                                coordinates, hier/levels.c), or
  *                                under mpiexec on MPI_COMM_WORLD's hierarchy: predicted times,
  *                                the bound, the model's choice and today's selection
  */
@@ -42,14 +44,15 @@ typedef struct {
     const char *explain_coll, *explain_bytes;
     int         nodes, gpus, leaves;
     long        tsize;
+    const char *torus; /* --torus XxYxZ */
 } opts_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config] [--json]\n"
                "                 [-m|--metrics] [--count N] [--hier] [--local] [-h]\n"
-               "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L]] "
-               "[--tsize T]\n"
+               "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | "
+               "--torus XxYxZ]] [--tsize T]\n"
                "  without mpiexec: this machine (or the given file) and the configuration\n"
                "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n");
 }
@@ -417,6 +420,53 @@ static const char *variant_name(mxh_cost_variant_t v)
     return v <= MXH_COST_PLAN ? names[v] : "?";
 }
 
+/* The layout of --nodes N --gpus G --torus XxYxZ (product N): G ranks per node, node n
+ * at coordinates n mod X, n / X mod Y, n / XY; 0, or 2 (message printed). */
+static int torus_layout(const opts_t *o, const mxh_config_t *cfg, mxh_layout_t **T)
+{
+    int dims[3] = {1, 1, 1}, nd = 0, prod = 1, n = o->nodes * o->gpus;
+    const char *p = o->torus;
+    while (nd < 3 && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 32767)
+            break;
+        dims[nd++] = (int)v;
+        prod *= (int)v;
+        p = *end == 'x' || *end == 'X' ? end + 1 : end;
+        if (end == p)
+            break;
+    }
+    if (*p || nd == 0 || o->gpus < 1 || prod != o->nodes) {
+        fprintf(stderr, "mpix_info: --torus XxY[xZ]: lengths whose product is --nodes (%d)\n",
+                o->nodes);
+        return 2;
+    }
+    mxh_record_t *recs = calloc((size_t)n, sizeof(*recs));
+    if (recs == NULL)
+        return 2;
+    for (int r = 0; r < n; r++) {
+        int v = r / o->gpus;
+        mxh_record_init(&recs[r]);
+        snprintf(recs[r].node, sizeof(recs[r].node), "n%d", v);
+        snprintf(recs[r].leaf, sizeof(recs[r].leaf), "t0");
+        recs[r].tndims = (int16_t)nd;
+        for (int d = 0; d < nd; d++) {
+            recs[r].tcoord[d] = (int16_t)(v % dims[d]);
+            v /= dims[d];
+        }
+    }
+    mxh_status_t st = mxh_layout_create(recs, n, cfg->levels_mask, T);
+    free(recs);
+    if (st != MXH_OK || (*T)->torus_ndims == 0) {
+        fprintf(stderr, "mpix_info: --torus %s: no torus levels (MPIX_HIER_LEVELS?)\n", o->torus);
+        if (st == MXH_OK)
+            mxh_layout_destroy(*T);
+        return 2;
+    }
+    return 0;
+}
+
 /* The model's candidates, its choice and today's selection for one collective and size. */
 static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t *L)
 {
@@ -436,6 +486,26 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     }
     if (L != NULL) {
         mxh_cost_model_init(&m, cfg, L);
+    } else if (o->torus != NULL) {
+        /* N nodes x G GPUs on a torus: the records a cluster file with torus= gives (node
+         * n at coordinates n mod X, n / X mod Y, ...), through the library's levels */
+        mxh_layout_t *T = NULL;
+        if (torus_layout(o, cfg, &T) != 0)
+            return 2;
+        mxh_cost_model_init(&m, cfg, T);
+        printf("# torus");
+        for (int j = 0; j < T->torus_ndims; j++)
+            printf("%s%c%d", j ? " x " : " ", "xyz"[T->torus_dim[j]], T->torus_k[j]);
+        printf(", network levels per rail:");
+        for (int c = 0; c < T->torus_nrails; c++) {
+            printf(" %d:", c);
+            for (int j = 0; j < T->torus_ndims; j++) {
+                int e = T->torus_order[c * 3 + j];
+                printf("%s%c%s", j ? " " : "", "xyz"[T->torus_dim[e & 3]], e & 4 ? "-" : "");
+            }
+            printf(c + 1 < T->torus_nrails ? "," : "\n");
+        }
+        mxh_layout_destroy(T);
     } else {
         mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
         int gsize[3] = {o->gpus, o->leaves > 1 ? o->nodes / o->leaves : o->nodes, o->leaves};
@@ -449,9 +519,12 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     }
     int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
     size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
-    if (count == 0 || !m.grid) {
+    int rooted = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
+    if (count == 0 || !m.grid || (m.trails > 0 && rooted)) {
         fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
-                count == 0 ? "fewer bytes than one element per rank" : "not a grid hierarchy");
+                count == 0  ? "fewer bytes than one element per rank"
+                : !m.grid   ? "not a grid hierarchy"
+                            : "bcast and reduce on torus levels: plan.c's scatter shape there");
         return 1;
     }
     printf("# Cost model: %s of %s (%s for every rank, %zu-byte elements), %d ranks:",
@@ -464,6 +537,17 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
         printf(" %s %.3g, %.4g;", mxh_level_type_name(m.type[l]), m.lvl[l].alpha * 1e6,
                1e-9 / m.lvl[l].beta);
     printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m.gamma, 1e-9 / m.kappa);
+    if (m.trails > 0) { /* the torus: every rail's group sizes and link shares */
+        printf("#   torus: %.3g us per exchange, link %.4g GB/s per direction, NIC %.4g GB/s; "
+               "per rail, level: ranks, GB/s of its link share\n",
+               m.talpha * 1e6, 1e-9 / m.tlink_beta, 1e-9 / m.tnic_beta);
+        for (int c = 0; c < m.trails; c++) {
+            printf("#     rail %d:", c);
+            for (int l = 0; l < m.nlevels; l++)
+                printf(" %d, %.4g;", m.tgsize[c][l], 1e-9 / m.tbeta[c][l]);
+            printf("\n");
+        }
+    }
     if (m.lat_n || m.bw_n) {
         char f[512];
         mxh_config_get_string(cfg, "MPIX_HIER_COST_LAT_FACTOR", f, sizeof(f));
@@ -523,7 +607,7 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
 
 int main(int argc, char **argv)
 {
-    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20, NULL, NULL, 0, 0, 0, 4};
+    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20, NULL, NULL, 0, 0, 0, 4, NULL};
     mxh_config_t cfg;
     const mxh_machine_t *m = NULL;
     mxh_caps_t caps;
@@ -556,6 +640,8 @@ int main(int argc, char **argv)
             o.gpus = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--leaves") && i + 1 < argc)
             o.leaves = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--torus") && i + 1 < argc)
+            o.torus = argv[++i];
         else if (!strcmp(argv[i], "--tsize") && i + 1 < argc)
             o.tsize = atol(argv[++i]);
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

@@ -117,7 +117,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      * copy speed; mpix_info --explain COLL BYTES prints its predictions */
     {"MPIX_HIER_COST_MODEL", "no",
      "Choose hier or pipeline and the fragment size of allreduce, reduce_scatter_block, "
-     "allgather, bcast and reduce on grid hierarchies by the cost model (the MPIX_HIER_COST_* parameters) "
+     "allgather, bcast and reduce on grid hierarchies (and allreduce, reduce_scatter_block, "
+     "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
      "instead of MPIX_HIER_FRAG_SIZE (yes/no).", 1},
     {"MPIX_HIER_COST_NODE_LATENCY", "1us",
      "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
@@ -133,6 +134,13 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_COST_SPINE_LATENCY", "4us",
      "Cost model: seconds per exchange between leaf groups (spine level: NIC, leaf, spine, "
      "leaf, NIC); its bandwidth is the NIC's.", 1},
+    {"MPIX_HIER_COST_TORUS_LATENCY", "3us",
+     "Cost model: seconds per exchange between neighbours of a torus of nodes (a level per "
+     "torus dimension: NIC, one torus link, NIC).", 1},
+    {"MPIX_HIER_COST_TORUS_BW", "0",
+     "Cost model: bytes per second of one torus link, each direction (decimal suffix k, m, g, "
+     "t); 0: the node's GPUs' NICs over 2 links per dimension, g x MPIX_HIER_COST_NET_BW / (2 "
+     "x dimensions longer than 1), gen_platform.py's default.", 1},
     {"MPIX_HIER_COST_NET_CONTENTION", "1",
      "Cost model: factor on the network levels' byte time (ranks sharing a NIC, an "
      "oversubscribed spine).", 1},
@@ -441,6 +449,8 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->cost_net_bw         = 48e9;
     cfg->cost_net_contention = 1;
     cfg->cost_spine_latency  = 4e-6;
+    cfg->cost_torus_latency  = 3e-6; /* NIC, torus link, NIC: 1 us each */
+    cfg->cost_torus_bw       = 0;    /* derived from the NICs (gen_platform.py --b-torus) */
     cfg->cost_reduce_bw      = 1000e9;
     cfg->cost_copy_bw        = 1500e9;
 }
@@ -523,6 +533,13 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_real(value, 0, &cfg->cost_net_bw);
     } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
         rc = parse_real(value, 1, &cfg->cost_spine_latency);
+    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_LATENCY")) {
+        rc = parse_real(value, 1, &cfg->cost_torus_latency);
+    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_BW")) {
+        if (!strcmp(value, "0"))
+            cfg->cost_torus_bw = 0; /* derived from the NICs */
+        else
+            rc = parse_real(value, 0, &cfg->cost_torus_bw);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
         rc = parse_real(value, 0, &cfg->cost_net_contention);
         if (rc == 0 && cfg->cost_net_contention < 1)
@@ -671,6 +688,10 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%gg", cfg->cost_net_bw / 1e9);
     } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
         snprintf(buf, len, "%gus", cfg->cost_spine_latency * 1e6);
+    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_LATENCY")) {
+        snprintf(buf, len, "%gus", cfg->cost_torus_latency * 1e6);
+    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_BW")) {
+        snprintf(buf, len, "%gg", cfg->cost_torus_bw / 1e9);
     } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
         snprintf(buf, len, "%g", cfg->cost_net_contention);
     } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
@@ -744,6 +765,8 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &cfg->cost_net_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_net_contention, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_spine_latency, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_torus_latency, sizeof(double));
+    h = mxh_hash_bytes(h, &cfg->cost_torus_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_reduce_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_copy_bw, sizeof(double));
     for (int i = 0; i < cfg->cost_lat_n; i++) {

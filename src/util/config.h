@@ -57,6 +57,9 @@ typedef struct mxh_config {
     double cost_net_bw;                     /* MPIX_HIER_COST_NET_BW (bytes/s per rank) */
     double cost_net_contention;             /* MPIX_HIER_COST_NET_CONTENTION (>= 1) */
     double cost_spine_latency;              /* MPIX_HIER_COST_SPINE_LATENCY (s per exchange) */
+    double cost_torus_latency;              /* MPIX_HIER_COST_TORUS_LATENCY (s per exchange) */
+    double cost_torus_bw;                   /* MPIX_HIER_COST_TORUS_BW (bytes/s per link and
+                                               direction; 0: g NET_BW / (2 dims)) */
     double cost_reduce_bw;                  /* MPIX_HIER_COST_REDUCE_BW (bytes/s of output) */
     double cost_copy_bw;                    /* MPIX_HIER_COST_COPY_BW (bytes/s) */
     /* MPIX_HIER_COST_LAT_FACTOR / _BW_FACTOR: by message size, ascending sizes */

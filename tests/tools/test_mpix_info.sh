@@ -44,6 +44,15 @@ check "explain today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out
 out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain bcast 256M --nodes 16 --gpus 8 2>&1)
 check "explain bcast bound" 'bound \(busiest link.s bytes, no latency\): 725.50 us' "$out"
 check "explain bcast today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out"
+# a 4x2x2 torus of nodes (the library's torus levels): every rail's link share, the
+# torus_links bound of run_sim.py (2 x 15/16 x 256 MiB / 256 GB/s), bcast not modelled
+out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain allreduce 256M --nodes 16 --gpus 8 --torus 4x2x2 2>&1)
+check "explain torus levels" '^# torus x4 x y2 x z2, network levels per rail: 0:y x z, 1:x- z y' "$out"
+check "explain torus shares" '^#     rail 1: 8, 370; 4, 48; 2, 48; 2, 16;' "$out"
+check "explain torus bound" 'bound \(busiest link.s bytes, no latency\): 1966.08 us' "$out"
+check "explain torus today" '^today: pipeline, fragments of 8 MiB .*36 fragment' "$out"
+out=$("$info" --explain bcast 256M --nodes 16 --gpus 8 --torus 4x2x2 2>&1)
+check "explain torus bcast" 'not modelled \(bcast and reduce on torus levels' "$out"
 out=$("$info" --explain allgather 16 --nodes 2 --gpus 4 2>&1)
 check "explain not modelled" 'not modelled' "$out"
 

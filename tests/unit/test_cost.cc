@@ -398,32 +398,115 @@ TEST(Cost, FragmentsAsScheduled)
 
 // A torus of nodes (records with coordinates: one level per dimension, rings, per-rail
 // orders over torus links) is not modelled, even where its levels form a grid by size.
-TEST(Cost, TorusNotModelled)
+// nodes on a torus of lengths @dims (node n at n mod X, n / X mod Y, ...), g ranks each,
+// through the library's levels (hier/levels.c torus_levels)
+mxh_layout_t *torus_layout(const std::vector<int> &dims, int g)
 {
     std::vector<mxh_record_t> recs;
-    for (int n = 0; n < 4; n++)
-        for (int g = 0; g < 2; g++) {
+    int nn = 1;
+    for (int k : dims)
+        nn *= k;
+    for (int n = 0; n < nn; n++)
+        for (int i = 0; i < g; i++) {
             mxh_record_t r;
             mxh_record_init(&r);
             snprintf(r.node, sizeof(r.node), "n%d", n);
-            r.tndims    = 2;
-            r.tcoord[0] = (int16_t)(n % 2);
-            r.tcoord[1] = (int16_t)(n / 2);
+            r.tndims = (int16_t)dims.size();
+            for (size_t d = 0, v = (size_t)n; d < dims.size(); v /= (size_t)dims[d], d++)
+                r.tcoord[d] = (int16_t)(v % (size_t)dims[d]);
             recs.push_back(r);
         }
     mxh_layout_t *L = NULL;
-    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 8, 0x7, &L));
-    ASSERT_EQ(2, L->torus_ndims);
+    EXPECT_EQ(MXH_OK, mxh_layout_create(recs.data(), (int)recs.size(), 0x7, &L));
+    return L;
+}
+
+TEST(Cost, TorusRing)
+{
+    // 4 nodes on a ring, one rank each: one torus level of 4 (p2p.c: a ring above 32 KiB),
+    // link 1 x 48 / (2 x 1) = 24 GB/s (under the NIC's 48), 3 us per exchange. Allreduce
+    // of 4 MiB: 2 x (3 x 3 us + 3/4 x 4 MiB / 24 GB/s) + 3/4 x 4 MiB / 1000 GB/s
+    // = 18 + 262.144 + 3.145728 us
+    mxh_layout_t *L = torus_layout({4}, 1);
+    ASSERT_NE(nullptr, L);
+    ASSERT_EQ(1, L->torus_ndims);
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
     mxh_cost_model_t m;
     mxh_cost_model_init(&m, &cfg, L);
-    EXPECT_FALSE(m.grid);
+    ASSERT_TRUE(m.grid);
+    EXPECT_EQ(1, m.trails);
+    EXPECT_EQ(1, m.nlevels);
+    EXPECT_EQ(4, m.nranks);
+    EXPECT_NEAR(1.0 / 24e9, m.tbeta[0][0], 1e-20);
+    const size_t n = 4u << 20;
+    EXPECT_NEAR((18 + 262.144 + 3.145728) * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 0, MXH_COST_PLAN), 1e-3 * us);
+    // the bound: 2 x 3/4 x 4 MiB on the one link direction
+    EXPECT_NEAR(262.144 * us, mxh_cost_bound(&m, MXH_COLL_ALLREDUCE, n / 4, 4), 1e-3 * us);
+    // MPIX_HIER_COST_TORUS_BW: 12 GB/s links double the byte time
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_TORUS_BW", "12g", "test"));
+    mxh_cost_model_init(&m, &cfg, L);
+    EXPECT_NEAR((18 + 2 * 262.144 + 3.145728) * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 0, MXH_COST_PLAN), 1e-3 * us);
+    mxh_layout_destroy(L);
+}
+
+TEST(Cost, Torus3dShares)
+{
+    // 4x2x2 nodes x 8 GPUs (benchmarks/sim torus3d at 128 GPUs): link 8 x 48 / 6 = 64 GB/s.
+    // Rails 0:y x z, 1:x- z y, 2:z x y, 3:y x z, 4:z x- y, 5:x y z, 6:y x- z, 7:z x- y.
+    // First level: y is shared by 3 rails (0, 3, 6: 64/3 GB/s each), x- by rail 1 alone
+    // (the NIC's 48); second: x+ by 0, 2, 3 (64/3); last: z by 0, 3, 5, 6 (16).
+    mxh_layout_t *L = torus_layout({4, 2, 2}, 8);
+    ASSERT_NE(nullptr, L);
+    ASSERT_EQ(3, L->torus_ndims);
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_t m;
+    mxh_cost_model_init(&m, &cfg, L);
+    ASSERT_TRUE(m.grid);
+    EXPECT_EQ(8, m.trails);
+    EXPECT_EQ(4, m.nlevels);
+    EXPECT_EQ(128, m.nranks);
+    EXPECT_NEAR(64e9, 1 / m.tlink_beta, 1);
+    EXPECT_EQ(2, m.tgsize[0][1]);
+    EXPECT_EQ(4, m.tgsize[0][2]);
+    EXPECT_EQ(4, m.tgsize[1][1]);
+    EXPECT_NEAR(64e9 / 3, 1 / m.tbeta[0][1], 1);
+    EXPECT_NEAR(48e9, 1 / m.tbeta[1][1], 1);
+    EXPECT_NEAR(64e9 / 3, 1 / m.tbeta[0][2], 1);
+    EXPECT_NEAR(16e9, 1 / m.tbeta[0][3], 1);
+    EXPECT_NEAR(1 / 370e9, m.tbeta[0][0], 1e-20);
+    // what exec.c's pacing books stays the NIC's: 2 us, 48 GB/s, one resource for every
+    // network level (as before the torus was modelled; the default path is unchanged)
+    EXPECT_NEAR(2 * us, mxh_cost_latency(&m, 1, 1u << 20), 1e-12);
+    EXPECT_NEAR((1u << 20) / 48e9, mxh_cost_link_time(&m, 3, 1u << 20, 1u << 20), 1e-12);
+    EXPECT_EQ(m.res[1], m.res[3]);
+    // the bound: each of a node's 4 usable link directions carries 2 x 30/16 of a rail's
+    // 256 MiB / 8 (run_sim.py's torus_links: 2 x 15/16 x 256 MiB / 256 GB/s)
+    const size_t n = 256u << 20;
+    EXPECT_NEAR(1966.08 * us, mxh_cost_bound(&m, MXH_COLL_ALLREDUCE, n / 4, 4), 1e-3 * us);
+    EXPECT_NEAR(983.04 * us,
+                mxh_cost_bound(&m, MXH_COLL_REDUCE_SCATTER_BLOCK, n / 128 / 4, 4), 1e-3 * us);
+    // a pipeline of 8 MiB fragments: never under the bound, within 10 % of it (simulated:
+    // 2116.23 us, benchmarks/RESULTS.md); one fragment: the rails' first levels wait on
+    // their 3-way shared links, far above it
+    double pipe = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 8u << 20, MXH_COST_PLAN);
+    EXPECT_GE(pipe, 1966.08 * us);
+    EXPECT_LT(pipe, 1.1 * 1966.08 * us);
+    EXPECT_GT(mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 0, MXH_COST_PLAN), 2 * pipe);
+    // bcast and reduce run plan.c's scatter shape on ring levels: not modelled
+    EXPECT_EQ(-1, mxh_cost_predict(&m, MXH_COLL_BCAST, n / 4, 4, 8u << 20, MXH_COST_PLAN));
+    EXPECT_EQ(-1, mxh_cost_predict(&m, MXH_COLL_REDUCE, n / 4, 4, 8u << 20, MXH_COST_PLAN));
+    // selection by the model (MPIX_HIER_COST_MODEL=yes only) now applies there
     mxh_cost_sel_t sel;
     mxh_cost_sel_init(&sel, &cfg, L);
     mxh_algo_t algo;
     size_t frag;
-    EXPECT_EQ(-1, mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, (size_t)64 << 20, &algo, &frag));
+    EXPECT_EQ(0, mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, n, &algo, &frag));
+    EXPECT_EQ(MXH_ALGO_PIPELINE, algo);
+    EXPECT_EQ(-1, mxh_cost_select(&sel, MXH_COLL_BCAST, n, &algo, &frag));
     mxh_layout_destroy(L);
 }
 
