@@ -628,8 +628,9 @@ TEST(Levels, TorusOneLevelPerDimension)
         for (int j = 0; j < 3; j++) {
             int e = L.p->torus_order[c * 3 + j], d = e & 3, k = L.p->torus_k[d];
             seen |= 1 << d;
-            if (k == 2)
+            if (k == 2) {
                 EXPECT_EQ(0, e & 4) << "a 2-ring has no - direction";
+            }
             load[d][(e & 4) ? 1 : 0] += frac * (k - 1) / k;
             frac /= k;
         }
