@@ -32,7 +32,8 @@ static mxh_shm_t *shm_step_form(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 {
     mxh_shm_t *shm = ctx->shm ? ctx->shm[s->level] : NULL;
     size_t bytes   = s->count * ctx->extent;
-    if (shm == NULL)
+    /* spread plans reduce in class order (plan.h ports), the segment in member order */
+    if (shm == NULL || s->ports)
         return NULL;
     /* the data movers only where shared memory beats MPI (select.c) */
     switch (s->type) {
@@ -149,6 +150,9 @@ static int mpi_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base, 
     case MXH_STEP_RECV:
         rc = MPI_Recv(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, MPI_STATUS_IGNORE);
         break;
+    case MXH_STEP_SPREAD: /* point to point only (mxh_p2p_usable) */
+        rc = MPI_ERR_INTERN;
+        break;
     }
     return rc;
 }
@@ -191,6 +195,8 @@ static int start_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base
         return MPI_Isend(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, req);
     case MXH_STEP_RECV:
         return MPI_Irecv(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, req);
+    case MXH_STEP_SPREAD: /* point to point only (mxh_p2p_usable) */
+        break;
     }
     return MPI_ERR_INTERN;
 }
@@ -225,7 +231,8 @@ static void finish_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *ba
 
 static mxh_p2p_env_t p2p_env(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 {
-    mxh_p2p_env_t e = {ctx->comms[s->level], ctx->dt, ctx->extent, ctx->op};
+    mxh_p2p_env_t e = {s->type == MXH_STEP_SPREAD ? ctx->spread_comm : ctx->comms[s->level],
+                       ctx->dt, ctx->extent, ctx->op};
     return e;
 }
 
@@ -286,7 +293,7 @@ static int p2p_structural(const mxh_step_t *s)
 static int shm_form_agreed(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 {
     size_t bytes = s->count * ctx->extent;
-    if (!(ctx->shm_levels & (1u << s->level)))
+    if (!(ctx->shm_levels & (1u << s->level)) || s->ports)
         return 0;
     switch (s->type) {
     case MXH_STEP_REDUCE_SCATTER:

@@ -51,6 +51,8 @@ typedef struct mxh_exec_ctx {
                                       on every rank of those groups alike) */
     const struct mxh_cost_model *pace; /* NULL, or the link times by which a stream paces
                                           its exchanges (MPIX_HIER_PIPELINE_PACE) */
+    MPI_Comm          spread_comm; /* the layout's spread group (MXH_STEP_SPREAD steps;
+                                      MPI_COMM_NULL where plans have none) */
 } mxh_exec_ctx_t;
 
 /* Whether step @s moves nothing here: empty, or at a skipped level. Every

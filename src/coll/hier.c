@@ -116,6 +116,8 @@ static void hier_free_comms(mxh_hier_t *h)
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         if (h->level_comm[l] != MPI_COMM_NULL)
             MPI_Comm_free(&h->level_comm[l]);
+    if (h->spread_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&h->spread_comm);
     if (h->node_comm != MPI_COMM_NULL)
         MPI_Comm_free(&h->node_comm);
     if (h->comm != MPI_COMM_NULL)
@@ -407,6 +409,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     }
     h->comm      = MPI_COMM_NULL;
     h->node_comm = MPI_COMM_NULL;
+    h->spread_comm = MPI_COMM_NULL;
     h->user_comm = comm;
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         h->level_comm[l] = MPI_COMM_NULL;
@@ -484,7 +487,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
             mxh_error("configuration differs between rank 0 and rank %d: the variables that "
                            "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
-                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
+                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _PIPELINE_PACE, _SPREAD, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
                            "environment or MPI_Info) must be equal on all ranks",
                            r);
             hier_destroy(h);
@@ -505,6 +508,20 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             return MXH_ERR_MPI;
         }
         MPI_Comm_set_errhandler(h->level_comm[l], MPI_ERRORS_RETURN);
+    }
+    /* the spread group of small allreduces (plan.c): same decision on every rank */
+    if (h->config.spread && (st = mxh_layout_spread_init(h->layout)) != MXH_OK) {
+        hier_destroy(h);
+        return st;
+    }
+    if (h->layout->spread_p > 0) {
+        if (MPI_Comm_split(h->comm, h->layout->coord[0][h->rank],
+                           h->layout->spread_key[h->rank], &h->spread_comm) != MPI_SUCCESS) {
+            hier_destroy(h);
+            mxh_error("MPI_Comm_split for the spread group failed");
+            return MXH_ERR_MPI;
+        }
+        MPI_Comm_set_errhandler(h->spread_comm, MPI_ERRORS_RETURN);
     }
     create_shm(h);
     {

@@ -71,6 +71,8 @@ typedef struct mxh_hier {
     mxh_record_t     *recs;                       /* [size] gathered records */
     mxh_layout_t     *layout;
     MPI_Comm          level_comm[MXH_MAX_LEVELS]; /* my group at each level */
+    MPI_Comm          spread_comm;                /* my spread group (layout spread_p > 0:
+                                                     MPIX_HIER_SPREAD), else MPI_COMM_NULL */
     char             *description;
     mxh_sched_entry_t *scheds;                    /* [config.plan_cache_size] LRU */
     uint64_t          clock;

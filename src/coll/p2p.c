@@ -140,6 +140,8 @@ int mxh_p2p_usable(const mxh_step_t *s)
     case MXH_STEP_SEND:
     case MXH_STEP_RECV:
         return 1;
+    case MXH_STEP_SPREAD:
+        return s->gsize > 1;
     }
     return 0;
 }
@@ -148,7 +150,24 @@ int mxh_p2p_usable(const mxh_step_t *s)
 static int single_exchange(const mxh_step_t *s)
 {
     return s->type == MXH_STEP_SCATTER || s->type == MXH_STEP_GATHER ||
-           s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV;
+           s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV || s->type == MXH_STEP_SPREAD;
+}
+
+/* Spread step: the first key of the class I receive (@recv) or send to, and the step
+ * between keys; mine is skipped by the callers. */
+static int spread_first(const mxh_step_t *s, int recv)
+{
+    int g = s->ports;
+    return ((s->me + (recv ? s->port : -s->port)) % g + g) % g;
+}
+
+/* Keys I receive from (the class minus me), in key order. */
+static int spread_nrecv(const mxh_step_t *s)
+{
+    int n = 0;
+    for (int x = spread_first(s, 1); x < s->gsize; x += s->ports)
+        n += x != s->me;
+    return n;
 }
 
 /* Reduce-scatter and allgather phases over an even split: allreduce, and the
@@ -172,6 +191,9 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t bytes = s->count * ext;
 
+    /* the allreduce after a spread exchange reduces in class order: radix, one digit */
+    if (s->ports && s->type == MXH_STEP_ALLREDUCE)
+        return MXH_P2P_RADIX_AR;
     switch (single_exchange(s) ? -1 : forced) {
     case MXH_P2P_RING:
         return MXH_P2P_RING;
@@ -253,6 +275,8 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t need = 0, off, cnt;
 
+    if (s->type == MXH_STEP_SPREAD && mxh_p2p_usable(s))
+        return (size_t)spread_nrecv(s) * s->count;
     if (!mxh_p2p_usable(s) || single_exchange(s) || s->type == MXH_STEP_ALLGATHER ||
         s->type == MXH_STEP_BCAST)
         return 0;
@@ -414,6 +438,23 @@ static int radix_post(mxh_p2p_op_t *op)
     return rc;
 }
 
+/* Spread: my region to every node of my class's senders' keys, theirs into @tmp in key
+ * order (coll/plan.c build_allreduce_spread). */
+static int spread_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int rc = MPI_SUCCESS, slot = 0;
+    size_t n = s->count;
+
+    for (int x = spread_first(s, 1); x < s->gsize && rc == MPI_SUCCESS; x += s->ports)
+        if (x != s->me)
+            rc = post_pair(op, x, at(op, op->tmp, (size_t)slot++ * n), n, NULL, 0);
+    for (int x = spread_first(s, 0); x < s->gsize && rc == MPI_SUCCESS; x += s->ports)
+        if (x != s->me)
+            rc = post_pair(op, x, NULL, 0, op->base, n);
+    return rc;
+}
+
 /* The part rank @x holds after the reduce-scatter phase (and before the
  * allgather phase): its own, except in rhd over an even split, which halves
  * over the nearest partners first. */
@@ -464,6 +505,8 @@ static int post(mxh_p2p_op_t *op)
         return post_pair(op, s->root, NULL, 0, op->base, s->count);
     case MXH_STEP_RECV:
         return post_pair(op, s->root, op->base, s->count, NULL, 0);
+    case MXH_STEP_SPREAD:
+        return spread_post(op);
     case MXH_STEP_BCAST:
         if (op->k == 0)
             return root_post(op, 1);
@@ -514,12 +557,35 @@ static int reduce_into(const mxh_p2p_op_t *op, const char *mine, size_t off, siz
     return reduce_n(op, in, 2, at(op, op->base, off), cnt);
 }
 
+/* Spread: the class's node sums in key order (mine among them when my port is 0),
+ * acc = v_last op (... op v_first), into base. */
+static int spread_complete(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    size_t n = s->count;
+    int rc = MPI_SUCCESS, slot = 0;
+    char *acc = NULL;
+
+    for (int x = spread_first(s, 1); x < s->gsize && rc == MPI_SUCCESS; x += s->ports) {
+        char *v = x == s->me ? op->base : at(op, op->tmp, (size_t)slot++ * n);
+        if (acc == NULL)
+            acc = v;
+        else
+            rc = reduce(op, v, acc, n);
+    }
+    if (rc == MPI_SUCCESS && acc != NULL && acc != op->base)
+        mxh_copy(op->base, acc, n * op->env.ext);
+    return rc;
+}
+
 static int complete(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
     int p = s->gsize, me = s->me, rc = MPI_SUCCESS;
     size_t off, cnt;
 
+    if (s->type == MXH_STEP_SPREAD)
+        return spread_complete(op);
     if (single_exchange(s) || (s->type == MXH_STEP_BCAST && op->k == 0) ||
         (s->type == MXH_STEP_REDUCE && op->k == op->nrs))
         return MPI_SUCCESS; /* root phases only move data */
@@ -552,15 +618,16 @@ static int complete(mxh_p2p_op_t *op)
     }
     case MXH_P2P_RADIX_AR: {
         /* acc = v_{f-1} op (... op (v_1 op v_0)) in digit order, the same on every
-         * member of the digit group */
-        int f = op->fac[op->k], stride, d;
+         * member of the digit group; after a spread exchange (one digit) in class
+         * order: v_rot first */
+        int f = op->fac[op->k], stride, d, rot = s->ports ? s->rot % f : 0;
         size_t n = s->count;
         radix_digit(op, op->k, &stride, &d);
-        char *acc = d == 0 ? op->base : op->tmp; /* slot 0 holds v_0 when d != 0 */
-        for (int j = 1; j < f && rc == MPI_SUCCESS; j++) {
-            const char *v = j == d ? op->base : at(op, op->tmp, (size_t)(j < d ? j : j - 1) * n);
-            rc = reduce(op, v, acc, n);
-        }
+#define RADIX_VEC(j) ((j) == d ? op->base : at(op, op->tmp, (size_t)((j) < d ? (j) : (j) - 1) * n))
+        char *acc = RADIX_VEC(rot);
+        for (int t = 1; t < f && rc == MPI_SUCCESS; t++)
+            rc = reduce(op, RADIX_VEC((rot + t) % f), acc, n);
+#undef RADIX_VEC
         if (rc == MPI_SUCCESS && acc != op->base)
             mxh_copy(op->base, acc, n * op->env.ext);
         return rc;

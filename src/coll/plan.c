@@ -19,8 +19,9 @@ const char *mxh_step_type_name(mxh_step_type_t type)
 {
     static const char *const names[] = {"reduce_scatter", "reduce", "allreduce",
                                         "allgather",      "bcast",  "scatter",
-                                        "gather",         "send",   "recv"};
-    return (type >= 0 && type <= MXH_STEP_RECV) ? names[type] : "?";
+                                        "gather",         "send",   "recv",
+                                        "spread"};
+    return (type >= 0 && type <= MXH_STEP_SPREAD) ? names[type] : "?";
 }
 
 int mxh_step_staggered(const mxh_step_t *s)
@@ -219,7 +220,8 @@ static int net_level(const mxh_layout_t *L, int l)
 typedef enum small_plan {
     SMALL_NONE = 0, /* reduce-scatter at every level, allreduce on top, allgathers */
     SMALL_LATENCY,  /* an allreduce of the whole vector at every level */
-    SMALL_HYBRID    /* reduce-scatter in the node, allreduces of the node's piece above */
+    SMALL_HYBRID,   /* reduce-scatter in the node, allreduces of the node's piece above */
+    SMALL_SPREAD    /* allreduce in the node, one spread exchange, allreduce in the node */
 } small_plan_t;
 
 /* The radix exchanges of small allreduces send the whole region to every peer:
@@ -244,6 +246,11 @@ static small_plan_t small_plan(const mxh_layout_t *L, size_t count, size_t tsize
     for (int l = 0; l < L->nlevels; l++)
         if (net_level(L, l))
             copies += (size_t)(L->gsize[l][0] - 1);
+    if (L->spread_p > 0 && bytes <= MXH_PLAN_LATENCY_BYTES) {
+        size_t g = (size_t)L->gsize[0][0], per = ((size_t)L->spread_p + g - 1) / g;
+        if (per * bytes <= MXH_PLAN_SPREAD_NET_BYTES)
+            return SMALL_SPREAD;
+    }
     if (grid && bytes <= MXH_PLAN_LATENCY_BYTES && copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES)
         return SMALL_LATENCY;
     if (L->nlevels >= 2 && !net_level(L, 0) && copies > 0) {
@@ -258,6 +265,34 @@ static void build_allreduce_latency(builder_t *b, size_t count)
 {
     for (int l = 0; l < b->L->nlevels; l++)
         add_step(b, MXH_STEP_ALLREDUCE, l, 0, count);
+}
+
+/* Spread (layout spread_key; cost: 2 NVLink latencies + the farthest node's network
+ * latency, ceil(P/g) copies of the vector through each NIC): the node's allreduce
+ * leaves the node sum on all g ranks; the one of node position i reduces the node sums
+ * of the nodes in class c = (key + i) % g (keys = c mod g, in key order: the same
+ * partial sum on every node), then the node's allreduce adds the g classes in class
+ * order: bitwise the same result everywhere. Balanced: every rank sends and receives
+ * about P/g vectors, on its own rail. */
+static void build_allreduce_spread(builder_t *b, size_t count)
+{
+    const mxh_layout_t *L = b->L;
+    int g = L->gsize[0][b->me], i = L->coord[0][b->me], k = L->spread_key[b->me];
+
+    add_step(b, MXH_STEP_ALLREDUCE, 0, 0, count);
+    mxh_step_t *st = add_step(b, MXH_STEP_SPREAD, 1, 0, count);
+    if (st != NULL) {
+        st->gsize = L->spread_p;
+        st->me    = k;
+        st->ports = g;
+        st->port  = i;
+    }
+    b->down = 1;
+    st = add_step(b, MXH_STEP_ALLREDUCE, 0, 0, count);
+    if (st != NULL) {
+        st->ports = g;
+        st->rot   = ((-k) % g + g) % g;
+    }
 }
 
 /* Hybrid: reduce-scatter among the node's GPUs (NVLink), an allreduce of my
@@ -713,6 +748,9 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
         case SMALL_HYBRID:
             build_allreduce_hybrid(&b, count);
             break;
+        case SMALL_SPREAD:
+            build_allreduce_spread(&b, count);
+            break;
         default:
             build_allreduce(&b, count);
         }
@@ -800,6 +838,10 @@ size_t mxh_plan_describe(const mxh_plan_t *plan, char *buf, size_t len)
             PUT(" root=%d", s->root);
         if (s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV)
             PUT(" peer=%d", s->root);
+        if (s->type == MXH_STEP_SPREAD)
+            PUT(" port=%d/%d", s->port, s->ports);
+        else if (s->ports)
+            PUT(" rot=%d", s->rot);
         if (s->counts) {
             PUT(" parts=");
             for (int x = 0; x < s->gsize; x++)

@@ -38,7 +38,11 @@ typedef enum mxh_step_type {
     MXH_STEP_SCATTER,            /* scatterv of the region from root, parts counts/displs */
     MXH_STEP_GATHER,             /* gatherv of the region to root, parts counts/displs */
     MXH_STEP_SEND,               /* region to member `root` (the peer) */
-    MXH_STEP_RECV                /* region from member `root` (the peer) */
+    MXH_STEP_RECV,               /* region from member `root` (the peer) */
+    MXH_STEP_SPREAD              /* on the spread group (layout spread_key; gsize = P nodes,
+                                    me = my node's key): the region of every node whose key
+                                    is = me + port (mod ports) reduced in key order, in place
+                                    (mine sent to the nodes of key = me - port) */
 } mxh_step_type_t;
 
 typedef struct mxh_step {
@@ -59,6 +63,12 @@ typedef struct mxh_step {
                         split the region among the other members only (p2p.c) */
     int    ring;    /* the level's groups are neighbours along a torus dimension in ring
                        order (layout ring[]): rings keep every message on one link */
+    int    ports;   /* spread plans: the node's ranks (g), each a port to 1/g of the nodes;
+                       0 elsewhere. MXH_STEP_SPREAD: my node position is port. The node
+                       allreduce after it (a radix exchange of one digit): member vectors
+                       reduced in class order, member (c + rot) % g for class c */
+    int    port;
+    int    rot;
 } mxh_step_t;
 
 typedef struct mxh_plan {
@@ -99,6 +109,15 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * 16 KiB 13.58 -> 12.21, 32 KiB 13.75 -> 13.01, 64 KiB 14.08 -> 14.62 (hence
  * 96 KiB: 32 KiB hybrid, 64 KiB not). */
 #define MXH_PLAN_HYBRID_NET_BYTES (96u << 10)
+/* Layouts with a spread group (two network levels or more: rails under leaf switches,
+ * a spine; mxh_layout_spread_init) give allreduces of at most MXH_PLAN_LATENCY_BYTES
+ * the spread plan instead of the latency plan while its copies through the NIC,
+ * ceil(P / g) * bytes, stay within this: an allreduce in the node, one exchange in
+ * which each of the node's g ranks reduces the node sums of 1/g of the P nodes (a
+ * port to them: every NIC of the node in use), an allreduce of the g partial sums in
+ * the node. One network latency (the farthest node's) instead of one per network
+ * level, for one more NVLink latency. See benchmarks/RESULTS.md section 5. */
+#define MXH_PLAN_SPREAD_NET_BYTES (64u << 10)
 
 /* The same, knowing the element size (@tsize bytes; 0: unknown), which picks the
  * latency plan for small allreduces. */

@@ -177,6 +177,7 @@ void mxh_layout_destroy(mxh_layout_t *layout)
     free(layout->node_first_rank);
     free(layout->leaf_first_node);
     free(layout->torus_order);
+    free(layout->spread_key);
     free(layout);
 }
 
@@ -187,6 +188,73 @@ int mxh_layout_same_order(const mxh_layout_t *L)
             if (L->torus_order[c * 3 + j] != L->torus_order[j])
                 return 0;
     return 1;
+}
+
+/* Grid: the ranks of every level's group share the group sizes below it, and every
+ * level has one group size (as plan.c's latency plan requires). */
+static int spread_grid(const mxh_layout_t *L)
+{
+    long prod = 1;
+    for (int l = 0; l < L->nlevels; l++) {
+        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
+            return 0;
+        for (int r = 1; r < L->nranks; r++)
+            if (L->gsize[l][r] != L->gsize[l][0])
+                return 0;
+        prod *= L->gsize[l][0];
+    }
+    return prod == L->nranks;
+}
+
+mxh_status_t mxh_layout_spread_init(mxh_layout_t *L)
+{
+    int n = L->nranks, g, P = 1;
+
+    free(L->spread_key);
+    L->spread_key = NULL;
+    L->spread_p   = 0;
+    if (L->nlevels < 3 || L->torus_ndims > 0 || L->type[0] != MXH_LEVEL_NODE ||
+        !spread_grid(L))
+        return MXH_OK;
+    for (int l = 1; l < L->nlevels; l++) {
+        if (L->type[l] != MXH_LEVEL_RAIL && L->type[l] != MXH_LEVEL_SPINE)
+            return MXH_OK;
+        P *= L->gsize[l][0];
+    }
+    g = L->gsize[0][0];
+    if (g < 2 || g > 32 || P < g)
+        return MXH_OK;
+    int *key = malloc((size_t)n * sizeof(*key));
+    /* seen[i * P + k]: a rank of node position i has key k (each exactly once) */
+    unsigned char *seen = calloc((size_t)g * (size_t)P, 1);
+    if (key == NULL || seen == NULL) {
+        free(key);
+        free(seen);
+        return MXH_ERR_NO_MEMORY;
+    }
+    int ok = 1;
+    for (int r = 0; r < n && ok; r++) {
+        int k = 0, stride = 1;
+        for (int l = 1; l < L->nlevels; l++) {
+            k += L->coord[l][r] * stride;
+            stride *= L->gsize[l][r];
+        }
+        key[r] = k;
+        size_t at = (size_t)L->coord[0][r] * (size_t)P + (size_t)k;
+        ok = k < P && !seen[at];
+        seen[at] = 1;
+    }
+    /* the ranks of one node share the key (one node position of each node per group) */
+    for (int r = 0; r < n && ok; r++)
+        ok = key[r] == key[L->node_first_rank[L->node_of[r]]];
+    free(seen);
+    if (!ok) {
+        free(key);
+        return MXH_OK;
+    }
+    L->spread_key = key;
+    L->spread_p   = P;
+    return MXH_OK;
 }
 
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level)

@@ -70,6 +70,10 @@ typedef struct mxh_layout {
     int *torus_order;                     /* [rail * 3 + j] dimension (0..ndims-1) of the
                                              rail's network level j; + 4 when its ring runs
                                              in the - direction */
+    /* the spread group (mxh_layout_spread_init): the ranks of one node position across
+       every node, which small allreduces cross in one exchange (coll/plan.c) */
+    int  spread_p;                        /* its size (nodes), 0 = not used */
+    int *spread_key;                      /* [rank] position in it (node order) */
 } mxh_layout_t;
 
 /* Compute the levels from @n records (index = rank in the communicator).
@@ -94,6 +98,16 @@ static inline int mxh_layout_ecoord(const mxh_layout_t *layout, int level, int r
  * cross different dimensions, so plans that reduce the whole vector at every level (the
  * latency plan) would sum in a different order on different rails. */
 int mxh_layout_same_order(const mxh_layout_t *layout);
+
+/* The spread group of small allreduces: where the levels are a node level of g ranks
+ * (2..32) and two network levels or more above it (rails under leaf switches, then the
+ * spine; not a torus), every level's groups of one size spanning the groups below (a
+ * grid), the ranks of node position i across all P >= g nodes form one group (key:
+ * the node's position, coordinates of the network levels in mixed radix). Sets
+ * spread_p and spread_key, or leaves spread_p 0 where the layout has no such group.
+ * Pure: every rank computes the same. Called by the hierarchy when it creates the
+ * group's communicator (MPIX_HIER_SPREAD), and by tests. */
+mxh_status_t mxh_layout_spread_init(mxh_layout_t *layout);
 
 /* Participates at @level: coordinate 0 at every LEADER level below it. */
 int mxh_layout_participates(const mxh_layout_t *layout, int rank, int level);

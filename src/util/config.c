@@ -105,6 +105,13 @@ const mxh_config_var_t mxh_config_vars[] = {
      "together and then sharing the link; allreduce, reduce_scatter_block, allgather "
      "(bcast and reduce stream unpaced) (yes/no).",
      1},
+    {"MPIX_HIER_SPREAD", "yes",
+     "Small allreduces (up to 4 KiB) on layouts with two network levels or more (rails under "
+     "leaf switches and a spine) cross them in one exchange: after the node's allreduce each of "
+     "its g ranks reduces the node sums of 1/g of the nodes over its own rail, then the node "
+     "adds the g partial sums; one network latency instead of one per level, for one more "
+     "NVLink latency (yes/no). 'no': an allreduce per level.",
+     1},
     {"MPIX_HIER_METRICS_FILE", "",
      "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
      "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
@@ -438,6 +445,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->pipeline_pace   = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm             = 1;
+    cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
     cfg->ipc             = -1;        /* auto */
     cfg->ipc_min         = 256 << 10; /* host cost of agreeing: RESULTS.md section 4 */
@@ -521,6 +529,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
         rc = parse_bool(value, &cfg->pipeline_pace);
+    } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
+        rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         rc = parse_bool(value, &cfg->cost_model);
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
@@ -676,6 +686,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%d", cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
         snprintf(buf, len, "%s", cfg->pipeline_pace ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
+        snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         snprintf(buf, len, "%s", cfg->cost_model ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
@@ -750,6 +762,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
         h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
         h = mxh_hash_bytes(h, &cfg->pipeline_pace, sizeof(cfg->pipeline_pace));
+        h = mxh_hash_bytes(h, &cfg->spread, sizeof(cfg->spread));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));
         h = mxh_hash_bytes(h, &cfg->exclude_rails, sizeof(cfg->exclude_rails));

@@ -40,6 +40,8 @@ typedef struct mxh_config {
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
     int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE: streams space the
                                                exchanges of different fragments on a link */
+    int    spread;                          /* MPIX_HIER_SPREAD: small allreduces cross the
+                                               network levels in one exchange (plan.c) */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
     int    ipc;                             /* MPIX_HIER_IPC: -1 auto, 0 no, 1 yes */

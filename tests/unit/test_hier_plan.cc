@@ -157,6 +157,12 @@ struct Sim {
                     g.resize(L->gsize[l][r], -1);
                 g[L->coord[l][r]] = r;
             }
+        // spread groups (level -1): the ranks of one node position, by spread key
+        for (int r = 0; r < n && L->spread_p > 0; r++) {
+            auto &g = groups[{-1, L->coord[0][r]}];
+            g.resize(L->spread_p, -1);
+            g[L->spread_key[r]] = r;
+        }
         for (;;) {
             bool progress = false, done = true;
             for (int r = 0; r < n; r++) {
@@ -164,7 +170,8 @@ struct Sim {
                     continue;
                 done = false;
                 const mxh_step_t &s = plans[r]->steps[pc[r]];
-                auto &g = groups[{s.level, L->color[s.level][r]}];
+                auto &g = s.type == MXH_STEP_SPREAD ? groups[{-1, L->coord[0][r]}]
+                                                    : groups[{s.level, L->color[s.level][r]}];
                 if (s.type == MXH_STEP_SEND || s.type == MXH_STEP_RECV) {
                     int peer = g[s.root];
                     if (pc[peer] >= plans[peer]->nsteps)
@@ -272,6 +279,28 @@ struct Sim {
                         buf[g[k]][po + i] = res[po - off + i];
                 }
             }
+            break;
+        }
+        case MXH_STEP_SPREAD: {
+            // member k: the regions of the members of key = k + port (mod ports), all
+            // members of one group share the port (their node position)
+            std::vector<std::vector<Cell>> res(gs, std::vector<Cell>(cnt));
+            for (int k = 0; k < gs; k++) {
+                const mxh_step_t &t = plans[g[k]]->steps[pc[g[k]]];
+                if (t.port != s.port || t.ports != s.ports || s.ports < 2) {
+                    error = "spread members disagree on the port";
+                    return false;
+                }
+                int first = (k + s.port) % s.ports;
+                for (size_t i = 0; i < cnt; i++) {
+                    Cell c = buf[g[first]][off + i];
+                    for (int x = first + s.ports; x < gs; x += s.ports)
+                        c = combine(c, buf[g[x]][off + i]);
+                    res[k][i] = c;
+                }
+            }
+            for (int k = 0; k < gs; k++)
+                std::copy(res[k].begin(), res[k].end(), buf[g[k]].begin() + off);
             break;
         }
         case MXH_STEP_ALLGATHER:
@@ -1195,6 +1224,104 @@ TEST(Plan, LatencyPlanForSmallAllreduceOnGrids)
     ASSERT_EQ(MXH_OK, mxh_plan_create_sized(U.p, 0, MXH_COLL_ALLREDUCE, 7, -1, 4, &p));
     EXPECT_NE(MXH_STEP_ALLREDUCE, p->steps[0].type);
     mxh_plan_destroy(p);
+}
+
+// Small allreduces on layouts of two network levels or more with the spread group
+// (MPIX_HIER_SPREAD): allreduce in the node, one spread exchange, allreduce in the node
+// in class order.
+TEST(Plan, SpreadPlanForSmallAllreduce)
+{
+    // node 4, rail 8 per leaf, spine 2: P = 16 nodes, 4 ports
+    Layout three = make_layout(std::vector<int>(16, 4), 8, 0);
+    LayoutPtr T;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(three.recs.data(), 64, kAllLevels, &T.p));
+    ASSERT_EQ(3, T.p->nlevels);
+    EXPECT_EQ(0, T.p->spread_p) << "only where the hierarchy asks for it";
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(T.p));
+    ASSERT_EQ(16, T.p->spread_p);
+    // every node position has every key once; a node's ranks share it
+    std::map<std::pair<int, int>, int> seen;
+    for (int r = 0; r < 64; r++) {
+        EXPECT_EQ(T.p->spread_key[r], T.p->spread_key[T.p->node_first_rank[T.p->node_of[r]]]);
+        std::pair<int, int> at(T.p->coord[0][r], T.p->spread_key[r]);
+        EXPECT_EQ(0, seen[at]++) << "rank " << r;
+    }
+    for (int r = 0; r < 64; r++) {
+        mxh_plan_t *p = nullptr;
+        ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, r, MXH_COLL_ALLREDUCE, 1000, -1, 4, &p));
+        ASSERT_EQ(3, p->nsteps) << "4000 B: 4 copies through the NIC";
+        const mxh_step_type_t want[] = {MXH_STEP_ALLREDUCE, MXH_STEP_SPREAD, MXH_STEP_ALLREDUCE};
+        const int lvl[] = {0, 1, 0};
+        for (int i = 0; i < 3; i++) {
+            EXPECT_EQ(want[i], p->steps[i].type) << "step " << i;
+            EXPECT_EQ(lvl[i], p->steps[i].level) << "step " << i;
+            EXPECT_EQ(0u, p->steps[i].offset);
+            EXPECT_EQ(1000u, p->steps[i].count);
+            if (i > 0) {
+                EXPECT_GT(p->steps[i].stage, p->steps[i - 1].stage) << "step " << i;
+            }
+        }
+        const mxh_step_t &x = p->steps[1], &z = p->steps[2];
+        EXPECT_EQ(16, x.gsize);
+        EXPECT_EQ(T.p->spread_key[r], x.me);
+        EXPECT_EQ(4, x.ports);
+        EXPECT_EQ(T.p->coord[0][r], x.port);
+        EXPECT_TRUE(x.net);
+        // the last step starts the reduction at the member that holds class 0: member
+        // m holds class (key + m) % 4
+        EXPECT_EQ(4, z.ports);
+        EXPECT_EQ(0, (T.p->spread_key[r] + z.rot) % 4) << "rank " << r;
+        EXPECT_EQ(0, p->steps[0].ports) << "the first node allreduce: any order";
+        mxh_plan_destroy(p);
+    }
+    for (size_t c : {1, 7, 1000})
+        EXPECT_EQ("", simulate(T.p, MXH_COLL_ALLREDUCE, c, -1, 4)) << "count " << c;
+    // above MXH_PLAN_LATENCY_BYTES: the hybrid plan
+    mxh_plan_t *p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_sized(T.p, 6, MXH_COLL_ALLREDUCE, 2000, -1, 4, &p));
+    EXPECT_EQ(MXH_STEP_REDUCE_SCATTER, p->steps[0].type);
+    mxh_plan_destroy(p);
+    // other collectives keep their plans
+    EXPECT_EQ("", simulate(T.p, MXH_COLL_REDUCE_SCATTER_BLOCK, 3, -1, 4));
+    EXPECT_EQ("", simulate(T.p, MXH_COLL_BCAST, 5, 7, 4));
+
+    // random rank order, 6 nodes in 3 leaf groups, 4 ports: classes of 2, 2, 1, 1 nodes
+    Layout odd = make_layout(std::vector<int>(6, 4), 2, 2, 7);
+    LayoutPtr O;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(odd.recs.data(), 24, kAllLevels, &O.p));
+    ASSERT_EQ(3, O.p->nlevels);
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(O.p));
+    ASSERT_EQ(6, O.p->spread_p);
+    for (size_t c : {1, 5, 1024})
+        EXPECT_EQ("", simulate(O.p, MXH_COLL_ALLREDUCE, c, -1, 4)) << "count " << c;
+    // 2 bytes: every size of element the plans see
+    EXPECT_EQ("", simulate(O.p, MXH_COLL_ALLREDUCE, 3, -1, 2));
+
+    // fewer nodes than ports (4 nodes, 8 GPUs each): a class would be empty
+    Layout few = make_layout(std::vector<int>(4, 8), 2, 0);
+    LayoutPtr F;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(few.recs.data(), 32, kAllLevels, &F.p));
+    ASSERT_EQ(3, F.p->nlevels);
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(F.p));
+    EXPECT_EQ(0, F.p->spread_p);
+    // one network level: nothing to merge
+    Layout two = make_layout(std::vector<int>(8, 2), 0, 0);
+    LayoutPtr W;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(two.recs.data(), 16, kAllLevels, &W.p));
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(W.p));
+    EXPECT_EQ(0, W.p->spread_p);
+    // uneven nodes (a LEADER level): no grid
+    Layout uneven = make_layout({4, 4, 4, 3, 4, 4, 4, 4}, 2, 0);
+    LayoutPtr U;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 31, kAllLevels, &U.p));
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(U.p));
+    EXPECT_EQ(0, U.p->spread_p);
+    // a torus of nodes: its levels are dimensions, not rails and a spine
+    Layout tor = make_torus({4, 2}, 2);
+    LayoutPtr R;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(tor.recs.data(), 16, kAllLevels, &R.p));
+    ASSERT_EQ(MXH_OK, mxh_layout_spread_init(R.p));
+    EXPECT_EQ(0, R.p->spread_p);
 }
 
 TEST(Plan, RejectsBadRequests)
