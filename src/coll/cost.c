@@ -62,6 +62,18 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     memcpy(m->lat_f, cfg->cost_lat_f, sizeof(m->lat_f));
     memcpy(m->bw_size, cfg->cost_bw_size, sizeof(m->bw_size));
     memcpy(m->bw_f, cfg->cost_bw_f, sizeof(m->bw_f));
+    /* the spread group (hier/levels.c mxh_layout_spread_init): a node level of 2..32
+     * ranks under two network levels or more, at least as many nodes as ranks per node */
+    if (cfg->spread && m->nlevels >= 3 && m->type[0] == MXH_LEVEL_NODE && m->gsize[0] >= 2 &&
+        m->gsize[0] <= 32) {
+        long P = 1;
+        int ok = 1;
+        for (int l = 1; l < m->nlevels; l++) {
+            ok = ok && m->net[l];
+            P *= m->gsize[l];
+        }
+        m->spread = ok && P >= m->gsize[0] ? (int)P : 0;
+    }
 }
 
 void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L)
@@ -92,6 +104,8 @@ void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh
     mxh_cost_model_grid(m, cfg, L->nlevels, type, gsize);
     m->nranks = L->nranks;
     m->grid   = grid && prod == L->nranks;
+    if (!m->grid)
+        m->spread = 0;
 }
 
 void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, int ndims,
@@ -477,6 +491,30 @@ static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int leve
     add_role(m, sc, stage, level, type, bytes, 0);
 }
 
+/* The spread exchange (plan.c build_allreduce_spread, p2p.c spread_post): one exchange
+ * at the farthest network level's latency, ceil(P/g) copies of the region through the
+ * NIC each way, (P/g - 1) two-input reductions. Booked on that level's links. */
+static void add_spread(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, double bytes)
+{
+    mxh_cost_phases_t *ph = &sc->ph[1 + stage];
+    int far = -1, g = m->gsize[0], per = (m->spread + g - 1) / g;
+    for (int l = 0; l < m->nlevels; l++)
+        if (m->net[l] && (far < 0 || m->lvl[l].alpha > m->lvl[far].alpha))
+            far = l;
+    if (far < 0 || bytes < 1)
+        return;
+    ph->n = 0;
+    phase(ph, alpha(m, far, bytes), per * bytes * beta(m, far, bytes),
+          (per - 1) * bytes * m->gamma, per);
+    sc->level[1 + stage]  = far;
+    sc->region[1 + stage] = bytes;
+    sc->res[1 + stage][0] = side_res(m, far, 0, ph->ph[0].root);
+    sc->res2[1 + stage][0] = -1;
+    sc->link[sc->res[1 + stage][0]] += ph->ph[0].link;
+    sc->cpu += ph->ph[0].cpu;
+    sc->scpu[1 + stage] += ph->ph[0].cpu;
+}
+
 static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double bytes)
 {
     phase(&sc->ph[slot], 0, 0, bytes * m->kappa, 1);
@@ -491,6 +529,11 @@ static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, 
     for (int l = 0; l < m->nlevels; l++)
         if (m->net[l])
             copies += (size_t)(m->gsize[l] - 1);
+    if (m->spread > 0 && bytes <= MXH_PLAN_LATENCY_BYTES) {
+        size_t g = (size_t)m->gsize[0], per = ((size_t)m->spread + g - 1) / g;
+        if (per * bytes <= MXH_PLAN_SPREAD_NET_BYTES)
+            return MXH_COST_SPREAD;
+    }
     if (!m->tmixed && bytes <= MXH_PLAN_LATENCY_BYTES &&
         copies * bytes <= MXH_PLAN_LATENCY_NET_BYTES) /* plan.c: not where rails differ */
         return MXH_COST_LATENCY;
@@ -519,7 +562,11 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
     case MXH_COLL_ALLREDUCE:
         if (variant == MXH_COST_PLAN)
             variant = plan_variant(m, c, tsize);
-        if (variant == MXH_COST_LATENCY) {
+        if (variant == MXH_COST_SPREAD && m->spread > 0) {
+            add(m, sc, 0, 0, MXH_STEP_ALLREDUCE, n);
+            add_spread(m, sc, 1, n);
+            add(m, sc, 2 * top, 0, MXH_STEP_ALLREDUCE, n);
+        } else if (variant == MXH_COST_LATENCY) {
             for (int l = 0; l <= top; l++)
                 add(m, sc, l, l, MXH_STEP_ALLREDUCE, n);
         } else if (variant == MXH_COST_HYBRID && m->nlevels >= 2) {
@@ -1072,7 +1119,7 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     } while (0)
     CAND(MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN);
     if (coll == MXH_COLL_ALLREDUCE && m->nlevels >= 2)
-        for (int v = MXH_COST_RS; v <= MXH_COST_HYBRID; v++)
+        for (int v = MXH_COST_RS; v <= (m->spread ? MXH_COST_SPREAD : MXH_COST_HYBRID); v++)
             if (v != (int)plan_variant(m, count, tsize))
                 CAND(MXH_ALGO_HIER, 0, 1, (mxh_cost_variant_t)v);
     /* pipelines (select.c: at least two fragments of frag_bytes in the work) */

@@ -118,6 +118,8 @@ typedef struct mxh_cost_model {
     double kappa;                    /* s per byte of local copy */
     int    ramp;                     /* MPIX_HIER_PIPELINE_RAMP */
     int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
+    int    spread;                   /* nodes of the spread group (plan.c's spread plan of
+                                        small allreduces, MPIX_HIER_SPREAD), 0: none */
     /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
      * pays alpha times lat_f[i] and its bytes beta / bw_f[j], i, j the last entries
      * whose size is at most s (none: 1) */
@@ -155,6 +157,7 @@ typedef enum mxh_cost_variant {
     MXH_COST_RS = 0,  /* reduce-scatter up, allreduce on top, allgather down */
     MXH_COST_LATENCY, /* an allreduce of the whole vector at every level */
     MXH_COST_HYBRID,  /* reduce-scatter in the node, allreduces of the piece above */
+    MXH_COST_SPREAD,  /* allreduce in the node, one spread exchange, allreduce in the node */
     MXH_COST_PLAN     /* the variant plan.c builds for the fragment's size */
 } mxh_cost_variant_t;
 

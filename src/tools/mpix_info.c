@@ -416,7 +416,7 @@ static const char *fmt_bytes(size_t b, char *buf, size_t len)
 
 static const char *variant_name(mxh_cost_variant_t v)
 {
-    static const char *const names[] = {"rs", "latency", "hybrid", "plan"};
+    static const char *const names[] = {"rs", "latency", "hybrid", "spread", "plan"};
     return v <= MXH_COST_PLAN ? names[v] : "?";
 }
 

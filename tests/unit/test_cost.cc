@@ -510,6 +510,50 @@ TEST(Cost, Torus3dShares)
     mxh_layout_destroy(L);
 }
 
+// The spread plan of small allreduces (plan.c, MPIX_HIER_SPREAD) on node 8 x rail 32 x
+// spine 4: node allreduce, one exchange at the spine's latency, node allreduce: 6 us at
+// 8 B against the latency plan's 7; 16 copies through the NIC instead of 31 + 3.
+TEST(Cost, SpreadPlan)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[3]             = {8, 32, 4};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    EXPECT_EQ(128, m.spread);
+    double sp = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 2, 4, 0, MXH_COST_PLAN);
+    double la = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 2, 4, 0, MXH_COST_LATENCY);
+    EXPECT_NEAR(6.0 * us, sp, 0.05 * us);
+    EXPECT_NEAR(7.0 * us, la, 0.05 * us);
+    EXPECT_DOUBLE_EQ(sp, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 2, 4, 0, MXH_COST_SPREAD));
+    // 4 KiB: 16 x 4 KiB through the NIC at 48 GB/s = 1.37 us more, still below the hybrid
+    double sp4 = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1024, 4, 0, MXH_COST_PLAN);
+    EXPECT_NEAR(6.0 * us + 16 * 4096 / 48e9, sp4, 0.3 * us);
+    EXPECT_LT(sp4, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1024, 4, 0, MXH_COST_HYBRID));
+    // above 4 KiB the plan is no longer the spread one
+    EXPECT_NE(mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1025, 4, 0, MXH_COST_SPREAD),
+              mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 1025, 4, 0, MXH_COST_PLAN));
+    // the candidates list it beside the others
+    mxh_cost_cand_t c[64];
+    int n = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 2048, 4, c, 64), seen = 0;
+    for (int i = 0; i < n; i++)
+        seen += c[i].variant == MXH_COST_SPREAD;
+    EXPECT_EQ(1, seen);
+    // MPIX_HIER_SPREAD=no, a single network level, fewer nodes than ranks per node: none
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_SPREAD", "no", "test"));
+    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    EXPECT_EQ(0, m.spread);
+    EXPECT_NEAR(7.0 * us, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, 2, 4, 0, MXH_COST_PLAN),
+                0.05 * us);
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_grid(&m, &cfg, 2, type, gsize);
+    EXPECT_EQ(0, m.spread);
+    int few[3] = {8, 2, 2};
+    mxh_cost_model_grid(&m, &cfg, 3, type, few);
+    EXPECT_EQ(0, m.spread);
+}
+
 TEST(Cost, NotModelled)
 {
     mxh_cost_model_t m = grid(4, 2);
