@@ -55,7 +55,8 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
     m->kappa  = 1.0 / cfg->cost_copy_bw;
     m->ramp   = cfg->pipeline_ramp;
-    m->pace   = cfg->pipeline_pace;
+    m->pace   = cfg->pipeline_pace != 0;
+    m->pace_auto = cfg->pipeline_pace == 2;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -971,9 +972,34 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
+    if (m->pace_auto) {
+        mxh_cost_model_t c = *m;
+        c.pace_auto = 0;
+        c.pace      = mxh_cost_pace_pick(m, coll, count, tsize, frag_bytes);
+        return mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+    }
     if (m->trails > 0)
         return torus_predict(m, coll, count, tsize, frag_bytes, variant);
     return predict_grid(m, coll, count, tsize, frag_bytes, variant);
+}
+
+/* Pacing wins where latency is a large share of a fragment's link time and loses
+ * where deep schedules (a spine stage) let paced fragments idle a link that unpaced
+ * ones would fill (simulated, 256 MiB, RESULTS.md section 5: 128 GPUs allreduce
+ * 1334.53 us paced against 1390 unpaced, 1024 GPUs 1512.23 against 1476.91); the
+ * model predicts both sides of both. */
+int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes)
+{
+    if (!m->pace_auto)
+        return m->pace;
+    mxh_cost_model_t c = *m;
+    c.pace_auto = 0;
+    c.pace      = 1;
+    double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    c.pace      = 0;
+    double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    return !(tp > 0 && tu > 0 && tu < tp);
 }
 
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,

@@ -118,6 +118,8 @@ typedef struct mxh_cost_model {
     double kappa;                    /* s per byte of local copy */
     int    ramp;                     /* MPIX_HIER_PIPELINE_RAMP */
     int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
+    int    pace_auto;                /* MPIX_HIER_PIPELINE_PACE=auto: predictions of the
+                                        pacing mxh_cost_pace_pick chooses */
     int    spread;                   /* nodes of the spread group (plan.c's spread plan of
                                         small allreduces, MPIX_HIER_SPREAD), 0: none */
     /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
@@ -207,6 +209,11 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * @count elements of @tsize bytes cut into fragments of @frag_bytes (0: one
  * fragment, the hier algorithm); allreduce plans of @variant. -1: not modelled
  * (not a grid, another collective, more than 65536 fragments). */
+/* MPIX_HIER_PIPELINE_PACE=auto (m->pace_auto): 1 when the schedule of @frag_bytes
+ * fragments is predicted faster paced than unpaced, or not modelled (the stream's
+ * default); otherwise m->pace. Pure: every rank picks the same. */
+int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes);
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant);
 

@@ -703,6 +703,9 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
                                        ramp, &s);
     if (st != MXH_OK)
         return st;
+    /* pacing per schedule (MPIX_HIER_PIPELINE_PACE=auto), from the model's predictions */
+    if (h->pace != NULL && s->nfrag > 1)
+        s->unpaced = !mxh_cost_pace_pick(h->pace, coll, count, tsize, frag);
     mxh_sched_destroy(h->scheds[victim].sched);
     h->scheds[victim].sched    = s;
     h->scheds[victim].last_use = h->clock;

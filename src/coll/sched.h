@@ -58,6 +58,8 @@ typedef struct mxh_sched {
     int         depth;      /* requested fragments in flight (0 = as many as stages) */
     int         ramp;       /* requested ramp (0 = uniform fragments) */
     unsigned    plan_flags; /* MXH_PLAN_THROUGH for pipelines of MXH_SCHED_THROUGH_FRAGS */
+    int         unpaced;    /* set by the hierarchy (MPIX_HIER_PIPELINE_PACE=auto): the cost
+                               model predicts this schedule faster unpaced */
 
     int         nfrag;      /* >= 1 */
     size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */

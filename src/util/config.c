@@ -97,13 +97,15 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_METRICS", "yes",
      "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; README: "
      "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
-    {"MPIX_HIER_PIPELINE_PACE", "yes",
+    {"MPIX_HIER_PIPELINE_PACE", "auto",
      "Pipelines streamed point to point post an exchange of one fragment on a link (NVLink, "
      "the NIC) only once its latency would end as the bytes booked on that link before it "
      "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
      "so that latencies overlap other fragments' transfers instead of fragments waiting "
      "together and then sharing the link; allreduce, reduce_scatter_block, allgather "
-     "(bcast and reduce stream unpaced) (yes/no).",
+     "(bcast and reduce stream unpaced) (yes/no/auto). 'auto': per schedule, paced where the "
+     "cost model predicts it faster than unpaced (mpix_info --explain shows the prediction "
+     "of the pacing chosen).",
      1},
     {"MPIX_HIER_SPREAD", "yes",
      "Small allreduces (up to 4 KiB) on layouts with two network levels or more (rails under "
@@ -443,7 +445,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
     cfg->pipeline_depth  = 0;
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
-    cfg->pipeline_pace   = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
+    cfg->pipeline_pace   = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm             = 1;
     cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
@@ -528,7 +530,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
-        rc = parse_bool(value, &cfg->pipeline_pace);
+        rc = strcasecmp(value, "auto") ? parse_bool(value, &cfg->pipeline_pace)
+                                       : (cfg->pipeline_pace = 2, 0);
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
@@ -685,7 +688,7 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         snprintf(buf, len, "%d", cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
-        snprintf(buf, len, "%s", cfg->pipeline_pace ? "yes" : "no");
+        snprintf(buf, len, "%s", cfg->pipeline_pace == 2 ? "auto" : cfg->pipeline_pace ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {

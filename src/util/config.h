@@ -39,7 +39,9 @@ typedef struct mxh_config {
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
     int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE: streams space the
-                                               exchanges of different fragments on a link */
+                                               exchanges of different fragments on a link
+                                               (0 no, 1 yes, 2 auto: the cost model picks
+                                               per schedule) */
     int    spread;                          /* MPIX_HIER_SPREAD: small allreduces cross the
                                                network levels in one exchange (plan.c) */
     int    shm;                             /* MPIX_HIER_SHM */
