@@ -198,18 +198,7 @@ static void build_allreduce(builder_t *b, size_t count)
  * order. */
 static int grid_layout(const mxh_layout_t *L)
 {
-    long prod = 1;
-    if (!mxh_layout_same_order(L))
-        return 0;
-    for (int l = 0; l < L->nlevels; l++) {
-        if (L->kind[l] != MXH_LEVEL_KIND_SCATTER && L->kind[l] != MXH_LEVEL_KIND_TOP)
-            return 0;
-        for (int r = 1; r < L->nranks; r++)
-            if (L->gsize[l][r] != L->gsize[l][0])
-                return 0;
-        prod *= L->gsize[l][0];
-    }
-    return prod == L->nranks;
+    return mxh_layout_same_order(L) && mxh_layout_grid(L);
 }
 
 static int net_level(const mxh_layout_t *L, int l)

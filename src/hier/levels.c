@@ -190,9 +190,7 @@ int mxh_layout_same_order(const mxh_layout_t *L)
     return 1;
 }
 
-/* Grid: the ranks of every level's group share the group sizes below it, and every
- * level has one group size (as plan.c's latency plan requires). */
-static int spread_grid(const mxh_layout_t *L)
+int mxh_layout_grid(const mxh_layout_t *L)
 {
     long prod = 1;
     for (int l = 0; l < L->nlevels; l++) {
@@ -214,7 +212,7 @@ mxh_status_t mxh_layout_spread_init(mxh_layout_t *L)
     L->spread_key = NULL;
     L->spread_p   = 0;
     if (L->nlevels < 3 || L->torus_ndims > 0 || L->type[0] != MXH_LEVEL_NODE ||
-        !spread_grid(L))
+        !mxh_layout_grid(L))
         return MXH_OK;
     for (int l = 1; l < L->nlevels; l++) {
         if (L->type[l] != MXH_LEVEL_RAIL && L->type[l] != MXH_LEVEL_SPINE)

@@ -99,6 +99,11 @@ static inline int mxh_layout_ecoord(const mxh_layout_t *layout, int level, int r
  * latency plan) would sum in a different order on different rails. */
 int mxh_layout_same_order(const mxh_layout_t *layout);
 
+/* 1 when every level is SCATTER (or the top) with one group size on every rank and the
+ * sizes multiply to the ranks: every group of a level spans all groups of the level
+ * below (plan.c's latency and spread plans need it). */
+int mxh_layout_grid(const mxh_layout_t *layout);
+
 /* The spread group of small allreduces: where the levels are a node level of g ranks
  * (2..32) and two network levels or more above it (rails under leaf switches, then the
  * spine; not a torus), every level's groups of one size spanning the groups below (a
