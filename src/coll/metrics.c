@@ -42,7 +42,8 @@ const mxh_metric_family_t mxh_metric_families[] = {
     {"mpix_hier_level_seconds_total", "counter", "coll,algo,level",
      "Time of the hierarchical schedule's steps on a level (island, node, rail, spine): the "
      "sum of the steps' durations (steps of overlapping fragments each count); the shm path "
-     "(the whole communicator on one node) counts on level node."},
+     "(the whole communicator on one node) counts on level node, the spread exchange of small "
+     "allreduces (one step across rail and spine, MPIX_HIER_SPREAD) on level rail."},
     {"mpix_hier_level_steps_total", "counter", "coll,algo,level",
      "Steps run on a level (the shm path: one per call)."},
     {"mpix_hier_comm_live", "gauge", "",

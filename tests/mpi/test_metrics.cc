@@ -167,9 +167,11 @@ TEST(Metrics, KnownCallsExact)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_size(c, &size);
     MPI_Comm_set_name(c, "metrics_known");
-    std::vector<float> a(1000, 1.0f), b(1000);
+    // 8000 B: above the spread plan's 4 KiB (one step across rail and spine, counted on
+    // rail), so the schedule has steps on every level (the level checks below)
+    std::vector<float> a(2000, 1.0f), b(2000);
     for (int i = 0; i < 3; i++)
-        ASSERT_EQ(MPIX_Hier_allreduce(a.data(), b.data(), 1000, MPI_FLOAT, MPI_SUM, c), MPI_SUCCESS);
+        ASSERT_EQ(MPIX_Hier_allreduce(a.data(), b.data(), 2000, MPI_FLOAT, MPI_SUM, c), MPI_SUCCESS);
     MPI_Op op;
     MPI_Op_create(sum_op, 1, &op);
     ASSERT_EQ(MPIX_Hier_allreduce(a.data(), b.data(), 10, MPI_FLOAT, op, c), MPI_SUCCESS);
@@ -187,7 +189,7 @@ TEST(Metrics, KnownCallsExact)
     EXPECT_EQ(stat(c, "mpix_hier_calls_total{coll=\"allreduce\",blocking=\"0\"}"), 1);
     EXPECT_EQ(stat(c, "mpix_hier_calls_total{coll=\"allreduce\",path=\"none\"}"), 1);
     EXPECT_EQ(stat(c, "mpix_hier_calls_total{coll=\"bcast\"}"), 1);
-    EXPECT_EQ(stat(c, "mpix_hier_bytes_total{coll=\"allreduce\"}"), 3 * 4000 + 40 + 64);
+    EXPECT_EQ(stat(c, "mpix_hier_bytes_total{coll=\"allreduce\"}"), 3 * 8000 + 40 + 64);
     EXPECT_EQ(stat(c, "mpix_hier_bytes_total{coll=\"bcast\"}"), 32);
     EXPECT_EQ(stat(c, "mpix_hier_fallbacks_total{reason=\"user_op\"}"), 1);
     EXPECT_EQ(stat(c, "mpix_hier_calls_total{algo=\"mpi\"}"),
