@@ -972,11 +972,14 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
-    if (m->pace_auto) {
+    if (m->pace_auto) { /* the pacing mxh_cost_pace_pick chooses: the faster of the two */
         mxh_cost_model_t c = *m;
         c.pace_auto = 0;
-        c.pace      = mxh_cost_pace_pick(m, coll, count, tsize, frag_bytes);
-        return mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+        c.pace      = 1;
+        double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+        c.pace      = 0;
+        double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+        return tp > 0 && tu > 0 && tu < tp ? tu : tp;
     }
     if (m->trails > 0)
         return torus_predict(m, coll, count, tsize, frag_bytes, variant);

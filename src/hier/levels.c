@@ -239,7 +239,7 @@ mxh_status_t mxh_layout_spread_init(mxh_layout_t *L)
         }
         key[r] = k;
         size_t at = (size_t)L->coord[0][r] * (size_t)P + (size_t)k;
-        ok = k < P && !seen[at];
+        ok = !seen[at];
         seen[at] = 1;
     }
     /* the ranks of one node share the key (one node position of each node per group) */

@@ -530,8 +530,10 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
         rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
-        rc = strcasecmp(value, "auto") ? parse_bool(value, &cfg->pipeline_pace)
-                                       : (cfg->pipeline_pace = 2, 0);
+        if (!strcasecmp(value, "auto"))
+            cfg->pipeline_pace = 2;
+        else
+            rc = parse_bool(value, &cfg->pipeline_pace);
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
