@@ -14,6 +14,7 @@
 #define MAX_FRAGS_MODELLED 65536
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
+#define MXH_COST_STAGE_CAP_REDUCE 3 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
@@ -436,6 +437,7 @@ typedef struct stage_cost {
                                     f - W has left slot gate[s] (-1: no such rule;
                                     the first slot's is the admission) */
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
+    int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: three fragments) */
 } stage_cost_t;
 
 /* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:
@@ -469,8 +471,9 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     if (bytes < 1)
         bytes = 1;
     mxh_cost_step_phases(m, level, type, (size_t)bytes, ph);
-    sc->level[1 + stage]  = level;
-    sc->region[1 + stage] = bytes;
+    sc->level[1 + stage]   = level;
+    sc->region[1 + stage]  = bytes;
+    sc->rreduce[1 + stage] = holder && type == MXH_STEP_REDUCE;
     for (int i = 0; i < ph->n; i++) {
         int res = side_res(m, level, holder, ph->ph[i].root);
         sc->res[1 + stage][i]  = res;
@@ -1076,6 +1079,11 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
         if (sc->rooted) /* a rank's window counts its own stages: one per level */
             nst = m->nlevels;
         W = nst + 2;
+        int r = 0; /* exec.c stream_window: two more per rootless reduce stage */
+        for (int s = 0; s < NSLOT; s++)
+            r += sc->rreduce[s] && sc->ph[s].n > 0;
+        if (nst + 2 + 2 * r > W)
+            W = nst + 2 + 2 * r;
         if (m->pace && !sc->rooted && nst >= 3) /* exec.c stream_window */
             W = nst + 3;
         W = W > 2 * nst - 2 ? W : 2 * nst - 2;
@@ -1083,6 +1091,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
             cap[s] = sc->level[s] < 0                        ? 1
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                      : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
+                     : sc->rreduce[s]                         ? MXH_COST_STAGE_CAP_REDUCE
                                                                : MXH_COST_STAGE_CAP;
     }
     T = stream_sim(m, kinds, kind_of, big, cap, W, nf);

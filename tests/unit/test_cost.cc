@@ -749,3 +749,17 @@ TEST(Cost, Select)
 }
 
 } // namespace
+
+// The reduce's rootless steps run three fragments each (exec.c
+// MXH_STREAM_STAGE_CAP_REDUCE: the root takes one fragment's gather while the
+// others take the next one's reduce-scatter) with two more fragments in the window
+// per such stage. Simulated (link-exact, 16 x 8 GPUs, reduce 256 MiB in 8 MiB
+// fragments, RESULTS.md section 5 "Staggered reduce"): 889.96 us, where two
+// fragments per stage ran 996.77 and the model said 1000.59.
+TEST(Cost, ReduceThreeFragmentsPerRootlessStage)
+{
+    mxh_cost_model_t m = grid(8, 16, {}, 2);
+    double t = mxh_cost_predict(&m, MXH_COLL_REDUCE, (size_t)64 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    EXPECT_NEAR(889.96 * us, t, 0.05 * 889.96 * us);
+    EXPECT_LT(t, 0.9 * 996.77 * us);
+}
