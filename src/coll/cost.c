@@ -14,7 +14,7 @@
 #define MAX_FRAGS_MODELLED 65536
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
-#define MXH_COST_STAGE_CAP_REDUCE 3 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
+#define MXH_COST_STAGE_CAP_REDUCE 4 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
@@ -437,7 +437,7 @@ typedef struct stage_cost {
                                     f - W has left slot gate[s] (-1: no such rule;
                                     the first slot's is the admission) */
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
-    int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: three fragments) */
+    int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: four fragments) */
 } stage_cost_t;
 
 /* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:

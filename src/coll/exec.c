@@ -359,9 +359,11 @@ static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     w = n + 2;
     /* A rootless reduce step holds up to MXH_STREAM_STAGE_CAP_REDUCE fragments, each
      * for two exchanges: two more fragments in flight per such stage keep the
-     * stages before it fed. Measured (SimGrid, reduce 256 MiB, RESULTS.md section
-     * 5, "Staggered reduce"): 32 x 8 GPUs in 4 leaf groups, window 6 1058.37 us,
-     * 8 1042.51, 12 1033.43; 16 x 8, window 6 889.96, 8 887.50, 10 884.00. */
+     * stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
+     * groups, RESULTS.md section 5, "Four fragments per rootless reduce stage"): a
+     * window of 6, 8, 10, 12 on every rank 1325.77, 1111.29, 1066.65, 1048.74 us,
+     * this rule 1059.47; under SimGrid's default network model 1933.32, 1722.28,
+     * 1457.97, 1502.05, this rule 1429.33. */
     if (n + 2 + 2 * r > w)
         w = n + 2 + 2 * r;
     /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
@@ -551,14 +553,16 @@ static size_t io_piece(const mxh_sched_t *sched)
 #define MXH_STREAM_STAGE_CAP_PACED 3
 /* A rootless reduce step (p2p.c: a reduce-scatter among the p - 1 others, then
  * their gather to the root) keeps a fragment for two exchanges that load
- * different links: the others' incoming ones, then the root's. Three fragments:
- * the root receives one fragment's gather while the others take the next one's
- * reduce-scatter, with a third one posted (the others start it once the one before
- * has left its reduce-scatter: stream_stagger). With two, the root's fragment
- * ends only when its gather has crossed, and the next reduce-scatter waited for
- * it: 28 us per 8 MiB fragment where the bytes take 22.7 (simulated reduce 256
- * MiB, 16 x 8 GPUs, RESULTS.md section 5, "Staggered reduce"). */
-#define MXH_STREAM_STAGE_CAP_REDUCE 3
+ * different links: the others' incoming ones, then the root's. With two fragments
+ * per stage, two reduce-scatter together and then gather together, so each side's
+ * links idle half the time: 40 us per 8 MiB fragment where the NIC's bytes take
+ * 24.6 (rails of 32 x 8 GPUs in 4 leaf groups); the root's cap also held the next
+ * reduce-scatter until a gather had crossed (28 us per fragment at 16 x 8, bytes
+ * 22.7). Four fragments keep both sides busy. The bcast's stagger (below) applied
+ * to the reduce did as well on exact links and much worse where latency is long
+ * (SimGrid's default model: a latency per fragment exposed). Simulated, reduce
+ * 256 MiB, RESULTS.md section 5, "Four fragments per rootless reduce stage". */
+#define MXH_STREAM_STAGE_CAP_REDUCE 4
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -572,7 +576,6 @@ typedef struct stream {
                                  ahead, one copying out behind (state f % FS) */
     int                   busy[2 * MXH_MAX_LEVELS]; /* fragments running each stage */
     int                   cap[2 * MXH_MAX_LEVELS];  /* at most (stream_caps) */
-    int                   light[2 * MXH_MAX_LEVELS]; /* a light stage (stream_caps) */
     int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
     const mxh_cost_model_t *pace;                  /* pacing (below), or NULL */
     double                next_ok[MXH_MAX_LEVELS]; /* per link: no exchange posted before */
@@ -633,7 +636,6 @@ static void stream_caps(stream_t *S)
     for (int st = 0; st < S->sched->nstages; st++) {
         int i      = p->stage_step[st];
         int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
-        S->light[st] = light;
         S->cap[st]   = light                             ? S->W
                        : S->pace != NULL                 ? MXH_STREAM_STAGE_CAP_PACED
                        : i >= 0 && reduce_rootless(&p->steps[i]) ? MXH_STREAM_STAGE_CAP_REDUCE
@@ -643,7 +645,7 @@ static void stream_caps(stream_t *S)
 
 /* A member other than the root of a rootless bcast step (p2p.c: the root scatters
  * the region to the p - 1 others, then they all-gather it) starts fragment f only
- * once fragment f - 1 has received its scatter. The others' links take the region per
+ * once fragment f - 1 has left its scatter. The others' links take the region per
  * fragment as the root's link sends it, the root's part being 1/(p - 1) of each
  * one's incoming bytes: two fragments that receive their scatters together
  * finish them together and then all-gather together, and those 2(p - 2) flows
@@ -651,23 +653,14 @@ static void stream_caps(stream_t *S)
  * link where it needs 1/(p - 1). The root's link then idles, and the pairs stay
  * in step for the rest of the stream (RESULTS.md section 5, "Staggered fragments
  * in the rootless bcast"). Staggered, one fragment all-gathers while the next is
- * scattered; the price is the scatter's latency once per fragment.
- * The rootless reduce (a reduce-scatter among the others, then the gather to
- * the root) is the mirror: two fragments reduce-scattered together leave the
- * root's link idle, then gather together and leave the others' idle (40 us per
- * 8 MiB fragment on the rails of 32 x 8 GPUs in 4 leaf groups, where the bytes
- * take 24.6). A member starts fragment f's reduce-scatter once f - 1's has
- * arrived, before f - 1's reduction runs (the early pass in exec_stream).
- * Light stages (a few small messages beside a heavy stage on the same link) are
- * not staggered: the latency would be paid there for nothing. */
+ * scattered; the price is the scatter's latency once per fragment. */
 static int stream_stagger(const stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
                           int f, int st)
 {
-    if (f == 0 || S->light[st] || !mxh_step_staggered(s))
+    if (f == 0 || !mxh_step_staggered(s))
         return 0;
     const frag_state_t *y = &fs[(f - 1) % S->FS];
-    return y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0 &&
-           !mxh_p2p_exchanged(&y->op);
+    return y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0;
 }
 
 /* Try to move fragment @f on: start its current stage when the stage is free and
@@ -880,15 +873,6 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
         /* oldest first; the window: fragments in their stages lie in [a, a + W)
          * (a: the oldest still in its stages), so their slots differ */
         int a = -1;
-        /* a fragment held back by the stagger goes as soon as the one before it
-         * has received its first exchange, before that one's reduction */
-        for (int f = lo + 1; f < next && rc == MPI_SUCCESS; f++) {
-            frag_state_t *x = &fs[f % S.FS], *y = &fs[(f - 1) % S.FS];
-            if (x->io == FRAG_STEPS && !x->started && y->io == FRAG_STEPS && y->started &&
-                y->stage == x->stage && y->op.active && y->op.k == 0 &&
-                mxh_step_staggered(y->op.s) && mxh_p2p_exchanged(&y->op))
-                rc = stream_try(&S, fs, x, f, &moved);
-        }
         for (int f = lo; f < next && rc == MPI_SUCCESS; f++) {
             frag_state_t *x = &fs[f % S.FS];
             if (x->io != FRAG_STEPS)

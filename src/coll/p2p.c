@@ -744,16 +744,6 @@ static int p2p_finish(mxh_p2p_op_t *op)
     return post(op);
 }
 
-int mxh_p2p_exchanged(const mxh_p2p_op_t *op)
-{
-    if (op->ready)
-        return 1;
-    for (int i = 0; i < op->nreq; i++)
-        if (op->req[i] != MPI_REQUEST_NULL)
-            return 0;
-    return 1;
-}
-
 int mxh_p2p_post_held(mxh_p2p_op_t *op)
 {
     if (!op->active || !op->held)

@@ -127,11 +127,6 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
 int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved);
 
 
-/* Whether every request of the current exchange completed (no MPI call: the
- * caller's waits set them to MPI_REQUEST_NULL), its reduction perhaps still to
- * run. */
-int mxh_p2p_exchanged(const mxh_p2p_op_t *op);
-
 /* Post the exchange that op->hold kept back (op->held). Returns an MPI error code. */
 int mxh_p2p_post_held(mxh_p2p_op_t *op);
 

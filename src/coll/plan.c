@@ -26,8 +26,8 @@ const char *mxh_step_type_name(mxh_step_type_t type)
 
 int mxh_step_staggered(const mxh_step_t *s)
 {
-    return s->rootless && s->gsize > 2 && s->me != s->root &&
-           (s->type == MXH_STEP_REDUCE || (s->type == MXH_STEP_BCAST && !s->net));
+    return s->rootless && s->type == MXH_STEP_BCAST && !s->net && s->gsize > 2 &&
+           s->me != s->root;
 }
 
 void mxh_plan_destroy(mxh_plan_t *plan)

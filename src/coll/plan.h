@@ -136,14 +136,12 @@ mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_col
                                    size_t count, int root, size_t tsize, unsigned flags,
                                    mxh_plan_t **plan_p);
 /* Whether the stream executor starts a fragment on step @s only once the
- * fragment before it has left the step's first exchange (exec.c stream_stagger
- * says why): a member other than the root of a rootless step of more than two
- * members, a reduce on every level (its reduce-scatter), a bcast (its scatter)
- * inside the node. Not the bcast on the network levels, where each fragment
- * would wait out the scatter's latency of several microseconds: staggered there
- * too, bcast 256 MiB on 32 nodes x 8 in 4 leaf groups ran slower than
- * unstaggered (RESULTS.md section 5). The reduce gains far more than that
- * latency there (same section, "Staggered reduce"). */
+ * fragment before it has left the step's first exchange: a member other than the
+ * root of a rootless bcast step (scatter from the root, then allgather among the
+ * others; exec.c stream_stagger says why) inside the node. Not on the network
+ * levels, where each fragment would wait out the scatter's latency of several
+ * microseconds: staggered there too, bcast 256 MiB on 32 nodes x 8 in 4 leaf
+ * groups ran slower than unstaggered (RESULTS.md section 5). */
 int mxh_step_staggered(const mxh_step_t *s);
 
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]
