@@ -15,6 +15,7 @@
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
 #define MXH_COST_STAGE_CAP_REDUCE 4 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
+#define MXH_COST_STAGE_CAP_BCAST_NET 3 /* exec.c: MXH_STREAM_STAGE_CAP_BCAST_NET */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
@@ -438,6 +439,7 @@ typedef struct stage_cost {
                                     the first slot's is the admission) */
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
     int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: four fragments) */
+    int    rbcast_net[NSLOT];    /* a rootless bcast step on the network (three) */
 } stage_cost_t;
 
 /* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:
@@ -474,6 +476,7 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     sc->level[1 + stage]   = level;
     sc->region[1 + stage]  = bytes;
     sc->rreduce[1 + stage] = holder && type == MXH_STEP_REDUCE;
+    sc->rbcast_net[1 + stage] = holder && type == MXH_STEP_BCAST && m->net[level];
     for (int i = 0; i < ph->n; i++) {
         int res = side_res(m, level, holder, ph->ph[i].root);
         sc->res[1 + stage][i]  = res;
@@ -1092,6 +1095,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                      : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
                      : sc->rreduce[s]                         ? MXH_COST_STAGE_CAP_REDUCE
+                     : sc->rbcast_net[s]                      ? MXH_COST_STAGE_CAP_BCAST_NET
                                                                : MXH_COST_STAGE_CAP;
     }
     T = stream_sim(m, kinds, kind_of, big, cap, W, nf);

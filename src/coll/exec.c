@@ -348,6 +348,11 @@ static int reduce_rootless(const mxh_step_t *s)
     return s->rootless && s->type == MXH_STEP_REDUCE && s->gsize > 1;
 }
 
+static int bcast_rootless_net(const mxh_step_t *s)
+{
+    return s->rootless && s->type == MXH_STEP_BCAST && s->net && s->gsize > 1;
+}
+
 static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     int n = 0, r = 0, w;
@@ -563,6 +568,13 @@ static size_t io_piece(const mxh_sched_t *sched)
  * (SimGrid's default model: a latency per fragment exposed). Simulated, reduce
  * 256 MiB, RESULTS.md section 5, "Four fragments per rootless reduce stage". */
 #define MXH_STREAM_STAGE_CAP_REDUCE 4
+/* A rootless bcast step on the network (not staggered, below): three fragments,
+ * so that a third scatter is posted while two fragments wait on their latencies.
+ * Simulated bcast 256 MiB (RESULTS.md section 5, same subsection), two -> three:
+ * SimGrid's default network model 1652.73 -> 1374.09 us (16 x 8 GPUs), 1763.42 ->
+ * 1489.45 (32 x 8 in 4 leaf groups); exact links 865.86 -> 880.99 and 969.99 ->
+ * 955.91. */
+#define MXH_STREAM_STAGE_CAP_BCAST_NET 3
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -625,6 +637,20 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
     S->next_ok[r] = S->link_free[r] - lat;
 }
 
+/* Fragments at most on a stage whose step is @s (NULL: none here) */
+static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
+{
+    if (light)
+        return S->W;
+    if (S->pace != NULL)
+        return MXH_STREAM_STAGE_CAP_PACED;
+    if (s != NULL && reduce_rootless(s))
+        return MXH_STREAM_STAGE_CAP_REDUCE;
+    if (s != NULL && bcast_rootless_net(s))
+        return MXH_STREAM_STAGE_CAP_BCAST_NET;
+    return MXH_STREAM_STAGE_CAP;
+}
+
 static void stream_caps(stream_t *S)
 {
     const mxh_plan_t *p = S->sched->plan;
@@ -636,10 +662,7 @@ static void stream_caps(stream_t *S)
     for (int st = 0; st < S->sched->nstages; st++) {
         int i      = p->stage_step[st];
         int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
-        S->cap[st]   = light                             ? S->W
-                       : S->pace != NULL                 ? MXH_STREAM_STAGE_CAP_PACED
-                       : i >= 0 && reduce_rootless(&p->steps[i]) ? MXH_STREAM_STAGE_CAP_REDUCE
-                                                         : MXH_STREAM_STAGE_CAP;
+        S->cap[st] = stage_cap(S, i >= 0 ? &p->steps[i] : NULL, light);
     }
 }
 
