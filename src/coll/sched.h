@@ -85,9 +85,15 @@ typedef struct mxh_sched {
 } mxh_sched_t;
 
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
- * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones. */
+ * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones.
+ * 64: a 256 MiB message may run in 4 MiB fragments where latency is short
+ * (MPIX_HIER_FRAG_SIZE, or the cost model's choice). Simulated 128 GPUs, 512 MiB,
+ * 64 fragments of 8 MiB against 32 of 16 MiB (RESULTS.md section 5, "Four fragments
+ * per rootless reduce stage"): allreduce 2646.57 / 2671.87 us on exact links,
+ * 3051.32 / 3062.81 under SimGrid's default model; reduce_scatter_block 1343.46 /
+ * 1366.01 and 1540.15 / 1576.33. */
 #define MXH_SCHED_BIG_FRAG (1u << 20)
-#define MXH_SCHED_MAX_FRAGS 32
+#define MXH_SCHED_MAX_FRAGS 64
 
 /* Pipelines of at least this many fragments (before the ramps) get bcast and
  * reduce plans that move the data through the root's groups whole

@@ -1650,19 +1650,19 @@ TEST(Sched, RampCutsFirstAndLastFragment)
     Layout lay = make_layout({2, 2}, 0, 0);
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
     const size_t M = (size_t)1 << 20;
-    // 512 MiB of floats, 8 MiB fragments: MXH_SCHED_MAX_FRAGS (32) fragments of 16 MiB
+    // 1 GiB of floats, 8 MiB fragments: MXH_SCHED_MAX_FRAGS (64) fragments of 16 MiB
     // (4 Mi floats)
     SchedPtr U, R;
-    ASSERT_EQ(32, MXH_SCHED_MAX_FRAGS);
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 128 * M, -1, 4, 8 * M, 0, 0,
+    ASSERT_EQ(64, MXH_SCHED_MAX_FRAGS);
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 256 * M, -1, 4, 8 * M, 0, 0,
                                        &U.p));
-    EXPECT_EQ(32, U.p->nfrag);
+    EXPECT_EQ(64, U.p->nfrag);
     EXPECT_EQ(1, U.p->nplans);
     // ramp 2: the first 16 MiB as 4+4+8, the last as 8+4+4
-    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 128 * M, -1, 4, 8 * M, 0, 2,
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 256 * M, -1, 4, 8 * M, 0, 2,
                                        &R.p));
     std::vector<size_t> want = {M, M, 2 * M};
-    for (int i = 0; i < 30; i++)
+    for (int i = 0; i < 62; i++)
         want.push_back(4 * M);
     for (size_t x : {2 * M, M, M})
         want.push_back(x);
@@ -1676,11 +1676,11 @@ TEST(Sched, RampCutsFirstAndLastFragment)
     EXPECT_EQ(R.p->nfrag - 1 + R.p->nstages, R.p->nrounds);
     // the last fragment's ramp follows its own size; pieces stay >= 64 KiB
     SchedPtr O;
-    size_t odd = 120 * M + 12345;
+    size_t odd = 240 * M + 12345;
     ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, odd, -1, 4, 8 * M, 0, 4,
                                        &O.p));
     EXPECT_EQ(odd, mxh_sched_frag_start(O.p, O.p->nfrag));
-    size_t fc = (odd + 31) / 32;
+    size_t fc = (odd + 63) / 64;
     EXPECT_EQ(fc >> 4, mxh_sched_frag_count(O.p, 0));
     EXPECT_EQ(mxh_sched_frag_count(O.p, 0), mxh_sched_frag_count(O.p, 1));
     for (int f = 0; f < O.p->nfrag; f++)
@@ -1696,8 +1696,8 @@ TEST(Sched, RampCutsFirstAndLastFragment)
     // block collectives: ramps in elements per block, offsets fragment-major
     for (mxh_coll_t c : {MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
         SchedPtr B;
-        ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 32 * M, -1, 4, 8 * M, 0, 2, &B.p));
-        EXPECT_EQ(36, B.p->nfrag);
+        ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 64 * M, -1, 4, 8 * M, 0, 2, &B.p));
+        EXPECT_EQ(68, B.p->nfrag);
         EXPECT_EQ(M / 4, mxh_sched_frag_count(B.p, 0));
         EXPECT_EQ(M / 4 * 4, mxh_sched_frag_offset(B.p, 1));
         EXPECT_EQ("", check_sched_order(L.p, c, 16 * M + 7, -1, 4, 8 * M, 2, 2));
