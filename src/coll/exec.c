@@ -333,16 +333,8 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     return 1;
 }
 
-/* Fragments in flight in a stream: MPIX_HIER_PIPELINE_DEPTH, or enough to keep
- * every stage that has a step busy with more fragments waiting on latency:
- * stages + 2, and 2 x stages - 2 for deep schedules, whose stages share links
- * (rail reduce-scatter and allgather the NIC, node ones NVLink) so that a
- * fragment spends longer in flight. Only stages with a step of this rank count:
- * a reduce_scatter or allgather of 3 levels has 3 of the plan's 5 (a window of 8
- * there had the copy-in of 8 fragments hold up the first node exchange by 46 us).
- * Measured (SimGrid, 256 MiB, RESULTS.md section 5): 32 x 8 GPUs, 3-level
- * reduce_scatter: window 4 832 us, 5 778, 6 779, 8 801; allreduce, 5 stages:
- * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
+/* The rootless steps of the through shape (plan.h MXH_PLAN_THROUGH) that hold more
+ * fragments than the others (MXH_STREAM_STAGE_CAP_REDUCE, _BCAST_NET) */
 static int reduce_rootless(const mxh_step_t *s)
 {
     return s->rootless && s->type == MXH_STEP_REDUCE && s->gsize > 1;
@@ -353,6 +345,16 @@ static int bcast_rootless_net(const mxh_step_t *s)
     return s->rootless && s->type == MXH_STEP_BCAST && s->net && s->gsize > 1;
 }
 
+/* Fragments in flight in a stream: MPIX_HIER_PIPELINE_DEPTH, or enough to keep
+ * every stage that has a step busy with more fragments waiting on latency:
+ * stages + 2, and 2 x stages - 2 for deep schedules, whose stages share links
+ * (rail reduce-scatter and allgather the NIC, node ones NVLink) so that a
+ * fragment spends longer in flight. Only stages with a step of this rank count:
+ * a reduce_scatter or allgather of 3 levels has 3 of the plan's 5 (a window of 8
+ * there had the copy-in of 8 fragments hold up the first node exchange by 46 us).
+ * Measured (SimGrid, 256 MiB, RESULTS.md section 5): 32 x 8 GPUs, 3-level
+ * reduce_scatter: window 4 832 us, 5 778, 6 779, 8 801; allreduce, 5 stages:
+ * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
 static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     int n = 0, r = 0, w;
