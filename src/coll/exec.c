@@ -854,14 +854,15 @@ static int stream_io(stream_t *S, frag_state_t *fs, int lo, int next)
 static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, char *work,
                                 char *tmp)
 {
+    int W      = stream_window(sched, ctx);
     stream_t S = {.sched = sched,
                   .ctx   = ctx,
                   .work  = work,
                   .tmp   = tmp,
                   .slot  = sched_slot(sched, ctx->extent),
                   .piece = io_piece(sched),
-                  .W     = stream_window(sched, ctx),
-                  .FS    = stream_window(sched, ctx) + 2,
+                  .W     = W,
+                  .FS    = W + 2,
                   .pace  = ctx->pace};
     frag_state_t fs[MXH_MAX_STREAM + 2];
     int lo = 0, next = 0, rc = MPI_SUCCESS;
