@@ -5,6 +5,7 @@
 
 #include "coll/hier.h"
 #include "coll/cost.h"
+#include "coll/measure_run.h"
 #include "coll/ipc.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
@@ -539,6 +540,16 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             return MXH_ERR_MPI;
         }
     }
+    /* the network's parameters for pacing and selection (coll/measure.h): rank 0's
+     * times, broadcast, so every rank fits the same */
+    char measured[512] = "";
+    if ((h->config.cost_measure == 1 || (h->config.cost_measure == 2 && !h->config.cost_given)) &&
+        (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
+        mxh_measure_t m;
+        mxh_measure_run(h->comm, h->layout, h->rank, &m);
+        if (mxh_measure_fit(&m, h->layout->torus_ndims > 0, &h->config) > 0)
+            mxh_measure_describe(&m, &h->config, measured, sizeof(measured));
+    }
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;
@@ -562,6 +573,14 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         return MXH_ERR_NO_MEMORY;
     }
     mxh_layout_describe(h->layout, h->recs, h->description, dlen + 1);
+    if (measured[0] != '\0') {
+        char *d = realloc(h->description, dlen + strlen(measured) + 1);
+        if (d != NULL) {
+            h->description = d;
+            strcat(h->description, measured);
+            dlen += strlen(measured);
+        }
+    }
     if (h->config.exclude_rails != 0) {
         /* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash) */
         char why[128], line[512], *d;

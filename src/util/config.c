@@ -129,6 +129,14 @@ const mxh_config_var_t mxh_config_vars[] = {
      "allgather, bcast and reduce on grid hierarchies (and allreduce, reduce_scatter_block, "
      "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
      "instead of MPIX_HIER_FRAG_SIZE (yes/no).", 1},
+    {"MPIX_HIER_COST_MEASURE", "auto",
+     "Measure the cost model's parameters when a communicator's hierarchy is built: rank 0 "
+     "exchanges messages of 8 B to 512 KiB with one member of each of its level groups (a "
+     "rank of its node, of its rail, across the spine), fits each level's latency and "
+     "bandwidth and the latency factors of small messages, and every rank uses rank 0's "
+     "figures (pacing and MPIX_HIER_COST_MODEL read them; mpix_info --explain shows the "
+     "configured ones) (yes/no/auto). 'auto': unless a MPIX_HIER_COST_ latency, bandwidth or "
+     "factor variable is set; 'yes': measured figures replace those.", 1},
     {"MPIX_HIER_COST_NODE_LATENCY", "1us",
      "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
      "us or ns.", 1},
@@ -458,6 +466,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->cost_net_latency    = 2e-6;
     cfg->cost_net_bw         = 48e9;
     cfg->cost_net_contention = 1;
+    cfg->cost_measure        = 2; /* auto */
     cfg->cost_spine_latency  = 4e-6;
     cfg->cost_torus_latency  = 3e-6; /* NIC, torus link, NIC: 1 us each */
     cfg->cost_torus_bw       = 0;    /* derived from the NICs (gen_platform.py --b-torus) */
@@ -481,6 +490,22 @@ static mxh_status_t copy_str(char *dst, size_t cap, const char *name, const char
     }
     strcpy(dst, value);
     return MXH_OK;
+}
+
+/* The variables that describe the network: MPIX_HIER_COST_MEASURE=auto keeps them
+ * instead of measuring (src/coll/measure.h). */
+static int is_network_parameter(const char *name)
+{
+    static const char *const names[] = {
+        "MPIX_HIER_COST_NODE_LATENCY",  "MPIX_HIER_COST_NODE_BW",
+        "MPIX_HIER_COST_NET_LATENCY",   "MPIX_HIER_COST_NET_BW",
+        "MPIX_HIER_COST_SPINE_LATENCY", "MPIX_HIER_COST_TORUS_LATENCY",
+        "MPIX_HIER_COST_TORUS_BW",      "MPIX_HIER_COST_LAT_FACTOR",
+        "MPIX_HIER_COST_BW_FACTOR"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(name, names[i]))
+            return 1;
+    return 0;
 }
 
 mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
@@ -538,6 +563,11 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         rc = parse_bool(value, &cfg->cost_model);
+    } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
+        if (!strcasecmp(value, "auto"))
+            cfg->cost_measure = 2;
+        else
+            rc = parse_bool(value, &cfg->cost_measure);
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
         rc = parse_real(value, 1, &cfg->cost_node_latency);
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
@@ -597,6 +627,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
         return MXH_ERR_PARSE;
     }
+    if (is_network_parameter(name))
+        cfg->cost_given = 1;
     return MXH_OK;
 }
 
@@ -695,6 +727,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
         snprintf(buf, len, "%s", cfg->cost_model ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
+        snprintf(buf, len, "%s", cfg->cost_measure == 2 ? "auto" : cfg->cost_measure ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
         snprintf(buf, len, "%gus", cfg->cost_node_latency * 1e6);
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
@@ -777,6 +811,8 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     }
     /* the cost model chooses algorithms and fragments from these */
     h = mxh_hash_bytes(h, &cfg->cost_model, sizeof(cfg->cost_model));
+    h = mxh_hash_bytes(h, &cfg->cost_measure, sizeof(cfg->cost_measure));
+    h = mxh_hash_bytes(h, &cfg->cost_given, sizeof(cfg->cost_given));
     h = mxh_hash_bytes(h, &cfg->cost_node_latency, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_node_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_net_latency, sizeof(double));

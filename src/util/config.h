@@ -55,6 +55,9 @@ typedef struct mxh_config {
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
     /* cost model (coll/cost.h) */
     int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model */
+    int    cost_measure;                    /* MPIX_HIER_COST_MEASURE: 0 no, 1 yes, 2 auto */
+    int    cost_given;                      /* a network parameter or factor was set
+                                               (environment, MPI_Info): 'auto' keeps them */
     double cost_node_latency;               /* MPIX_HIER_COST_NODE_LATENCY (s per exchange) */
     double cost_node_bw;                    /* MPIX_HIER_COST_NODE_BW (bytes/s per rank) */
     double cost_net_latency;                /* MPIX_HIER_COST_NET_LATENCY (s per exchange) */

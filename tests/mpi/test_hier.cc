@@ -143,6 +143,19 @@ std::vector<Level> levels_of(MPI_Comm comm)
     return v;
 }
 
+// Whether the environment sets a cost-model network parameter (then
+// MPIX_HIER_COST_MEASURE=auto does not measure).
+bool mxh_test_env_sets_network()
+{
+    static const char *const v[] = {"NODE_LATENCY", "NODE_BW", "NET_LATENCY", "NET_BW",
+                                    "SPINE_LATENCY", "TORUS_LATENCY", "TORUS_BW",
+                                    "LAT_FACTOR", "BW_FACTOR"};
+    for (const char *x : v)
+        if (getenv(("MPIX_HIER_COST_" + std::string(x)).c_str()) != nullptr)
+            return true;
+    return false;
+}
+
 class Hier : public MxhMpiTest {};
 
 TEST_F(Hier, LaunchLayoutAsExpected)
@@ -326,6 +339,54 @@ TEST_F(Hier, DescribeConsistent)
     EXPECT_EQ(one, 0) << "buflen=1 must give an empty string";
     if (layout().rank == 0)
         std::printf("  describe: %s\n", d.c_str());
+}
+
+// MPIX_HIER_COST_MEASURE: the hierarchy measures its levels (rank 0's ping-pongs,
+// broadcast: the description agrees, DescribeConsistent) unless told not to, or told
+// the network's parameters ('auto' keeps given ones).
+std::string describe_with(const char *key, const char *value)
+{
+    MPI_Comm c;
+    MPI_Info info;
+    EXPECT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &c), MPI_SUCCESS);
+    MPI_Info_create(&info);
+    if (key != nullptr)
+        MPI_Info_set(info, key, value);
+    EXPECT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    int len = 0;
+    EXPECT_EQ(MPIX_Hier_comm_describe(c, nullptr, 0, &len), MPI_SUCCESS);
+    std::vector<char> buf((size_t)len + 1, 0);
+    EXPECT_EQ(MPIX_Hier_comm_describe(c, buf.data(), len + 1, nullptr), MPI_SUCCESS);
+    uint64_t h = mxh_hash_bytes_fnv(MXH_FNV_INIT, buf.data(), (size_t)len);
+    int bad;
+    EXPECT_TRUE(mxh_hashes_agree(c, &h, 1, &bad)) << "descriptions differ: " << buf.data();
+    MPI_Comm_free(&c);
+    return std::string(buf.data());
+}
+
+TEST_F(Hier, CostParametersMeasured)
+{
+    int n = -1;
+    ASSERT_EQ(MPIX_Hier_comm_get_num_levels(MPI_COMM_WORLD, &n), MPI_SUCCESS);
+    if (n == 0)
+        GTEST_SKIP() << "no levels on this layout: nothing to measure";
+    const std::string tag = "cost parameters measured";
+    std::string d = describe_with(nullptr, nullptr);
+    if (getenv("MPIX_HIER_COST_MEASURE") == nullptr && !mxh_test_env_sets_network()) {
+        EXPECT_NE(d.find(tag), std::string::npos) << d;
+    }
+    if (d.find(tag) != std::string::npos) {
+        // the network level (rank 0 has a rail partner where there are several nodes)
+        EXPECT_EQ(layout().num_nodes > 1, d.find("network ") != std::string::npos) << d;
+        EXPECT_NE(d.find(" GB/s"), std::string::npos) << d;
+    }
+    EXPECT_EQ(describe_with("mpix_hier_cost_measure", "no").find(tag), std::string::npos);
+    if (getenv("MPIX_HIER_COST_MEASURE") == nullptr) {
+        EXPECT_EQ(describe_with("mpix_hier_cost_net_bw", "25g").find(tag), std::string::npos);
+    }
+    d = describe_with("mpix_hier_cost_measure", "yes");
+    EXPECT_NE(d.find(tag), std::string::npos) << d;
 }
 
 // A dup of a level communicator stays valid after the parent is freed.

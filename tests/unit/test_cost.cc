@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <string>
 #include <vector>
 
 extern "C" {
 #include "coll/cost.h"
+#include "coll/measure.h"
 #include "coll/sched.h"
 #include "coll/select.h"
 #include "hier/levels.h"
@@ -785,4 +787,168 @@ TEST(Cost, BcastThreeFragmentsPerNetworkStage)
     t = mxh_cost_predict(&d, MXH_COLL_BCAST, (size_t)64 << 20, 4, 8 << 20, MXH_COST_PLAN);
     EXPECT_NEAR(1374.09 * us, t, 0.15 * 1374.09 * us);
     EXPECT_LT(t, 1652.73 * us);
+}
+
+// ---- measured parameters (src/coll/measure.h): the fit of rank 0's ping-pong times
+
+namespace {
+
+// SimGrid's default model as the network under test: a message of s bytes on a
+// route of latency a and bandwidth B takes lat_f(s) a + s / (bw_f(s) B) (the
+// factor tables of kSmpiFactors, smpi/lat-factor and smpi/bw-factor).
+const size_t kSmpiSize[] = {65472, 15424, 9376, 5776, 3484, 1426, 732, 257, 0};
+const double kSmpiLat[]  = {11.6436, 3.48845, 2.59299, 2.18796, 1.88101,
+                            1.61075, 1.9503,  1.95341, 2.01467};
+const double kSmpiBw[]   = {0.89590, 0.66463, 0.55932, 1.03561, 0.73803,
+                            0.57991, 0.32570, 0.32201, 0.77341};
+
+int smpi_class(size_t s)
+{
+    int i = 0;
+    while (s < kSmpiSize[i])
+        i++;
+    return i;
+}
+
+double smpi_bytes(double B, size_t s) { return (double)s / (kSmpiBw[smpi_class(s)] * B); }
+
+double smpi_time(double a, double B, size_t s)
+{
+    return kSmpiLat[smpi_class(s)] * a + smpi_bytes(B, s);
+}
+
+mxh_measure_t smpi_measure(int nlevels, const mxh_level_type_t *type, const double *a,
+                           const double *B)
+{
+    mxh_measure_t m;
+    memset(&m, 0, sizeof(m));
+    m.nlevels = nlevels;
+    for (int l = 0; l < nlevels; l++) {
+        m.type[l] = type[l];
+        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
+            m.t[l][i] = smpi_time(a[l], B[l], mxh_measure_sizes[i]);
+    }
+    return m;
+}
+
+} // namespace
+
+// Large messages: the latency is the route's times SimGrid's 11.64 and the bandwidth
+// its 0.896; the spine's latency from its own level; factors below 64 KiB.
+TEST(Measure, FitsSimgridDefaultModel)
+{
+    const mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
+    mxh_measure_t m = smpi_measure(3, type, a, B);
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    ASSERT_EQ(3, mxh_measure_fit(&m, 0, &cfg));
+    EXPECT_NEAR(11.6436 * 1 * us, cfg.cost_node_latency, 1e-12);
+    EXPECT_NEAR(0.89590 * 370e9, cfg.cost_node_bw, 1e3);
+    EXPECT_NEAR(11.6436 * 2 * us, cfg.cost_net_latency, 1e-12);
+    EXPECT_NEAR(0.89590 * 48e9, cfg.cost_net_bw, 1e2);
+    EXPECT_NEAR(11.6436 * 4 * us, cfg.cost_spine_latency, 1e-12);
+    ASSERT_EQ(7, cfg.cost_lat_n);
+    ASSERT_EQ(7, cfg.cost_bw_n);
+    EXPECT_EQ(65536u, cfg.cost_lat_size[6]);
+    EXPECT_EQ(1.0, cfg.cost_lat_f[6]);
+    EXPECT_EQ(1.0, cfg.cost_bw_f[6]);
+    // 16-32 KiB: SimGrid's class from 15424 B, latency 3.49 and bandwidth 0.665
+    EXPECT_EQ(16384u, cfg.cost_bw_size[5]);
+    EXPECT_NEAR(3.48845 / 11.6436, cfg.cost_lat_f[5], 1e-9);
+    EXPECT_NEAR(0.66463 / 0.89590, cfg.cost_bw_f[5], 1e-9);
+
+    // the model built from the fit gives SimGrid's time of a network message of any
+    // size inside both its class and ours, streamed (bytes) or alone (latency too)
+    mxh_level_type_t gt[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
+    int gsize[2]           = {8, 16};
+    mxh_cost_model_t cm;
+    mxh_cost_model_grid(&cm, &cfg, 2, gt, gsize);
+    for (size_t s : {4096ul, 5000ul, 6144ul, 9000ul, 10240ul, 14000ul, 16384ul, 20000ul,
+                     32768ul, 50000ul, 65536ul, 100000ul, 1ul << 20, 8ul << 20}) {
+        const double alone = smpi_time(a[1], B[1], s), bytes = smpi_bytes(B[1], s);
+        EXPECT_NEAR(bytes, mxh_cost_link_time(&cm, 1, s, s), 1e-3 * bytes) << s << " B";
+        EXPECT_NEAR(alone, mxh_cost_latency(&cm, 1, s) + mxh_cost_link_time(&cm, 1, s, s),
+                    1e-3 * alone)
+            << s << " B";
+    }
+    for (int i = 0; i < MXH_MEASURE_NSIZES; i++) {
+        size_t s = mxh_measure_sizes[i];
+        EXPECT_NEAR(m.t[1][i], mxh_cost_latency(&cm, 1, s) + mxh_cost_link_time(&cm, 1, s, s),
+                    1e-3 * m.t[1][i])
+            << s << " B";
+    }
+    char d[512];
+    mxh_measure_describe(&m, &cfg, d, sizeof(d));
+    EXPECT_NE(nullptr, strstr(d, "network 23.3 us 43 GB/s, factors (bytes:latency,bandwidth) 0:")) << d;
+    EXPECT_NE(nullptr, strstr(d, "spine 46.6 us")) << d;
+}
+
+// Link-exact: the route's latency and bandwidth come back, every factor 1.
+TEST(Measure, FitsExactLinks)
+{
+    const mxh_level_type_t type[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
+    mxh_measure_t m;
+    memset(&m, 0, sizeof(m));
+    m.nlevels = 2;
+    for (int l = 0; l < 2; l++) {
+        m.type[l] = type[l];
+        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
+            m.t[l][i] = (l ? 3 * us : 0.5 * us) + (double)mxh_measure_sizes[i] / (l ? 25e9 : 450e9);
+    }
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    ASSERT_EQ(2, mxh_measure_fit(&m, 1, &cfg));
+    EXPECT_NEAR(0.5 * us, cfg.cost_node_latency, 1e-12);
+    EXPECT_NEAR(450e9, cfg.cost_node_bw, 1e3);
+    EXPECT_NEAR(3 * us, cfg.cost_net_latency, 1e-12);
+    EXPECT_NEAR(3 * us, cfg.cost_torus_latency, 1e-12); // a torus: the network level's
+    EXPECT_NEAR(25e9, cfg.cost_net_bw, 1e2);
+    EXPECT_NEAR(4 * us, cfg.cost_spine_latency, 1e-12); // no spine level: kept
+    for (int i = 0; i < cfg.cost_lat_n; i++)
+        EXPECT_NEAR(1.0, cfg.cost_lat_f[i], 1e-9) << cfg.cost_lat_size[i];
+    for (int i = 0; i < cfg.cost_bw_n; i++)
+        EXPECT_NEAR(1.0, cfg.cost_bw_f[i], 1e-9) << cfg.cost_bw_size[i];
+}
+
+// What was not measured (rank 0 alone in its group, a failed exchange: zeros) keeps the
+// configured values; noise that makes the slope negative still gives a bandwidth.
+TEST(Measure, KeepsWhatWasNotMeasured)
+{
+    const mxh_level_type_t type[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
+    mxh_measure_t m;
+    memset(&m, 0, sizeof(m));
+    m.nlevels = 2;
+    m.type[0] = type[0];
+    m.type[1] = type[1];
+    for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
+        m.t[0][i] = 2 * us; // flat: the larger size alone
+    m.t[1][2] = 5 * us;     // partly measured: not used
+    mxh_config_t cfg, dflt;
+    mxh_config_init_defaults(&cfg);
+    dflt = cfg;
+    ASSERT_EQ(1, mxh_measure_fit(&m, 0, &cfg));
+    EXPECT_NEAR(512.0 * 1024 / (2 * us), cfg.cost_node_bw, 1);
+    EXPECT_NEAR(2 * us - 65536 * (2 * us / (512 * 1024)), cfg.cost_node_latency, 1e-15);
+    EXPECT_EQ(dflt.cost_net_latency, cfg.cost_net_latency);
+    EXPECT_EQ(dflt.cost_net_bw, cfg.cost_net_bw);
+    EXPECT_EQ(dflt.cost_lat_n, cfg.cost_lat_n);
+}
+
+// MPIX_HIER_COST_MEASURE=auto keeps parameters the user set: any network one marks
+// the configuration; the others do not.
+TEST(Measure, GivenParametersAreMarked)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    EXPECT_EQ(2, cfg.cost_measure);
+    EXPECT_EQ(0, cfg.cost_given);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_REDUCE_BW", "500g", "test"));
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_MEASURE", "yes", "test"));
+    EXPECT_EQ(0, cfg.cost_given);
+    EXPECT_EQ(1, cfg.cost_measure);
+    EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_BW", "fast", "test"));
+    EXPECT_EQ(0, cfg.cost_given);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "mpix_hier_cost_lat_factor", "0:2", "test"));
+    EXPECT_EQ(1, cfg.cost_given);
 }

@@ -1,0 +1,135 @@
+/* Measured network parameters, the pure part: sizes, fit, description (the
+ * exchanges are in measure_run.c). See measure.h. */
+#include "config.h"
+
+#include "coll/measure.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const size_t mxh_measure_sizes[MXH_MEASURE_NSIZES] = {
+    8, 1 << 10, 4 << 10, 5 << 10, 6 << 10, 9 << 10, 10 << 10, 14 << 10, 16 << 10, 32 << 10,
+    64 << 10, 512 << 10};
+
+#define SINGLES 2  /* 8 B and 1 KiB: latency only */
+#define FIT_A   10 /* the large class: 64 KiB */
+#define FIT_B   11 /* and 512 KiB */
+
+static int is_net(mxh_level_type_t t)
+{
+    return t == MXH_LEVEL_RAIL || t == MXH_LEVEL_SPINE;
+}
+
+static int measured(const mxh_measure_t *m, int l)
+{
+    for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
+        if (!(m->t[l][i] > 0))
+            return 0;
+    return 1;
+}
+
+/* Latency (s) and seconds per byte of the class of sizes i < j at level @l: the
+ * slope between them; where noise makes it flat, negative or steeper than the
+ * larger size alone, @beta (the large messages', or for those the larger size
+ * alone). */
+static void fit_class(const mxh_measure_t *m, int l, int i, int j, double beta, double *a,
+                      double *b)
+{
+    const double si = (double)mxh_measure_sizes[i], sj = (double)mxh_measure_sizes[j];
+    const double ti = m->t[l][i], tj = m->t[l][j];
+    double x = (tj - ti) / (sj - si);
+    if (!(x > 0) || x * sj > tj)
+        x = beta > 0 ? beta : tj / sj;
+    *b = x;
+    *a = ti - si * x;
+    if (*a < 1e-9)
+        *a = 1e-9;
+}
+
+static double clamp_factor(double f)
+{
+    return f < 0.01 ? 0.01 : f > 100 ? 100 : f;
+}
+
+int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg)
+{
+    int used = 0, node = 0, net = 0, spine = 0;
+    for (int l = 0; l < m->nlevels; l++) {
+        double a, b;
+        if (!measured(m, l))
+            continue;
+        fit_class(m, l, FIT_A, FIT_B, 0, &a, &b);
+        if (!is_net(m->type[l])) {
+            if (node++)
+                continue;
+            cfg->cost_node_latency = a;
+            cfg->cost_node_bw      = 1.0 / b;
+        } else if (m->type[l] == MXH_LEVEL_SPINE) {
+            if (spine++)
+                continue;
+            cfg->cost_spine_latency = a;
+        } else {
+            if (net++)
+                continue;
+            cfg->cost_net_latency = a;
+            cfg->cost_net_bw      = 1.0 / b;
+            if (torus)
+                cfg->cost_torus_latency = a;
+            /* smaller messages: their classes' latency and bandwidth relative to the
+             * large messages' (protocol switches, a simulator's factors); 8 B and
+             * 1 KiB have latency only */
+            cfg->cost_lat_n = cfg->cost_bw_n = 0;
+            for (int i = 0; i < FIT_A; i += i < SINGLES ? 1 : 2) {
+                double ac = (m->t[l][i] - (double)mxh_measure_sizes[i] * b) / a, bc = b;
+                if (i >= SINGLES) {
+                    fit_class(m, l, i, i + 1, b, &ac, &bc);
+                    ac /= a;
+                }
+                cfg->cost_lat_size[cfg->cost_lat_n] = i == 0 ? 0 : mxh_measure_sizes[i];
+                cfg->cost_lat_f[cfg->cost_lat_n++]  = clamp_factor(ac);
+                cfg->cost_bw_size[cfg->cost_bw_n]   = i == 0 ? 0 : mxh_measure_sizes[i];
+                cfg->cost_bw_f[cfg->cost_bw_n++]    = clamp_factor(b / bc);
+            }
+            cfg->cost_lat_size[cfg->cost_lat_n] = mxh_measure_sizes[FIT_A];
+            cfg->cost_lat_f[cfg->cost_lat_n++]  = 1;
+            cfg->cost_bw_size[cfg->cost_bw_n]   = mxh_measure_sizes[FIT_A];
+            cfg->cost_bw_f[cfg->cost_bw_n++]    = 1;
+        }
+        used++;
+    }
+    return used;
+}
+
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char *buf,
+                          size_t len)
+{
+    size_t off = 0;
+    int node = 0, net = 0, spine = 0;
+#define PUT(...)                                                                              \
+    do {                                                                                      \
+        if (off < len)                                                                        \
+            off += (size_t)snprintf(buf + off, len - off, __VA_ARGS__);                       \
+    } while (0)
+    if (len > 0)
+        buf[0] = '\0';
+    PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE):");
+    for (int l = 0; l < m->nlevels; l++) {
+        if (!measured(m, l)) {
+            PUT(" level %d %s not measured;", l, mxh_level_type_name(m->type[l]));
+        } else if (!is_net(m->type[l]) && !node++) {
+            PUT(" node %.3g us %.4g GB/s;", cfg->cost_node_latency * 1e6,
+                cfg->cost_node_bw / 1e9);
+        } else if (m->type[l] == MXH_LEVEL_SPINE && !spine++) {
+            PUT(" spine %.3g us;", cfg->cost_spine_latency * 1e6);
+        } else if (m->type[l] == MXH_LEVEL_RAIL && !net++) {
+            PUT(" network %.3g us %.4g GB/s, factors (bytes:latency,bandwidth)",
+                cfg->cost_net_latency * 1e6, cfg->cost_net_bw / 1e9);
+            for (int i = 0; i < cfg->cost_lat_n && i < cfg->cost_bw_n; i++)
+                PUT(" %zu:%.3g,%.3g", cfg->cost_lat_size[i], cfg->cost_lat_f[i],
+                    cfg->cost_bw_f[i]);
+            PUT(";");
+        }
+    }
+    PUT("\n");
+#undef PUT
+}

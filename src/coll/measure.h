@@ -1,0 +1,71 @@
+/* Measured network parameters (MPIX_HIER_COST_MEASURE, issue 21).
+ *
+ * The cost model (coll/cost.h) paces streams and, with MPIX_HIER_COST_MODEL=yes,
+ * chooses fragments from per-level latency and bandwidth. Its defaults describe one
+ * machine (H100 + NDR); on another fabric, or under a simulator's network model that
+ * multiplies latency by 11.6 for large messages, they book the links wrongly. So the
+ * hierarchy measures them when it is built:
+ *
+ *   run  (MPI)   rank 0 ping-pongs messages of mxh_measure_sizes with one other
+ *                member of its group at each level (a rank of its node, of its rail,
+ *                across the spine); the fastest round trip of a few, halved, is the
+ *                one-way time. Rank 0 broadcasts the times: every rank fits the same.
+ *   fit  (pure)  per level, latency and bandwidth from the slope between two sizes
+ *                of one class (8 B and 1 KiB alone); the classes follow the
+ *                protocol steps of MPICH/UCX (eager, rendezvous) and of SimGrid's
+ *                factor tables: 4-5 KiB, 6-9 KiB, 10-14 KiB, 16-32 KiB, and the
+ *                large messages' 64-512 KiB, which give the level's latency alpha and
+ *                seconds per byte beta. The first network level's smaller classes
+ *                give the latency and bandwidth factors by size (MPIX_HIER_COST_
+ *                LAT_FACTOR / _BW_FACTOR): a class of latency a_c and seconds per
+ *                byte b_c has factors a_c / alpha and beta / b_c.
+ *
+ * The exchanges are in measure_run.h (MPI); the rest is pure (unit tests).
+ *
+ * Cost: 2 x MXH_MEASURE_NSIZES x reps messages per level, on two ranks; about
+ * 0.3 ms per network level at 50 GB/s and 25 us latency (one rep under SimGrid,
+ * where times are exact; 1 + 3 elsewhere). */
+#ifndef MXH_COLL_MEASURE_H
+#define MXH_COLL_MEASURE_H
+
+#include <stddef.h>
+
+#include "hier/levels.h"
+#include "util/config.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MXH_MEASURE_NSIZES 12
+
+/* 8 B, 1 KiB, then pairs of one class each: 4 and 5 KiB, 6 and 9, 10 and 14, 16 and
+ * 32, 64 and 512 KiB (the last pair fits the level's latency and bandwidth) */
+extern const size_t mxh_measure_sizes[MXH_MEASURE_NSIZES];
+
+typedef struct mxh_measure {
+    int    nlevels;
+    mxh_level_type_t type[MXH_MAX_LEVELS];
+    double t[MXH_MAX_LEVELS][MXH_MEASURE_NSIZES]; /* one-way seconds; 0: not measured
+                                                    (rank 0 alone in its group, or an
+                                                    exchange failed) */
+} mxh_measure_t;
+
+/* Pure: the parameters @m gives, written into @cfg (node latency and bandwidth from
+ * the first level inside a node; network latency and NIC bandwidth from the first
+ * network level, the torus latency too on a torus; the spine latency from the
+ * spine level; latency and bandwidth factors for messages below 64 KiB from the
+ * first network level). Levels not measured keep @cfg's values. Returns the number of levels
+ * used. */
+int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg);
+
+/* One line for the communicator's description: what was measured and fitted. */
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char *buf,
+                          size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
