@@ -133,7 +133,8 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Measure the cost model's parameters when a communicator's hierarchy is built: rank 0 "
      "exchanges messages of 8 B to 512 KiB with one member of each of its level groups (a "
      "rank of its node, of its rail, across the spine), fits each level's latency and "
-     "bandwidth and the latency factors of small messages, and every rank uses rank 0's "
+     "bandwidth and the latency and bandwidth factors of smaller messages, and every rank "
+     "uses rank 0's "
      "figures (pacing and MPIX_HIER_COST_MODEL read them; mpix_info --explain shows the "
      "configured ones) (yes/no/auto). 'auto': unless a MPIX_HIER_COST_ latency, bandwidth or "
      "factor variable is set; 'yes': measured figures replace those.", 1},
