@@ -610,27 +610,38 @@ TEST(Cost, NotModelled)
     EXPECT_EQ(0, mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 1024, 4, c, 8));
 }
 
-TEST(Cost, ChooseIsArgmin)
+TEST(Cost, ChooseFewestFragmentsNearTheFastest)
 {
-    mxh_cost_cand_t c[5] = {
+    mxh_cost_cand_t c[7] = {
         {MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN, 9e-6},
         {MXH_ALGO_HIER, 0, 1, MXH_COST_LATENCY, 1e-6},  // not a plan the library builds
         {MXH_ALGO_PIPELINE, 1 << 20, 4, MXH_COST_PLAN, 5e-6},
         {MXH_ALGO_PIPELINE, 1 << 19, 8, MXH_COST_PLAN, 5e-6}, // a tie: fewer fragments win
         {MXH_ALGO_PIPELINE, 1 << 18, 16, MXH_COST_PLAN, -1},  // not modelled
+        {MXH_ALGO_PIPELINE, 1 << 17, 32, MXH_COST_PLAN, 4.96e-6}, // 0.8 % faster: not enough
+        {MXH_ALGO_PIPELINE, 1 << 16, 64, MXH_COST_PLAN, 4.9e-6},  // 2 % faster: chosen
     };
     EXPECT_EQ(2, mxh_cost_choose(c, 5));
+    EXPECT_EQ(2, mxh_cost_choose(c, 6));
+    EXPECT_EQ(6, mxh_cost_choose(c, 7));
     EXPECT_EQ(0, mxh_cost_choose(c, 2));
     EXPECT_EQ(-1, mxh_cost_choose(c + 4, 1));
 
-    // over real candidates: the choice is the smallest predicted time
+    // over real candidates: within 1 % of the smallest predicted time, and no candidate
+    // that close has fewer fragments
     mxh_cost_model_t m = grid(8, 16, {}, 2);
     mxh_cost_cand_t k[64];
     int n = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, 64 << 20, 4, k, 64), b = mxh_cost_choose(k, n);
     ASSERT_GE(b, 0);
+    double fastest = k[b].t;
     for (int i = 0; i < n; i++) {
-        if (k[i].variant == MXH_COST_PLAN) {
-            EXPECT_LE(k[b].t, k[i].t);
+        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0)
+            fastest = std::min(fastest, k[i].t);
+    }
+    EXPECT_LE(k[b].t, fastest * 1.01);
+    for (int i = 0; i < n; i++) {
+        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0 && k[i].t <= fastest * 1.01) {
+            EXPECT_GE(k[i].nfrag, k[b].nfrag);
         }
     }
     EXPECT_EQ(MXH_ALGO_HIER, k[0].algo); // fewest fragments first
