@@ -540,10 +540,13 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             return MXH_ERR_MPI;
         }
     }
-    /* the network's parameters for pacing and selection (coll/measure.h): rank 0's
-     * times, broadcast, so every rank fits the same */
+    /* the network's parameters for selection and pacing (coll/measure.h): rank 0's
+     * times, broadcast, so every rank fits the same. 'auto' measures for selection by
+     * the model only: pacing alone keeps the configured (link-exact) figures, which
+     * simulated as well or better (RESULTS.md section 5, "Measured parameters") */
     char measured[512] = "";
-    if ((h->config.cost_measure == 1 || (h->config.cost_measure == 2 && !h->config.cost_given)) &&
+    if ((h->config.cost_measure == 1 ||
+         (h->config.cost_measure == 2 && h->config.cost_model && !h->config.cost_given)) &&
         (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
         mxh_measure_t m;
         mxh_measure_run(h->comm, h->layout, h->rank, &m);

@@ -136,8 +136,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "bandwidth and the latency and bandwidth factors of smaller messages, and every rank "
      "uses rank 0's "
      "figures (pacing and MPIX_HIER_COST_MODEL read them; mpix_info --explain shows the "
-     "configured ones) (yes/no/auto). 'auto': unless a MPIX_HIER_COST_ latency, bandwidth or "
-     "factor variable is set; 'yes': measured figures replace those.", 1},
+     "configured ones) (yes/no/auto). 'auto': with MPIX_HIER_COST_MODEL=yes, unless a "
+     "MPIX_HIER_COST_ latency, bandwidth or factor variable is set; 'yes': always, measured "
+     "figures replacing those.", 1},
     {"MPIX_HIER_COST_NODE_LATENCY", "1us",
      "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
      "us or ns.", 1},

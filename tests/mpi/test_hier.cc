@@ -371,22 +371,32 @@ TEST_F(Hier, CostParametersMeasured)
     ASSERT_EQ(MPIX_Hier_comm_get_num_levels(MPI_COMM_WORLD, &n), MPI_SUCCESS);
     if (n == 0)
         GTEST_SKIP() << "no levels on this layout: nothing to measure";
+    if (getenv("MPIX_HIER_COST_MEASURE") != nullptr || getenv("MPIX_HIER_COST_MODEL") != nullptr ||
+        mxh_test_env_sets_network())
+        GTEST_SKIP() << "the environment sets MPIX_HIER_COST_*: the defaults are not tested";
     const std::string tag = "cost parameters measured";
-    std::string d = describe_with(nullptr, nullptr);
-    if (getenv("MPIX_HIER_COST_MEASURE") == nullptr && !mxh_test_env_sets_network()) {
-        EXPECT_NE(d.find(tag), std::string::npos) << d;
-    }
-    if (d.find(tag) != std::string::npos) {
-        // the network level (rank 0 has a rail partner where there are several nodes)
-        EXPECT_EQ(layout().num_nodes > 1, d.find("network ") != std::string::npos) << d;
-        EXPECT_NE(d.find(" GB/s"), std::string::npos) << d;
-    }
-    EXPECT_EQ(describe_with("mpix_hier_cost_measure", "no").find(tag), std::string::npos);
-    if (getenv("MPIX_HIER_COST_MEASURE") == nullptr) {
-        EXPECT_EQ(describe_with("mpix_hier_cost_net_bw", "25g").find(tag), std::string::npos);
-    }
+    // 'auto' measures for selection by the model, not for pacing alone
+    EXPECT_EQ(describe_with(nullptr, nullptr).find(tag), std::string::npos);
+    std::string d = describe_with("mpix_hier_cost_model", "yes");
+    EXPECT_NE(d.find(tag), std::string::npos) << d;
+    // the network level: rank 0 has a rail partner where there are several nodes
+    EXPECT_EQ(layout().num_nodes > 1, d.find("network ") != std::string::npos) << d;
+    EXPECT_NE(d.find(" GB/s"), std::string::npos) << d;
     d = describe_with("mpix_hier_cost_measure", "yes");
     EXPECT_NE(d.find(tag), std::string::npos) << d;
+    // given parameters are kept ('auto'), unless measurement is asked for
+    MPI_Comm c;
+    MPI_Info info;
+    ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &c), MPI_SUCCESS);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_cost_model", "yes");
+    MPI_Info_set(info, "mpix_hier_cost_net_bw", "25g");
+    EXPECT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    char buf[16384] = "";
+    EXPECT_EQ(MPIX_Hier_comm_describe(c, buf, sizeof(buf), nullptr), MPI_SUCCESS);
+    EXPECT_EQ(std::string(buf).find(tag), std::string::npos) << buf;
+    MPI_Comm_free(&c);
 }
 
 // A dup of a level communicator stays valid after the parent is freed.
