@@ -541,18 +541,29 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         }
     }
     /* the network's parameters for selection and pacing (coll/measure.h): rank 0's
-     * times, broadcast, so every rank fits the same. 'auto' measures for selection by
-     * the model only: pacing alone keeps the configured (link-exact) figures, which
-     * simulated as well or better (RESULTS.md section 5, "Measured parameters") */
+     * times, broadcast, so every rank fits the same (agreed). MPIX_HIER_COST_MODEL=auto
+     * selects by the model where the network is flat in message size (measure.h:
+     * mxh_measure_flat), as on the link-exact networks it was validated on; elsewhere
+     * selection and pacing keep the configured figures, which simulated as well or
+     * better there (RESULTS.md section 5, "Measured parameters"). */
     char measured[512] = "";
+    int model = h->config.cost_model == 1;
     if ((h->config.cost_measure == 1 ||
          (h->config.cost_measure == 2 && h->config.cost_model && !h->config.cost_given)) &&
         (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
         mxh_measure_t m;
         mxh_measure_run(h->comm, h->layout, h->rank, &m);
-        if (mxh_measure_fit(&m, h->layout->torus_ndims > 0, &h->config) > 0)
+        int flat = mxh_measure_flat(&m);
+        model    = model || (h->config.cost_model == 2 && flat);
+        if ((model || h->config.cost_measure == 1) &&
+            mxh_measure_fit(&m, h->layout->torus_ndims > 0, &h->config) > 0)
             mxh_measure_describe(&m, &h->config, measured, sizeof(measured));
+        else
+            snprintf(measured, sizeof(measured),
+                     "  cost parameters: the configured ones (MPIX_HIER_COST_MODEL=auto: no "
+                     "network level, or its times are not flat in message size)\n");
     }
+    h->config.cost_model = model; /* resolved: what selection reads */
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;

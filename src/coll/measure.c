@@ -100,6 +100,24 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg)
     return used;
 }
 
+int mxh_measure_flat(const mxh_measure_t *m)
+{
+    mxh_config_t c;
+    int net = 0;
+    memset(&c, 0, sizeof(c));
+    for (int l = 0; l < m->nlevels; l++)
+        net = net || (is_net(m->type[l]) && measured(m, l));
+    if (!net || mxh_measure_fit(m, 0, &c) == 0 || c.cost_lat_n == 0)
+        return 0;
+    for (int i = 0; i < c.cost_lat_n; i++)
+        if (c.cost_lat_f[i] > MXH_MEASURE_FLAT || c.cost_lat_f[i] < 1 / MXH_MEASURE_FLAT)
+            return 0;
+    for (int i = 0; i < c.cost_bw_n; i++)
+        if (c.cost_bw_f[i] > MXH_MEASURE_FLAT || c.cost_bw_f[i] < 1 / MXH_MEASURE_FLAT)
+            return 0;
+    return 1;
+}
+
 void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char *buf,
                           size_t len)
 {

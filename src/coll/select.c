@@ -119,7 +119,7 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
         /* the cost model, where it models the collective on this layout */
-        if (cfg->cost_model && cost != NULL &&
+        if (cfg->cost_model == 1 && cost != NULL &&
             mxh_cost_select(cost, coll, bytes, &model_algo, &model_frag) == 0)
             c.algo = model_algo;
         else
@@ -209,7 +209,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             start = pts[i];
         }
     }
-    if (cfg->cost_model && (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
+    if (cfg->cost_model == 1 && (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
                             coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST ||
                             coll == MXH_COLL_REDUCE))
         PUT(" (MPIX_HIER_COST_MODEL=yes: hier or pipeline and the fragments by the cost model on "

@@ -124,11 +124,14 @@ const mxh_config_var_t mxh_config_vars[] = {
      "progress of nonblocking collectives; 0: only at MPI_Finalize).", 0},
     /* cost model (coll/cost.h): per level latency and bandwidth, the rank's reduction and
      * copy speed; mpix_info --explain COLL BYTES prints its predictions */
-    {"MPIX_HIER_COST_MODEL", "no",
+    {"MPIX_HIER_COST_MODEL", "auto",
      "Choose hier or pipeline and the fragment size of allreduce, reduce_scatter_block, "
      "allgather, bcast and reduce on grid hierarchies (and allreduce, reduce_scatter_block, "
      "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
-     "instead of MPIX_HIER_FRAG_SIZE (yes/no).", 1},
+     "instead of MPIX_HIER_FRAG_SIZE (yes/no/auto). 'auto': where the network measured "
+     "(MPIX_HIER_COST_MEASURE) is flat in message size (every size class within 1.5 times "
+     "the large messages' latency and bandwidth), with the measured figures; elsewhere, and "
+     "where nothing was measured, no.", 1},
     {"MPIX_HIER_COST_MEASURE", "auto",
      "Measure the cost model's parameters when a communicator's hierarchy is built: rank 0 "
      "exchanges messages of 8 B to 512 KiB with one member of each of its level groups (a "
@@ -136,9 +139,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "bandwidth and the latency and bandwidth factors of smaller messages, and every rank "
      "uses rank 0's "
      "figures (pacing and MPIX_HIER_COST_MODEL read them; mpix_info --explain shows the "
-     "configured ones) (yes/no/auto). 'auto': with MPIX_HIER_COST_MODEL=yes, unless a "
-     "MPIX_HIER_COST_ latency, bandwidth or factor variable is set; 'yes': always, measured "
-     "figures replacing those.", 1},
+     "configured ones) (yes/no/auto). 'auto': with MPIX_HIER_COST_MODEL yes or auto, unless "
+     "a MPIX_HIER_COST_ latency, bandwidth or factor variable is set; 'yes': always, "
+     "measured figures replacing those.", 1},
     {"MPIX_HIER_COST_NODE_LATENCY", "1us",
      "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
      "us or ns.", 1},
@@ -469,6 +472,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->cost_net_bw         = 48e9;
     cfg->cost_net_contention = 1;
     cfg->cost_measure        = 2; /* auto */
+    cfg->cost_model          = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 */
     cfg->cost_spine_latency  = 4e-6;
     cfg->cost_torus_latency  = 3e-6; /* NIC, torus link, NIC: 1 us each */
     cfg->cost_torus_bw       = 0;    /* derived from the NICs (gen_platform.py --b-torus) */
@@ -564,7 +568,10 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
-        rc = parse_bool(value, &cfg->cost_model);
+        if (!strcasecmp(value, "auto"))
+            cfg->cost_model = 2;
+        else
+            rc = parse_bool(value, &cfg->cost_model);
     } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
         if (!strcasecmp(value, "auto"))
             cfg->cost_measure = 2;
@@ -728,7 +735,7 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
-        snprintf(buf, len, "%s", cfg->cost_model ? "yes" : "no");
+        snprintf(buf, len, "%s", cfg->cost_model == 2 ? "auto" : cfg->cost_model ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
         snprintf(buf, len, "%s", cfg->cost_measure == 2 ? "auto" : cfg->cost_measure ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {

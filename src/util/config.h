@@ -54,7 +54,10 @@ typedef struct mxh_config {
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
     /* cost model (coll/cost.h) */
-    int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model */
+    int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model
+                                               (0 no, 1 yes, 2 auto: where the measured
+                                               network is flat in message size; a
+                                               hierarchy's copy holds the resolved 0/1) */
     int    cost_measure;                    /* MPIX_HIER_COST_MEASURE: 0 no, 1 yes, 2 auto */
     int    cost_given;                      /* a network parameter or factor was set
                                                (environment, MPI_Info): 'auto' keeps them */

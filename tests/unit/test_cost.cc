@@ -963,3 +963,26 @@ TEST(Measure, GivenParametersAreMarked)
     ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "mpix_hier_cost_lat_factor", "0:2", "test"));
     EXPECT_EQ(1, cfg.cost_given);
 }
+
+// MPIX_HIER_COST_MODEL=auto selects by the model on networks flat in message size:
+// link-exact yes, SimGrid's default model no, no network level no.
+TEST(Measure, FlatNetworks)
+{
+    const mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
+    mxh_measure_t smpi = smpi_measure(3, type, a, B);
+    EXPECT_EQ(0, mxh_measure_flat(&smpi));
+    mxh_measure_t m;
+    memset(&m, 0, sizeof(m));
+    m.nlevels = 3;
+    for (int l = 0; l < 3; l++) {
+        m.type[l] = type[l];
+        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
+            m.t[l][i] = a[l] + (double)mxh_measure_sizes[i] / B[l];
+    }
+    EXPECT_EQ(1, mxh_measure_flat(&m));
+    m.t[1][2] *= 1.6; // a 4 KiB message 1.6 times slower than alpha-beta says
+    EXPECT_EQ(0, mxh_measure_flat(&m));
+    m.nlevels = 1; // one node
+    EXPECT_EQ(0, mxh_measure_flat(&m));
+}
