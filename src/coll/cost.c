@@ -1203,14 +1203,23 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
  * next size down is 8 times slower: 4 MiB (1324.82) is chosen instead. */
 #define CHOOSE_MARGIN 0.01
 
+/* At most this many fragments (ramp pieces included): each costs the ranks posting and
+ * completion work the model does not count. On exact links, 16 x 8 GPUs, 256 MiB, the 512
+ * fragments of 512 KiB it chose for reduce_scatter_block and allgather (660 us predicted)
+ * simulated 752.42 and 722.48 us, where 36 fragments of 8 MiB take 686.02 and 680.13; its
+ * choices of 68 fragments were within 1-3 % of the simulation (RESULTS.md section 5,
+ * "Measured parameters"). */
+#define CHOOSE_MAX_FRAGS 128
+
 int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
 {
     int best = -1, pick = -1;
     for (int i = 0; i < n; i++)
-        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && (best < 0 || c[i].t < c[best].t))
+        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && c[i].nfrag <= CHOOSE_MAX_FRAGS &&
+            (best < 0 || c[i].t < c[best].t))
             best = i;
     for (int i = 0; i < n && best >= 0; i++)
-        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 &&
+        if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && c[i].nfrag <= CHOOSE_MAX_FRAGS &&
             c[i].t <= c[best].t * (1 + CHOOSE_MARGIN) &&
             (pick < 0 || c[i].nfrag < c[pick].nfrag ||
              (c[i].nfrag == c[pick].nfrag && c[i].t < c[pick].t)))

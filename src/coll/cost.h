@@ -239,8 +239,9 @@ int mxh_cost_shape_modelled(mxh_coll_t coll, size_t count, size_t tsize, size_t 
  * fragments first. Returns how many (at most @max). */
 int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         mxh_cost_cand_t *c, int max);
-/* Index of the candidate the library runs (variant MXH_COST_PLAN): the fewest
- * fragments among those predicted within 1 % of the fastest; -1 if none. */
+/* Index of the candidate the library runs (variant MXH_COST_PLAN, at most 128
+ * fragments): the fewest fragments among those predicted within 1 % of the fastest;
+ * -1 if none. */
 int mxh_cost_choose(const mxh_cost_cand_t *c, int n);
 
 /* Selection by the model (MPIX_HIER_COST_MODEL=yes, select.c): the model of the

@@ -626,6 +626,8 @@ TEST(Cost, ChooseFewestFragmentsNearTheFastest)
     EXPECT_EQ(6, mxh_cost_choose(c, 7));
     EXPECT_EQ(0, mxh_cost_choose(c, 2));
     EXPECT_EQ(-1, mxh_cost_choose(c + 4, 1));
+    mxh_cost_cand_t many = {MXH_ALGO_PIPELINE, 1 << 15, 256, MXH_COST_PLAN, 1e-6};
+    EXPECT_EQ(-1, mxh_cost_choose(&many, 1)); // more than 128 fragments: never
 
     // over real candidates: within 1 % of the smallest predicted time, and no candidate
     // that close has fewer fragments
@@ -635,12 +637,14 @@ TEST(Cost, ChooseFewestFragmentsNearTheFastest)
     ASSERT_GE(b, 0);
     double fastest = k[b].t;
     for (int i = 0; i < n; i++) {
-        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0)
+        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0 && k[i].nfrag <= 128)
             fastest = std::min(fastest, k[i].t);
     }
     EXPECT_LE(k[b].t, fastest * 1.01);
+    EXPECT_LE(k[b].nfrag, 128u);
     for (int i = 0; i < n; i++) {
-        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0 && k[i].t <= fastest * 1.01) {
+        if (k[i].variant == MXH_COST_PLAN && k[i].t >= 0 && k[i].t <= fastest * 1.01 &&
+            k[i].nfrag <= 128) {
             EXPECT_GE(k[i].nfrag, k[b].nfrag);
         }
     }
