@@ -832,18 +832,34 @@ double smpi_time(double a, double B, size_t s)
     return kSmpiLat[smpi_class(s)] * a + smpi_bytes(B, s);
 }
 
-mxh_measure_t smpi_measure(int nlevels, const mxh_level_type_t *type, const double *a,
-                           const double *B)
+// Times of rank 0's ping-pongs on @nlevels levels of latency a[l] and bandwidth B[l]:
+// under SimGrid's default model (@smpi) or on exact links.
+mxh_measure_t measure_of(int nlevels, const mxh_level_type_t *type, const double *a,
+                         const double *B, bool smpi)
 {
     mxh_measure_t m;
     memset(&m, 0, sizeof(m));
     m.nlevels = nlevels;
     for (int l = 0; l < nlevels; l++) {
         m.type[l] = type[l];
-        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
-            m.t[l][i] = smpi_time(a[l], B[l], mxh_measure_sizes[i]);
+        for (int i = 0; i < MXH_MEASURE_NSIZES; i++) {
+            size_t s  = mxh_measure_sizes[i];
+            m.t[l][i] = smpi ? smpi_time(a[l], B[l], s) : a[l] + (double)s / B[l];
+        }
     }
     return m;
+}
+
+mxh_measure_t smpi_measure(int nlevels, const mxh_level_type_t *type, const double *a,
+                           const double *B)
+{
+    return measure_of(nlevels, type, a, B, true);
+}
+
+mxh_measure_t exact_measure(int nlevels, const mxh_level_type_t *type, const double *a,
+                            const double *B)
+{
+    return measure_of(nlevels, type, a, B, false);
 }
 
 } // namespace
@@ -903,14 +919,8 @@ TEST(Measure, FitsSimgridDefaultModel)
 TEST(Measure, FitsExactLinks)
 {
     const mxh_level_type_t type[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
-    mxh_measure_t m;
-    memset(&m, 0, sizeof(m));
-    m.nlevels = 2;
-    for (int l = 0; l < 2; l++) {
-        m.type[l] = type[l];
-        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
-            m.t[l][i] = (l ? 3 * us : 0.5 * us) + (double)mxh_measure_sizes[i] / (l ? 25e9 : 450e9);
-    }
+    const double a[2] = {0.5 * us, 3 * us}, B[2] = {450e9, 25e9};
+    mxh_measure_t m = exact_measure(2, type, a, B);
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
     ASSERT_EQ(2, mxh_measure_fit(&m, 1, &cfg));
@@ -976,14 +986,7 @@ TEST(Measure, FlatNetworks)
     const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
     mxh_measure_t smpi = smpi_measure(3, type, a, B);
     EXPECT_EQ(0, mxh_measure_flat(&smpi));
-    mxh_measure_t m;
-    memset(&m, 0, sizeof(m));
-    m.nlevels = 3;
-    for (int l = 0; l < 3; l++) {
-        m.type[l] = type[l];
-        for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
-            m.t[l][i] = a[l] + (double)mxh_measure_sizes[i] / B[l];
-    }
+    mxh_measure_t m = exact_measure(3, type, a, B);
     EXPECT_EQ(1, mxh_measure_flat(&m));
     m.t[1][2] *= 1.6; // a 4 KiB message 1.6 times slower than alpha-beta says
     EXPECT_EQ(0, mxh_measure_flat(&m));
