@@ -555,13 +555,12 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_measure_run(h->comm, h->layout, h->rank, &m);
         int flat = mxh_measure_flat(&m);
         model    = model || (h->config.cost_model == 2 && flat);
-        if ((model || h->config.cost_measure == 1) &&
-            mxh_measure_fit(&m, h->layout->torus_ndims > 0, &h->config) > 0)
-            mxh_measure_describe(&m, &h->config, measured, sizeof(measured));
-        else
-            snprintf(measured, sizeof(measured),
-                     "  cost parameters: the configured ones (MPIX_HIER_COST_MODEL=auto: no "
-                     "network level, or its times are not flat in message size)\n");
+        int used          = model || h->config.cost_measure == 1;
+        mxh_config_t seen = h->config;
+        if (mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0)
+            mxh_measure_describe(&m, &seen, used, measured, sizeof(measured));
+        if (used)
+            h->config = seen;
     }
     h->config.cost_model = model; /* resolved: what selection reads */
     h->shape.nranks   = h->size;

@@ -118,7 +118,7 @@ int mxh_measure_flat(const mxh_measure_t *m)
     return 1;
 }
 
-void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char *buf,
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int used, char *buf,
                           size_t len)
 {
     size_t off = 0;
@@ -130,7 +130,9 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char 
     } while (0)
     if (len > 0)
         buf[0] = '\0';
-    PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE):");
+    PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE)%s:",
+        used ? "" : ", not used (MPIX_HIER_COST_MODEL=auto: not flat in message size; the "
+                    "configured ones stay)");
     for (int l = 0; l < m->nlevels; l++) {
         if (!measured(m, l)) {
             PUT(" level %d %s not measured;", l, mxh_level_type_name(m->type[l]));

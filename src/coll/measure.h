@@ -69,8 +69,9 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg);
 #define MXH_MEASURE_FLAT 1.5
 int mxh_measure_flat(const mxh_measure_t *m);
 
-/* One line for the communicator's description: what was measured and fitted. */
-void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, char *buf,
+/* One line for the communicator's description: what was measured and fitted into
+ * @cfg, and whether the hierarchy uses it (@used). */
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int used, char *buf,
                           size_t len);
 
 #ifdef __cplusplus

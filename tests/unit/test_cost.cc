@@ -910,9 +910,12 @@ TEST(Measure, FitsSimgridDefaultModel)
             << s << " B";
     }
     char d[512];
-    mxh_measure_describe(&m, &cfg, d, sizeof(d));
+    mxh_measure_describe(&m, &cfg, 1, d, sizeof(d));
+    EXPECT_EQ(nullptr, strstr(d, "not used")) << d;
     EXPECT_NE(nullptr, strstr(d, "network 23.3 us 43 GB/s, factors (bytes:latency,bandwidth) 0:")) << d;
     EXPECT_NE(nullptr, strstr(d, "spine 46.6 us")) << d;
+    mxh_measure_describe(&m, &cfg, 0, d, sizeof(d));
+    EXPECT_NE(nullptr, strstr(d, "measured (MPIX_HIER_COST_MEASURE), not used")) << d;
 }
 
 // Link-exact: the route's latency and bandwidth come back, every factor 1.
