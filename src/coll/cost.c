@@ -19,11 +19,6 @@
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
-static int is_net(mxh_level_type_t t)
-{
-    return t == MXH_LEVEL_RAIL || t == MXH_LEVEL_SPINE;
-}
-
 void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
                          const mxh_level_type_t *type, const int *gsize)
 {
@@ -33,7 +28,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     for (int l = 0; l < m->nlevels; l++) {
         m->type[l]  = type[l];
         m->gsize[l] = gsize[l] > 0 ? gsize[l] : 1;
-        m->net[l]   = is_net(type[l]);
+        m->net[l]   = mxh_level_is_net(type[l]);
         if (m->net[l]) {
             m->lvl[l].alpha =
                 type[l] == MXH_LEVEL_SPINE ? cfg->cost_spine_latency : cfg->cost_net_latency;

@@ -552,12 +552,12 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
          (h->config.cost_measure == 2 && h->config.cost_model && !h->config.cost_given)) &&
         (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
         mxh_measure_t m;
-        mxh_measure_run(h->comm, h->layout, h->rank, &m);
-        int flat = mxh_measure_flat(&m);
-        model    = model || (h->config.cost_model == 2 && flat);
-        int used          = model || h->config.cost_measure == 1;
         mxh_config_t seen = h->config;
-        if (mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0)
+        mxh_measure_run(h->comm, h->layout, h->rank, &m);
+        int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
+        model      = model || (h->config.cost_model == 2 && fitted && mxh_measure_flat(&m, &seen));
+        int used   = model || h->config.cost_measure == 1;
+        if (fitted)
             mxh_measure_describe(&m, &seen, used, measured, sizeof(measured));
         if (used)
             h->config = seen;

@@ -15,11 +15,6 @@ const size_t mxh_measure_sizes[MXH_MEASURE_NSIZES] = {
 #define FIT_A   10 /* the large class: 64 KiB */
 #define FIT_B   11 /* and 512 KiB */
 
-static int is_net(mxh_level_type_t t)
-{
-    return t == MXH_LEVEL_RAIL || t == MXH_LEVEL_SPINE;
-}
-
 static int measured(const mxh_measure_t *m, int l)
 {
     for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
@@ -59,7 +54,7 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg)
         if (!measured(m, l))
             continue;
         fit_class(m, l, FIT_A, FIT_B, 0, &a, &b);
-        if (!is_net(m->type[l])) {
+        if (!mxh_level_is_net(m->type[l])) {
             if (node++)
                 continue;
             cfg->cost_node_latency = a;
@@ -100,20 +95,23 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg)
     return used;
 }
 
-int mxh_measure_flat(const mxh_measure_t *m)
+static int near_one(double f)
 {
-    mxh_config_t c;
+    return f <= MXH_MEASURE_FLAT && f >= 1 / MXH_MEASURE_FLAT;
+}
+
+int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
+{
     int net = 0;
-    memset(&c, 0, sizeof(c));
     for (int l = 0; l < m->nlevels; l++)
-        net = net || (is_net(m->type[l]) && measured(m, l));
-    if (!net || mxh_measure_fit(m, 0, &c) == 0 || c.cost_lat_n == 0)
+        net = net || (mxh_level_is_net(m->type[l]) && measured(m, l));
+    if (!net || fitted->cost_lat_n == 0)
         return 0;
-    for (int i = 0; i < c.cost_lat_n; i++)
-        if (c.cost_lat_f[i] > MXH_MEASURE_FLAT || c.cost_lat_f[i] < 1 / MXH_MEASURE_FLAT)
+    for (int i = 0; i < fitted->cost_lat_n; i++)
+        if (!near_one(fitted->cost_lat_f[i]))
             return 0;
-    for (int i = 0; i < c.cost_bw_n; i++)
-        if (c.cost_bw_f[i] > MXH_MEASURE_FLAT || c.cost_bw_f[i] < 1 / MXH_MEASURE_FLAT)
+    for (int i = 0; i < fitted->cost_bw_n; i++)
+        if (!near_one(fitted->cost_bw_f[i]))
             return 0;
     return 1;
 }
@@ -136,7 +134,7 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int u
     for (int l = 0; l < m->nlevels; l++) {
         if (!measured(m, l)) {
             PUT(" level %d %s not measured;", l, mxh_level_type_name(m->type[l]));
-        } else if (!is_net(m->type[l]) && !node++) {
+        } else if (!mxh_level_is_net(m->type[l]) && !node++) {
             PUT(" node %.3g us %.4g GB/s;", cfg->cost_node_latency * 1e6,
                 cfg->cost_node_bw / 1e9);
         } else if (m->type[l] == MXH_LEVEL_SPINE && !spine++) {

@@ -60,14 +60,14 @@ typedef struct mxh_measure {
  * used. */
 int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg);
 
-/* Pure: whether the first network level's message-size classes (latency and
- * bandwidth factors of the fit) all lie within MXH_MEASURE_FLAT of the large
+/* Pure: whether the first network level's message-size classes (the latency and
+ * bandwidth factors mxh_measure_fit wrote into @fitted) all lie within MXH_MEASURE_FLAT of the large
  * messages', i.e. the network behaves as the cost model's alpha-beta assumes and its
  * choices hold (link-exact networks; not SimGrid's default model, whose large
  * messages pay 11.6 times the latency of 64 KiB ones and 16-32 KiB ones 0.74 of their
  * bandwidth, nor a real fabric's eager/rendezvous steps). 0 without a network level. */
 #define MXH_MEASURE_FLAT 1.5
-int mxh_measure_flat(const mxh_measure_t *m);
+int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted);
 
 /* One line for the communicator's description: what was measured and fitted into
  * @cfg, and whether the hierarchy uses it (@used). */

@@ -84,6 +84,11 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
 void mxh_layout_destroy(mxh_layout_t *layout);
 
 const char *mxh_level_type_name(mxh_level_type_t type);
+/* The level's groups span nodes (rail, spine: their exchanges take the NIC). */
+static inline int mxh_level_is_net(mxh_level_type_t type)
+{
+    return type == MXH_LEVEL_RAIL || type == MXH_LEVEL_SPINE;
+}
 const char *mxh_level_kind_name(mxh_level_kind_t kind);
 
 /* Coordinate of the rank's representative at @level (= its own coordinate when

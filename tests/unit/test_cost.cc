@@ -987,12 +987,17 @@ TEST(Measure, FlatNetworks)
 {
     const mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
     const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
-    mxh_measure_t smpi = smpi_measure(3, type, a, B);
-    EXPECT_EQ(0, mxh_measure_flat(&smpi));
+    auto flat = [](const mxh_measure_t &m) {
+        mxh_config_t cfg;
+        mxh_config_init_defaults(&cfg);
+        mxh_measure_fit(&m, 0, &cfg);
+        return mxh_measure_flat(&m, &cfg);
+    };
+    EXPECT_EQ(0, flat(smpi_measure(3, type, a, B)));
     mxh_measure_t m = exact_measure(3, type, a, B);
-    EXPECT_EQ(1, mxh_measure_flat(&m));
+    EXPECT_EQ(1, flat(m));
     m.t[1][2] *= 1.6; // a 4 KiB message 1.6 times slower than alpha-beta says
-    EXPECT_EQ(0, mxh_measure_flat(&m));
+    EXPECT_EQ(0, flat(m));
     m.nlevels = 1; // one node
-    EXPECT_EQ(0, mxh_measure_flat(&m));
+    EXPECT_EQ(0, flat(m));
 }
