@@ -819,10 +819,14 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         }
         if (tn == HUGE_VAL)
             break; /* cannot happen: something is always running */
+        /* a flow that ends at tn is done: set, not computed, so that every event ends
+         * something even where tn - now is below the clock's resolution (a late clock:
+         * slow links, huge messages) */
         for (size_t f = lo; f < hi; f++)
             if (mode[f] == LINK) {
+                int ends = now + t[f] / rate[f] <= tn;
                 t[f] -= (tn - now) * rate[f];
-                if (t[f] < 1e-15)
+                if (ends || t[f] < 1e-15)
                     t[f] = 0;
             }
 #undef PH

@@ -342,6 +342,26 @@ TEST(Cost, PipelinePaced)
                                               MXH_COST_PLAN));
 }
 
+// A late clock: with a NIC of 45 bytes per second (MPIX_HIER_COST_NET_BW=45, the 'g'
+// forgotten) a pipeline's simulated time reaches 1e6 s, where the clock's resolution
+// (1e-10 s) exceeds what a flow has left; the stream simulation then spun forever
+// without ending an event. Every candidate is predicted, slower than the bound.
+TEST(Cost, SlowLinksEnd)
+{
+    mxh_cost_model_t m = grid(8, 16, {{"MPIX_HIER_COST_NET_BW", "45.15"}}, 2);
+    m.pace_auto        = 1; // as the library and mpix_info build it
+    size_t count       = (size_t)64 << 20;
+    double bound       = mxh_cost_bound(&m, MXH_COLL_ALLREDUCE, count, 4);
+    EXPECT_GT(bound, 1e6); // 256 MiB through 45 B/s
+    mxh_cost_cand_t c[64];
+    int n = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, count, 4, c, 64);
+    ASSERT_GT(n, 4);
+    for (int i = 0; i < n; i++)
+        if (c[i].t >= 0 && c[i].variant == MXH_COST_PLAN) {
+            EXPECT_GE(c[i].t, 0.999 * bound) << c[i].frag_bytes;
+        }
+}
+
 // MPIX_HIER_PIPELINE_PACE=auto (the default): per schedule, the pacing predicted faster.
 // 16 x 8 GPUs, allreduce 256 MiB: paced 1333.98 us against 1362.26 unpaced; 128 x 8 in 4
 // leaf groups: paced 1494.83 against 1475.52 (simulated: 1334.53 / 1390 and 1512.23 /
