@@ -79,7 +79,10 @@ def fmt_size(b):
 
 class MemSampler(threading.Thread):
     """Largest proportional set size (Pss: a page mapped by every simulated rank
-    counts once) of a process tree, sampled every @period seconds."""
+    counts once) of a process tree, sampled every @period seconds, or every 20 times
+    what a sample takes: the kernel walks every mapping of the simulation for it
+    (6.4 s wall, 1.25 s of system time at 1024 ranks and 256 MiB, 11460 mappings),
+    holding the simulation's memory map meanwhile."""
 
     def __init__(self, pid, period=5.0):
         threading.Thread.__init__(self, daemon=True)
@@ -117,8 +120,10 @@ class MemSampler(threading.Thread):
         self.peak = max(self.peak, tot)
 
     def run(self):
+        t0 = time.time()
         self.sample()
-        while not self.stop.wait(self.period):
+        while not self.stop.wait(max(self.period, 20 * (time.time() - t0))):
+            t0 = time.time()
             self.sample()
 
 

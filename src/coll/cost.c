@@ -1226,15 +1226,17 @@ int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
     return pick;
 }
 
-void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L)
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L,
+                       double margin)
 {
     mxh_cost_model_init(&s->m, cfg, L);
+    s->margin = margin;
     for (int i = 0; i < MXH_COST_MEMO; i++)
         s->memo[i].coll = -1;
 }
 
-int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
-                    size_t *frag)
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t today_algo,
+                    size_t today_frag, mxh_algo_t *algo, size_t *frag)
 {
     /* sizes in bytes: one-byte elements cut fragments of frag bytes as sched.c cuts
      * those of any element size (fragment sizes are multiples of the element) */
@@ -1244,17 +1246,28 @@ int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t
     if (s->memo[h].coll == (int)coll && s->memo[h].bytes == bytes) {
         *algo = s->memo[h].algo;
         *frag = s->memo[h].frag;
-        return 0;
+        return s->memo[h].kept;
     }
     mxh_cost_cand_t c[64];
     int n = mxh_cost_candidates(&s->m, coll, bytes, 1, c, 64), b = mxh_cost_choose(c, n);
+    int kept = 0;
     if (b < 0)
         return -1;
-    *algo            = c[b].algo;
-    *frag            = c[b].frag_bytes;
+    *algo = c[b].algo;
+    *frag = c[b].frag_bytes;
+    if (s->margin > 0 && (today_algo == MXH_ALGO_HIER || today_algo == MXH_ALGO_PIPELINE)) {
+        size_t tf    = today_algo == MXH_ALGO_PIPELINE ? today_frag : 0;
+        double today = mxh_cost_predict(&s->m, coll, bytes, 1, tf, MXH_COST_PLAN);
+        if (today >= 0 && c[b].t > (1 - s->margin) * today) {
+            *algo = today_algo;
+            *frag = tf;
+            kept  = 1;
+        }
+    }
     s->memo[h].coll  = (int)coll;
     s->memo[h].bytes = bytes;
     s->memo[h].algo  = *algo;
     s->memo[h].frag  = *frag;
-    return 0;
+    s->memo[h].kept  = kept;
+    return kept;
 }

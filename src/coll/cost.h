@@ -248,22 +248,33 @@ int mxh_cost_choose(const mxh_cost_cand_t *c, int n);
  * communicator's layout and the choices made, by collective and size. Inputs are
  * agreed (the layout, the configuration), so every rank chooses alike. */
 #define MXH_COST_MEMO 64
+/* On a network measured not flat in message size (MPIX_HIER_COST_MODEL=auto, measure.h)
+ * the model's predictions were off by up to 8 % (SimGrid's default model: paced against
+ * unpaced streams), and its choices lost to the thresholds' where it predicted them
+ * within 1 % (RESULTS.md section 5, "Measured parameters"). There it replaces the
+ * thresholds' choice only where it predicts its own at least this much faster. */
+#define MXH_COST_TRUST_MARGIN 0.05
 typedef struct mxh_cost_sel {
     mxh_cost_model_t m;
+    double           margin; /* the model's choice only where predicted at least this
+                                fraction faster than the thresholds'; 0: always */
     struct {
         int        coll; /* -1: empty */
         size_t     bytes;
         mxh_algo_t algo;
         size_t     frag;
+        int        kept; /* the thresholds' choice (margin) */
     } memo[MXH_COST_MEMO];
 } mxh_cost_sel_t;
 
-void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L);
+void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_layout_t *L,
+                       double margin);
 /* The model's choice for @coll of @bytes per rank (the block for the block
  * collectives): hier (*@frag 0) or pipeline with fragments of *@frag bytes of the
- * whole vector. 0, or -1 where the model does not apply (the thresholds decide). */
-int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t *algo,
-                    size_t *frag);
+ * whole vector. 0; 1 where the thresholds' choice (@today_algo, @today_frag) stays
+ * (within the margin); -1 where the model does not apply (the thresholds decide). */
+int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t today_algo,
+                    size_t today_frag, mxh_algo_t *algo, size_t *frag);
 
 #ifdef __cplusplus
 }

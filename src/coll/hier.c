@@ -545,9 +545,15 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
      * selects by the model where the network is flat in message size (measure.h:
      * mxh_measure_flat), as on the link-exact networks it was validated on; elsewhere
      * selection and pacing keep the configured figures, which simulated as well or
-     * better there (RESULTS.md section 5, "Measured parameters"). */
+     * better there (RESULTS.md section 5, "Measured parameters"), except where the
+     * model, with the measured figures, predicts its choice at least
+     * MXH_COST_TRUST_MARGIN faster than theirs (its schedules are then paced by the
+     * measured figures, as simulated). A fragment size the user set
+     * (MPIX_HIER_FRAG_SIZE) is kept: 'auto' does not override it. */
     char measured[512] = "";
     int model = h->config.cost_model == 1;
+    double margin = 0;
+    mxh_config_t sel_cfg = h->config; /* what the model selects by */
     if ((h->config.cost_measure == 1 ||
          (h->config.cost_measure == 2 && h->config.cost_model && !h->config.cost_given)) &&
         (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
@@ -555,24 +561,45 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_config_t seen = h->config;
         mxh_measure_run(h->comm, h->layout, h->rank, &m);
         int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
-        model      = model || (h->config.cost_model == 2 && fitted && mxh_measure_flat(&m, &seen));
-        int used   = model || h->config.cost_measure == 1;
+        int flat   = fitted && mxh_measure_flat(&m, &seen);
+        int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
+                    (flat || mxh_measure_plausible(&m, &seen));
+        int used   = model || (trust && flat) || h->config.cost_measure == 1;
+        const char *how =
+            used    ? NULL
+            : trust ? "used where the model predicts its choice 5 % faster than the thresholds' "
+                      "(MPIX_HIER_COST_MODEL=auto: not flat in message size; pacing and the "
+                      "thresholds' choices keep the configured ones)"
+            : h->config.frag_given
+                ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
+                  "configured ones stay)"
+                : "not used (MPIX_HIER_COST_MODEL=auto: not flat in message size, and not "
+                  "plausible as a network's; the configured ones stay)";
         if (fitted)
-            mxh_measure_describe(&m, &seen, used, measured, sizeof(measured));
+            mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
+        if (trust && !used) {
+            margin  = MXH_COST_TRUST_MARGIN;
+            sel_cfg = seen;
+        }
+        model = model || trust;
         if (used)
-            h->config = seen;
+            h->config = sel_cfg = seen;
     }
     h->config.cost_model = model; /* resolved: what selection reads */
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;
     if (h->config.cost_model) { /* a function of the layout and the configuration: agreed */
-        mxh_cost_sel_init(&h->cost_sel, &h->config, h->layout);
+        mxh_cost_sel_init(&h->cost_sel, &sel_cfg, h->layout, margin);
         h->cost = &h->cost_sel;
     }
     if (h->config.pipeline_pace) {
         mxh_cost_model_init(&h->pace_model, &h->config, h->layout);
         h->pace = &h->pace_model;
+        if (margin > 0) {
+            mxh_cost_model_init(&h->pace_sel, &sel_cfg, h->layout);
+            h->pace_by_model = &h->pace_sel;
+        }
     }
     h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
@@ -735,9 +762,12 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
                                        ramp, &s);
     if (st != MXH_OK)
         return st;
-    /* pacing per schedule (MPIX_HIER_PIPELINE_PACE=auto), from the model's predictions */
-    if (h->pace != NULL && s->nfrag > 1)
-        s->unpaced = !mxh_cost_pace_pick(h->pace, coll, count, tsize, frag);
+    /* pacing per schedule (MPIX_HIER_PIPELINE_PACE=auto), from the model's predictions;
+     * a schedule the model chose with measured figures by them */
+    s->by_model = choice->model;
+    const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
+    if (pace != NULL && s->nfrag > 1)
+        s->unpaced = !mxh_cost_pace_pick(pace, coll, count, tsize, frag);
     mxh_sched_destroy(h->scheds[victim].sched);
     h->scheds[victim].sched    = s;
     h->scheds[victim].last_use = h->clock;
@@ -758,7 +788,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
 mxh_status_t mxh_hier_plan(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
                            const mxh_plan_t **plan_p)
 {
-    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0, MXH_FB_NONE};
+    mxh_choice_t whole = {MXH_ALGO_HIER, 0, 0, 0, MXH_FB_NONE, 0};
     const mxh_sched_t *s;
     mxh_status_t st = mxh_hier_sched(h, coll, count, root, 1, &whole, &s);
     if (st == MXH_OK)

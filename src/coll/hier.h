@@ -83,6 +83,9 @@ typedef struct mxh_hier {
     mxh_cost_model_t  pace_model;                 /* MPIX_HIER_PIPELINE_PACE=yes: the link
                                                      times streams pace their exchanges by */
     const mxh_cost_model_t *pace;                 /* &pace_model then, else NULL */
+    mxh_cost_model_t  pace_sel;                   /* the measured figures where the model
+                                                     selects with a margin (hier.c) */
+    const mxh_cost_model_t *pace_by_model;        /* &pace_sel then, else NULL */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */
@@ -113,6 +116,13 @@ typedef struct mxh_hier {
     struct mxh_mstats    *mstats;                     /* the communicator's metrics (coll/metrics.c,
                                                      set on its first count; outlive this) */
 } mxh_hier_t;
+
+/* The link times a schedule paces by: the measured figures where the cost model chose
+ * it with a margin (hier.c), else the configured ones; NULL: unpaced. */
+static inline const mxh_cost_model_t *mxh_hier_pace(const mxh_hier_t *h, const mxh_sched_t *s)
+{
+    return s->by_model && h->pace_by_model != NULL ? h->pace_by_model : h->pace;
+}
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */
 mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p);

@@ -100,6 +100,29 @@ static int near_one(double f)
     return f <= MXH_MEASURE_FLAT && f >= 1 / MXH_MEASURE_FLAT;
 }
 
+static int within(double f, double r)
+{
+    return f <= r && f >= 1 / r;
+}
+
+int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
+{
+    int net = 0;
+    for (int l = 0; l < m->nlevels; l++)
+        net = net || (mxh_level_is_net(m->type[l]) && measured(m, l));
+    if (!net || fitted->cost_net_latency < MXH_MEASURE_MIN_LATENCY ||
+        fitted->cost_node_latency < MXH_MEASURE_MIN_LATENCY ||
+        fitted->cost_spine_latency < MXH_MEASURE_MIN_LATENCY)
+        return 0;
+    for (int i = 0; i < fitted->cost_lat_n; i++)
+        if (!within(fitted->cost_lat_f[i], MXH_MEASURE_PLAUSIBLE_LAT))
+            return 0;
+    for (int i = 0; i < fitted->cost_bw_n; i++)
+        if (!within(fitted->cost_bw_f[i], MXH_MEASURE_PLAUSIBLE_BW))
+            return 0;
+    return 1;
+}
+
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
 {
     int net = 0;
@@ -116,8 +139,8 @@ int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
     return 1;
 }
 
-void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int used, char *buf,
-                          size_t len)
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const char *how,
+                          char *buf, size_t len)
 {
     size_t off = 0;
     int node = 0, net = 0, spine = 0;
@@ -128,9 +151,8 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int u
     } while (0)
     if (len > 0)
         buf[0] = '\0';
-    PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE)%s:",
-        used ? "" : ", not used (MPIX_HIER_COST_MODEL=auto: not flat in message size; the "
-                    "configured ones stay)");
+    PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE)%s%s:", how ? ", " : "",
+        how ? how : "");
     for (int l = 0; l < m->nlevels; l++) {
         if (!measured(m, l)) {
             PUT(" level %d %s not measured;", l, mxh_level_type_name(m->type[l]));

@@ -69,10 +69,21 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg);
 #define MXH_MEASURE_FLAT 1.5
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted);
 
+/* Pure: whether the fit describes a network rather than a disturbed measurement: a
+ * network level measured, every fitted latency at least MXH_MEASURE_MIN_LATENCY and
+ * the first network level's latency factors within MXH_MEASURE_PLAUSIBLE_LAT of 1, its
+ * bandwidth factors within MXH_MEASURE_PLAUSIBLE_BW. SimGrid's default model passes
+ * (factors 0.16-1 and 0.62-1.16); ranks oversubscribed on a busy machine gave fits
+ * with a latency of 0.001 us, latency factors of 100 or bandwidth factors of 0.03. */
+#define MXH_MEASURE_MIN_LATENCY  0.1e-6
+#define MXH_MEASURE_PLAUSIBLE_LAT 20.0
+#define MXH_MEASURE_PLAUSIBLE_BW  4.0
+int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted);
+
 /* One line for the communicator's description: what was measured and fitted into
- * @cfg, and whether the hierarchy uses it (@used). */
-void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, int used, char *buf,
-                          size_t len);
+ * @cfg, and how the hierarchy uses it (@how, after a comma; NULL: as its parameters). */
+void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const char *how,
+                          char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,8 @@ typedef struct mxh_sched {
     unsigned    plan_flags; /* MXH_PLAN_THROUGH for pipelines of MXH_SCHED_THROUGH_FRAGS */
     int         unpaced;    /* set by the hierarchy (MPIX_HIER_PIPELINE_PACE=auto): the cost
                                model predicts this schedule faster unpaced */
+    int         by_model;   /* set by the hierarchy: the cost model chose it, paced by its
+                               figures (hier.h mxh_hier_pace) */
 
     int         nfrag;      /* >= 1 */
     size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */

@@ -87,7 +87,7 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
                              struct mxh_cost_sel *cost, mxh_coll_t coll, size_t bytes,
                              size_t work_bytes)
 {
-    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0, MXH_FB_NONE};
+    mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0, MXH_FB_NONE, 0};
     mxh_algo_t model_algo = MXH_ALGO_AUTO;
     size_t model_frag     = 0;
     mxh_algo_t forced =
@@ -118,12 +118,16 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
     } else if (applicable(shape, MXH_ALGO_HIER)) {
         c.algo = cfg->frag_size > 0 && work_bytes >= 2 * cfg->frag_size ? MXH_ALGO_PIPELINE
                                                                         : MXH_ALGO_HIER;
-        /* the cost model, where it models the collective on this layout */
+        /* the cost model, where it models the collective on this layout (and, with a
+         * margin, predicts its choice enough faster than the thresholds') */
         if (cfg->cost_model == 1 && cost != NULL &&
-            mxh_cost_select(cost, coll, bytes, &model_algo, &model_frag) == 0)
-            c.algo = model_algo;
-        else
+            mxh_cost_select(cost, coll, bytes, c.algo, cfg->frag_size, &model_algo,
+                            &model_frag) == 0) {
+            c.algo  = model_algo;
+            c.model = 1;
+        } else {
             model_algo = MXH_ALGO_AUTO;
+        }
     } else {
         c.why = MXH_FB_NO_HIERARCHY;
     }
@@ -162,7 +166,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
                      : 1;
     size_t pts[4] = {0, cfg->min_bytes, 0, 0}, off = 0;
     int npts = 2;
-    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE};
+    mxh_choice_t prev = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE, 0};
     size_t start = 0;
 
     if (cfg->frag_size > 0)
@@ -187,7 +191,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             off += (size_t)_k;                                                     \
     } while (0)
     for (int i = 0; i <= npts; i++) {
-        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE};
+        mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE, 0};
         if (i < npts)
             c = mxh_select(cfg, shape, coll, pts[i], pts[i] * per);
         if (i < npts && i > 0 && c.algo == prev.algo)

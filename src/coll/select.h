@@ -66,6 +66,8 @@ typedef struct mxh_choice {
     int        depth;
     int        ramp;       /* pipeline: halvings of the first and last fragment */
     mxh_fallback_t why;    /* algo MXH_ALGO_MPI: why */
+    int        model;      /* the cost model chose it (hier.c paces it by the model's
+                              figures) */
 } mxh_choice_t;
 
 const char *mxh_algo_name(mxh_algo_t algo);

@@ -602,10 +602,14 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
     else
         printf("not modelled\n");
-    if (cfg->cost_model == 2)
+    if (cfg->cost_model == 2 && cfg->frag_given)
+        printf("library: 'today' (MPIX_HIER_COST_MODEL=auto keeps the MPIX_HIER_FRAG_SIZE set)\n");
+    else if (cfg->cost_model == 2)
         printf("library: 'model' where the hierarchy measures the network flat in message "
                "size (MPIX_HIER_COST_MODEL=auto; the communicator's description says which), "
-               "with its measured figures; 'today' elsewhere\n");
+               "with its measured figures; elsewhere 'model' where it is predicted %.0f %% "
+               "faster than 'today' with them, else 'today'\n",
+               MXH_COST_TRUST_MARGIN * 100);
     else
         printf("library: '%s' (MPIX_HIER_COST_MODEL=%s)\n", cfg->cost_model ? "model" : "today",
                cfg->cost_model ? "yes" : "no");

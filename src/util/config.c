@@ -638,6 +638,8 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     }
     if (is_network_parameter(name))
         cfg->cost_given = 1;
+    if (!strcmp(name, "MPIX_HIER_FRAG_SIZE"))
+        cfg->frag_given = 1;
     return MXH_OK;
 }
 
@@ -822,6 +824,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     h = mxh_hash_bytes(h, &cfg->cost_model, sizeof(cfg->cost_model));
     h = mxh_hash_bytes(h, &cfg->cost_measure, sizeof(cfg->cost_measure));
     h = mxh_hash_bytes(h, &cfg->cost_given, sizeof(cfg->cost_given));
+    h = mxh_hash_bytes(h, &cfg->frag_given, sizeof(cfg->frag_given));
     h = mxh_hash_bytes(h, &cfg->cost_node_latency, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_node_bw, sizeof(double));
     h = mxh_hash_bytes(h, &cfg->cost_net_latency, sizeof(double));

@@ -61,6 +61,8 @@ typedef struct mxh_config {
     int    cost_measure;                    /* MPIX_HIER_COST_MEASURE: 0 no, 1 yes, 2 auto */
     int    cost_given;                      /* a network parameter or factor was set
                                                (environment, MPI_Info): 'auto' keeps them */
+    int    frag_given;                      /* MPIX_HIER_FRAG_SIZE was set: 'auto' keeps
+                                               the thresholds (the user's fragments) */
     double cost_node_latency;               /* MPIX_HIER_COST_NODE_LATENCY (s per exchange) */
     double cost_node_bw;                    /* MPIX_HIER_COST_NODE_BW (bytes/s per rank) */
     double cost_net_latency;                /* MPIX_HIER_COST_NET_LATENCY (s per exchange) */

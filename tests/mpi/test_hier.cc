@@ -377,8 +377,18 @@ TEST_F(Hier, CostParametersMeasured)
     const std::string tag = "cost parameters measured";
     // MPIX_HIER_COST_MODEL=auto measures, and uses the figures where the network is flat
     // in message size (this machine's oversubscribed ranks: either)
-    std::string d = describe_with(nullptr, nullptr);
+    std::string d = describe_with(nullptr, nullptr), dflt = d;
     EXPECT_NE(d.find("cost parameters"), std::string::npos) << d;
+    // a fragment size set by the user: 'auto' keeps it (the thresholds), also where the
+    // figures measured flat would have the model choose
+    d = describe_with("mpix_hier_frag_size", "4m");
+    EXPECT_NE(d.find(tag + " (MPIX_HIER_COST_MEASURE), not used (MPIX_HIER_COST_MODEL=auto: "),
+              std::string::npos)
+        << d;
+    if (dflt.find("not used") == std::string::npos) // the model selects by them
+        EXPECT_NE(d.find("auto: MPIX_HIER_FRAG_SIZE is set; the configured ones stay"),
+                  std::string::npos)
+            << d;
     // no selection by the model: pacing keeps the configured figures
     d = describe_with("mpix_hier_cost_model", "no");
     EXPECT_EQ(d.find("cost parameters"), std::string::npos) << d;
