@@ -388,7 +388,7 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     int kh = 0, kt = 0;
     if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
         kh = mxh_sched_ramp_depth(m->ramp, fcnt, tsize * per);
-        kt = mxh_sched_ramp_depth(m->ramp, last, tsize * per);
+        kt = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, m->ramp), last, tsize * per);
     }
     size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
     mxh_sched_ramp_pieces(fcnt, kh, head);

@@ -120,7 +120,7 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
     int khead = 0, ktail = 0;
     if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && ramp > 0) {
         khead = mxh_sched_ramp_depth(ramp, fcnt, tsize * per);
-        ktail = mxh_sched_ramp_depth(ramp, s->last_count, tsize * per);
+        ktail = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, ramp), s->last_count, tsize * per);
     }
     s->nfrag      = (int)nuni + khead + ktail;
     s->frag_start = malloc(((size_t)s->nfrag + 1) * sizeof(*s->frag_start));

@@ -41,6 +41,16 @@ extern "C" {
 /* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
  * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
 int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes);
+/* The ramp requested for the last fragment of @coll: none for bcast. Its tail pieces
+ * share the rootless network stage (three fragments at a time, exec.c) with the last
+ * full fragment, which then finished last (128 GPUs, 4 MiB fragments: that fragment's
+ * rail bcast took 27 us, its period is 12); without them bcast of 256 MiB simulated
+ * 1.7 % faster at 128 GPUs, 1.3 % at 256 and 5.3 % under SimGrid's default network
+ * model at 128 (RESULTS.md section 5, "bcast without a tail ramp"). */
+static inline int mxh_sched_tail_ramp(mxh_coll_t coll, int ramp)
+{
+    return coll == MXH_COLL_BCAST ? 0 : ramp;
+}
 /* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
  * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. (The cost model
  * cuts fragments with these too: coll/cost.c.) */
