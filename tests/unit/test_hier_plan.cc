@@ -1673,6 +1673,16 @@ TEST(Sched, RampCutsFirstAndLastFragment)
     }
     EXPECT_EQ(3, R.p->nplans);  // 4 Mi, 1 Mi, 2 Mi
     EXPECT_EQ(4 * M, R.p->frag_count);
+    // bcast: the head ramp only (sched.h mxh_sched_tail_ramp); reduce both
+    for (mxh_coll_t c : {MXH_COLL_BCAST, MXH_COLL_REDUCE}) {
+        SchedPtr B;
+        ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 256 * M, 0, 4, 8 * M, 0, 2, &B.p));
+        int tail = c == MXH_COLL_BCAST ? 0 : 2;
+        ASSERT_EQ(64 + 2 + tail, B.p->nfrag) << mxh_coll_name(c);
+        EXPECT_EQ(M, mxh_sched_frag_count(B.p, 0));
+        EXPECT_EQ(tail ? M : 4 * M, mxh_sched_frag_count(B.p, B.p->nfrag - 1));
+        EXPECT_EQ(256 * M, mxh_sched_frag_start(B.p, B.p->nfrag));
+    }
     EXPECT_EQ(R.p->nfrag - 1 + R.p->nstages, R.p->nrounds);
     // the last fragment's ramp follows its own size; pieces stay >= 64 KiB
     SchedPtr O;
