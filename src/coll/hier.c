@@ -577,7 +577,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                   "plausible as a network's; the configured ones stay)";
         if (fitted)
             mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
-        if (trust && !used) {
+        if (trust && !flat) {
             margin  = MXH_COST_TRUST_MARGIN;
             sel_cfg = seen;
         }
