@@ -1076,20 +1076,25 @@ TEST(Measure, GivenParametersAreMarked)
     EXPECT_EQ(0, cfg.cost_model == 0); // still auto: resolved per hierarchy
 }
 
+// A verdict on the fit of @m (mxh_measure_flat, mxh_measure_plausible).
+int judge(int (*verdict)(const mxh_measure_t *, const mxh_config_t *), const mxh_measure_t &m)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_measure_fit(&m, 0, &cfg);
+    return verdict(&m, &cfg);
+}
+
+const mxh_level_type_t kGrid3[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+const double kGridA[3] = {1 * us, 2 * us, 4 * us}, kGridB[3] = {370e9, 48e9, 48e9};
+
 // MPIX_HIER_COST_MODEL=auto selects by the model on networks flat in message size:
 // link-exact yes, SimGrid's default model no, no network level no.
 TEST(Measure, FlatNetworks)
 {
-    const mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
-    const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
-    auto flat = [](const mxh_measure_t &m) {
-        mxh_config_t cfg;
-        mxh_config_init_defaults(&cfg);
-        mxh_measure_fit(&m, 0, &cfg);
-        return mxh_measure_flat(&m, &cfg);
-    };
-    EXPECT_EQ(0, flat(smpi_measure(3, type, a, B)));
-    mxh_measure_t m = exact_measure(3, type, a, B);
+    auto flat = [](const mxh_measure_t &m) { return judge(mxh_measure_flat, m); };
+    EXPECT_EQ(0, flat(smpi_measure(3, kGrid3, kGridA, kGridB)));
+    mxh_measure_t m = exact_measure(3, kGrid3, kGridA, kGridB);
     EXPECT_EQ(1, flat(m));
     m.t[1][2] *= 1.6; // a 4 KiB message 1.6 times slower than alpha-beta says
     EXPECT_EQ(0, flat(m));
@@ -1102,16 +1107,9 @@ TEST(Measure, FlatNetworks)
 // nothing, factors of 100 or 0.03, as oversubscribed ranks gave) no.
 TEST(Measure, PlausibleNetworks)
 {
-    const mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
-    const double a[3] = {1 * us, 2 * us, 4 * us}, B[3] = {370e9, 48e9, 48e9};
-    auto plausible = [](const mxh_measure_t &m) {
-        mxh_config_t cfg;
-        mxh_config_init_defaults(&cfg);
-        mxh_measure_fit(&m, 0, &cfg);
-        return mxh_measure_plausible(&m, &cfg);
-    };
-    EXPECT_EQ(1, plausible(smpi_measure(3, type, a, B)));
-    mxh_measure_t m = exact_measure(3, type, a, B);
+    auto plausible = [](const mxh_measure_t &m) { return judge(mxh_measure_plausible, m); };
+    EXPECT_EQ(1, plausible(smpi_measure(3, kGrid3, kGridA, kGridB)));
+    mxh_measure_t m = exact_measure(3, kGrid3, kGridA, kGridB);
     EXPECT_EQ(1, plausible(m));
     mxh_measure_t slow = m;
     slow.t[1][0] *= 100; // 8 B messages 100 times slower than alpha-beta says
@@ -1122,7 +1120,7 @@ TEST(Measure, PlausibleNetworks)
     EXPECT_EQ(0, plausible(thin));
     mxh_measure_t flat = m; // the large messages' times on one line through 0: no latency
     for (int i = 0; i < MXH_MEASURE_NSIZES; i++)
-        flat.t[1][i] = (double)mxh_measure_sizes[i] / B[1];
+        flat.t[1][i] = (double)mxh_measure_sizes[i] / kGridB[1];
     EXPECT_EQ(0, plausible(flat));
     m.nlevels = 1; // one node
     EXPECT_EQ(0, plausible(m));
