@@ -565,11 +565,15 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
                     (flat || mxh_measure_plausible(&m, &seen));
         int used   = model || (trust && flat) || h->config.cost_measure == 1;
+        char margin_how[256];
+        snprintf(margin_how, sizeof(margin_how),
+                 "used where the model predicts its choice %.0f %% faster than the thresholds' "
+                 "(MPIX_HIER_COST_MODEL=auto: not flat in message size; pacing and the "
+                 "thresholds' choices keep the configured ones)",
+                 MXH_COST_TRUST_MARGIN * 100);
         const char *how =
             used    ? NULL
-            : trust ? "used where the model predicts its choice 5 % faster than the thresholds' "
-                      "(MPIX_HIER_COST_MODEL=auto: not flat in message size; pacing and the "
-                      "thresholds' choices keep the configured ones)"
+            : trust ? margin_how
             : h->config.frag_given
                 ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
                   "configured ones stay)"

@@ -95,48 +95,45 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg)
     return used;
 }
 
-static int near_one(double f)
-{
-    return f <= MXH_MEASURE_FLAT && f >= 1 / MXH_MEASURE_FLAT;
-}
-
+/* f within a factor r of 1 */
 static int within(double f, double r)
 {
     return f <= r && f >= 1 / r;
 }
 
-int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
+/* a network level was measured */
+static int net_measured(const mxh_measure_t *m)
 {
-    int net = 0;
     for (int l = 0; l < m->nlevels; l++)
-        net = net || (mxh_level_is_net(m->type[l]) && measured(m, l));
-    if (!net || fitted->cost_net_latency < MXH_MEASURE_MIN_LATENCY ||
-        fitted->cost_node_latency < MXH_MEASURE_MIN_LATENCY ||
-        fitted->cost_spine_latency < MXH_MEASURE_MIN_LATENCY)
-        return 0;
+        if (mxh_level_is_net(m->type[l]) && measured(m, l))
+            return 1;
+    return 0;
+}
+
+/* every latency factor of @fitted within @rlat of 1, every bandwidth factor within @rbw */
+static int factors_within(const mxh_config_t *fitted, double rlat, double rbw)
+{
     for (int i = 0; i < fitted->cost_lat_n; i++)
-        if (!within(fitted->cost_lat_f[i], MXH_MEASURE_PLAUSIBLE_LAT))
+        if (!within(fitted->cost_lat_f[i], rlat))
             return 0;
     for (int i = 0; i < fitted->cost_bw_n; i++)
-        if (!within(fitted->cost_bw_f[i], MXH_MEASURE_PLAUSIBLE_BW))
+        if (!within(fitted->cost_bw_f[i], rbw))
             return 0;
     return 1;
 }
 
+int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
+{
+    return net_measured(m) && fitted->cost_net_latency >= MXH_MEASURE_MIN_LATENCY &&
+           fitted->cost_node_latency >= MXH_MEASURE_MIN_LATENCY &&
+           fitted->cost_spine_latency >= MXH_MEASURE_MIN_LATENCY &&
+           factors_within(fitted, MXH_MEASURE_PLAUSIBLE_LAT, MXH_MEASURE_PLAUSIBLE_BW);
+}
+
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
 {
-    int net = 0;
-    for (int l = 0; l < m->nlevels; l++)
-        net = net || (mxh_level_is_net(m->type[l]) && measured(m, l));
-    if (!net || fitted->cost_lat_n == 0)
-        return 0;
-    for (int i = 0; i < fitted->cost_lat_n; i++)
-        if (!near_one(fitted->cost_lat_f[i]))
-            return 0;
-    for (int i = 0; i < fitted->cost_bw_n; i++)
-        if (!near_one(fitted->cost_bw_f[i]))
-            return 0;
-    return 1;
+    return net_measured(m) && fitted->cost_lat_n > 0 &&
+           factors_within(fitted, MXH_MEASURE_FLAT, MXH_MEASURE_FLAT);
 }
 
 void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const char *how,
