@@ -429,12 +429,17 @@ typedef struct stage_cost {
     double link[NRES];           /* byte time per link resource */
     double cpu;                  /* reductions and copies */
     double scpu[NSLOT];          /* the same by slot */
+    int    gate_ph[NSLOT];       /* > 0: ... or has done that many phases of it (a
+                                    role that runs only the first phases there) */
     int    gate[NSLOT];          /* window: fragment f enters slot s when fragment
                                     f - W has left slot gate[s] (-1: no such rule;
                                     the first slot's is the admission) */
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
     int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: four fragments) */
     int    rbcast_net[NSLOT];    /* a rootless bcast step on the network (three) */
+    int    stagger[NSLOT];       /* a rootless bcast step inside the node (exec.c
+                                    stream_stagger: fragment f enters once f - 1
+                                    has left its first phase, the scatter) */
 } stage_cost_t;
 
 /* The resource of side @root (mxh_cost_phases_t) of a step at @level; @holder:
@@ -472,6 +477,11 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     sc->region[1 + stage]  = bytes;
     sc->rreduce[1 + stage] = holder && type == MXH_STEP_REDUCE;
     sc->rbcast_net[1 + stage] = holder && type == MXH_STEP_BCAST && m->net[level];
+    /* plan.c mxh_step_staggered: the rootless step (the direct algorithm) of more
+     * than two members off the network */
+    sc->stagger[1 + stage] = holder && type == MXH_STEP_BCAST && !m->net[level] &&
+                             m->gsize[level] > 2 &&
+                             choose(m, level, type, (size_t)bytes) == A_DIRECT;
     for (int i = 0; i < ph->n; i++) {
         int res = side_res(m, level, holder, ph->ph[i].root);
         sc->res[1 + stage][i]  = res;
@@ -632,8 +642,15 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
         }
         sc->rooted = 1;
         sc->gate[1 + 0] = 1 + top;
+        /* the root's node's ranks only scatter in the top level's rootless step:
+         * their part of it is its first phase */
+        if (sc->ph[1 + top].n > 1 && sc->ph[1 + top].ph[0].root == MXH_COST_ROOT_OUT)
+            sc->gate_ph[1 + 0] = 1;
+        /* role k's last stages are the last k allgathers; on the fragments' one
+         * path the slots before them are other roles' allgathers of about the
+         * same time: its window closes as the path leaves the k-th after the top */
         for (int k = 1; k <= top; k++)
-            sc->gate[1 + k] = 1 + 2 * top;
+            sc->gate[1 + k] = 1 + top + k;
         break;
     case MXH_COLL_REDUCE:
         /* the mirror: reduce-scatter up in the groups without a holder, reduce on
@@ -688,7 +705,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
      * resource, whatever the role) */
     double next_ok[MXH_MAX_LEVELS] = {0}, free_at[MXH_MAX_LEVELS] = {0};
     int pace = m->pace && !kinds[big].rooted; /* coll.c: bcast and reduce stream unpaced */
-    int slots[NSLOT], pos[NSLOT], gate[NSLOT], ns = 0;
+    int slots[NSLOT], pos[NSLOT], gate[NSLOT], gph0 = 0, ns = 0;
     for (int s = 0; s < NSLOT; s++) {
         pos[s] = ns;
         if (kinds[big].ph[s].n > 0)
@@ -701,6 +718,11 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     }
     if (gate[0] < 0)
         gate[0] = ns - 1;
+    else
+        gph0 = kinds[big].gate_ph[slots[0]];
+#define GATE_PASSED(g) /* fragment g has left position gate[0] (its role's part) */    \
+    (mode[g] == DONE || k[g] > gate[0] ||                                            \
+     (gph0 > 0 && k[g] == gate[0] && mode[g] != WAIT && ph[g] >= gph0))
     int *k = calloc(nf, sizeof(int)), *ph = calloc(nf, sizeof(int)),
         *mode = calloc(nf, sizeof(int));
     double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
@@ -716,8 +738,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         /* settle everything due now: admissions and zero-length states */
         for (int changed = 1; changed;) {
             changed = 0;
-            while (hi < nf && (hi < (size_t)W || mode[hi - (size_t)W] == DONE ||
-                               k[hi - (size_t)W] > gate[0]))
+            while (hi < nf && (hi < (size_t)W || GATE_PASSED(hi - (size_t)W)))
                 hi++; /* window: fragment f waits for f - W to be done (to have
                          left the gate's slot) */
             for (size_t f = lo; f < hi; f++) {
@@ -732,6 +753,9 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                     if (k[f] > 0 && gate[k[f]] >= 0 && f >= (size_t)W &&
                         mode[f - (size_t)W] != DONE && k[f - (size_t)W] <= gate[k[f]])
                         continue; /* this role's window is full */
+                    if (kinds[kind_of[f]].stagger[s] && f > 0 && k[f - 1] == k[f] &&
+                        mode[f - 1] != WAIT && mode[f - 1] != DONE && ph[f - 1] == 0)
+                        continue; /* fragment f - 1 still receives its scatter */
                     next[s]++;
                     if (P->n == 0) { /* nothing here for this fragment's size */
                         changed = 1;
@@ -838,6 +862,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     for (size_t f = 0; f < nf; f++)
         T = done[f] > T ? done[f] : T;
     free(k), free(ph), free(mode), free(t), free(done), free(rate);
+#undef GATE_PASSED
     return T;
 }
 
