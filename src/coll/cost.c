@@ -16,6 +16,7 @@
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
 #define MXH_COST_STAGE_CAP_REDUCE 4 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
 #define MXH_COST_STAGE_CAP_BCAST_NET 3 /* exec.c: MXH_STREAM_STAGE_CAP_BCAST_NET */
+#define MXH_COST_STAGE_CAP_STAGGER 3 /* exec.c: MXH_STREAM_STAGE_CAP_STAGGER */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
@@ -54,6 +55,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->ramp   = cfg->pipeline_ramp;
     m->pace   = cfg->pipeline_pace != 0;
     m->pace_auto = cfg->pipeline_pace == 2;
+    m->ahead  = cfg->pipeline_pace != 0;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -727,11 +729,12 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         *mode = calloc(nf, sizeof(int));
     double *t = calloc(nf, sizeof(double)), *done = calloc(nf, sizeof(double));
     double *rate = calloc(nf, sizeof(double));
+    double *t_in = calloc(nf, sizeof(double)), *hold = calloc(nf, sizeof(double));
     size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
     int act[NSLOT] = {0};
     double now = 0;
-    if (!k || !ph || !mode || !t || !done || !rate) {
-        free(k), free(ph), free(mode), free(t), free(done), free(rate);
+    if (!k || !ph || !mode || !t || !done || !rate || !t_in || !hold) {
+        free(k), free(ph), free(mode), free(t), free(done), free(rate), free(t_in), free(hold);
         return -1;
     }
     while (lo < nf) {
@@ -754,8 +757,16 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                         mode[f - (size_t)W] != DONE && k[f - (size_t)W] <= gate[k[f]])
                         continue; /* this role's window is full */
                     if (kinds[kind_of[f]].stagger[s] && f > 0 && k[f - 1] == k[f] &&
-                        mode[f - 1] != WAIT && mode[f - 1] != DONE && ph[f - 1] == 0)
-                        continue; /* fragment f - 1 still receives its scatter */
+                        mode[f - 1] != WAIT && mode[f - 1] != DONE && ph[f - 1] == 0) {
+                        /* fragment f - 1 still receives its scatter; with exec.c's
+                         * link times f goes its bytes' time after f - 1 entered */
+                        hold[f] = m->ahead ? t_in[f - 1] + kinds[kind_of[f - 1]].ph[s].ph[0].link
+                                           : HUGE_VAL;
+                        if (hold[f] > now + 1e-15)
+                            continue;
+                    }
+                    hold[f] = 0;
+                    t_in[f] = now;
                     next[s]++;
                     if (P->n == 0) { /* nothing here for this fragment's size */
                         changed = 1;
@@ -836,6 +847,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                 }
             }
             double e = mode[f] == LINK ? now + t[f] / rate[f]
+                       : mode[f] == WAIT && hold[f] > now && hold[f] < HUGE_VAL ? hold[f]
                        : mode[f] == DELAY || mode[f] == CPU ? t[f]
                        : mode[f] == PACE ? next_ok[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
                                          : HUGE_VAL;
@@ -861,7 +873,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     double T = 0;
     for (size_t f = 0; f < nf; f++)
         T = done[f] > T ? done[f] : T;
-    free(k), free(ph), free(mode), free(t), free(done), free(rate);
+    free(k), free(ph), free(mode), free(t), free(done), free(rate), free(t_in), free(hold);
 #undef GATE_PASSED
     return T;
 }
@@ -1126,6 +1138,11 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
             W = nst + 2 + 2 * r;
         if (m->pace && !sc->rooted && nst >= 3) /* exec.c stream_window */
             W = nst + 3;
+        int z = 0; /* exec.c stream_window: a bcast that staggers, posting ahead */
+        for (int s = 0; s < NSLOT; s++)
+            z += sc->stagger[s] && sc->ph[s].n > 0;
+        if (m->ahead && z > 0 && nst >= 3 && nst + 3 > W)
+            W = nst + 3;
         W = W > 2 * nst - 2 ? W : 2 * nst - 2;
         for (int s = 0; s < NSLOT; s++)
             cap[s] = sc->level[s] < 0                        ? 1
@@ -1133,6 +1150,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
                      : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
                      : sc->rreduce[s]                         ? MXH_COST_STAGE_CAP_REDUCE
                      : sc->rbcast_net[s]                      ? MXH_COST_STAGE_CAP_BCAST_NET
+                     : sc->stagger[s] && m->ahead             ? MXH_COST_STAGE_CAP_STAGGER
                                                                : MXH_COST_STAGE_CAP;
     }
     T = stream_sim(m, kinds, kind_of, big, cap, W, nf);

@@ -120,6 +120,9 @@ typedef struct mxh_cost_model {
     int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
     int    pace_auto;                /* MPIX_HIER_PIPELINE_PACE=auto: predictions of the
                                         pacing mxh_cost_pace_pick chooses */
+    int    ahead;                    /* MPIX_HIER_PIPELINE_PACE yes or auto: a bcast's
+                                        staggered steps post their scatters ahead by
+                                        the link times, paced or not (exec.c) */
     int    spread;                   /* nodes of the spread group (plan.c's spread plan of
                                         small allreduces, MPIX_HIER_SPREAD), 0: none */
     /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes

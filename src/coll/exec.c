@@ -340,6 +340,11 @@ static int reduce_rootless(const mxh_step_t *s)
     return s->rootless && s->type == MXH_STEP_REDUCE && s->gsize > 1;
 }
 
+static int bcast_rootless(const mxh_step_t *s)
+{
+    return s->rootless && s->type == MXH_STEP_BCAST;
+}
+
 static int bcast_rootless_net(const mxh_step_t *s)
 {
     return s->rootless && s->type == MXH_STEP_BCAST && s->net && s->gsize > 1;
@@ -357,28 +362,23 @@ static int bcast_rootless_net(const mxh_step_t *s)
  * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
 static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
-    int n = 0, r = 0, w;
+    int n = 0, r = 0, z = 0, w;
     for (int st = 0; st < sched->nstages; st++) {
         int i = sched->plan->stage_step[st];
         n += i >= 0;
         r += i >= 0 && reduce_rootless(&sched->plan->steps[i]);
+        z += i >= 0 && bcast_rootless(&sched->plan->steps[i]);
     }
     w = n + 2;
-    /* A rootless reduce step holds up to MXH_STREAM_STAGE_CAP_REDUCE fragments, each
-     * for two exchanges: two more fragments in flight per such stage keep the
-     * stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
-     * groups, RESULTS.md section 5, "Four fragments per rootless reduce stage"): a
-     * window of 6, 8, 10, 12 on every rank 1325.77, 1111.29, 1066.65, 1048.74 us,
-     * this rule 1059.47; under SimGrid's default network model 1933.32, 1722.28,
-     * 1457.97, 1502.05, this rule 1429.33. */
-    if (n + 2 + 2 * r > w)
-        w = n + 2 + 2 * r;
-    /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
-     * stages on both of its sides (allreduce: node reduce-scatter, rail, node
-     * allgather) it fills only if one more fragment is in flight. Measured
-     * (SimGrid default model, 128 GPUs, allreduce 256 MiB, RESULTS.md section 5):
-     * window 5 1648.40 us, 6 1563.05; link-exact 1332.37 and 1334.53. */
-    if (ctx->pace != NULL && n >= 3)
+    /* A bcast whose staggered steps post ahead (stream_stagger; the through shape:
+     * rootless steps) fills as a paced stream does (above): three fragments on
+     * the root's node's step and on the network's, and with stages on both sides of
+     * those, one more fragment in flight. Measured (SimGrid, bcast 256 MiB, 4 MiB
+     * fragments, RESULTS.md section 5, "The staggered scatter posted ahead"): 128 x
+     * 8 GPUs in 4 leaf groups, windows 5 / 6 on every rank 869.67 / 822.68 us; 32 x
+     * 8 in 4 leaf groups 953.93 / 881.32; 16 x 8 (two stages) 4 / 5: 782.08 /
+     * 792.40. */
+    if (ctx->times != NULL && z > 0 && n >= 3 && n + 3 > w)
         w = n + 3;
     if (2 * n - 2 > w)
         w = 2 * n - 2;
@@ -520,6 +520,8 @@ typedef struct frag_state {
     int          started; /* the stage's step is running (op) */
     int          src_i;   /* step that reads ctx->src (-1: none, or started) */
     uint64_t     t0;      /* when the running step started (metrics) */
+    double       posted;  /* MPI_Wtime when the running step started (a staggered
+                             one's, stream_stagger) */
     mxh_p2p_op_t op;
 } frag_state_t;
 
@@ -577,6 +579,12 @@ static size_t io_piece(const mxh_sched_t *sched)
  * 1489.45 (32 x 8 in 4 leaf groups); exact links 865.86 -> 880.99 and 969.99 ->
  * 955.91. */
 #define MXH_STREAM_STAGE_CAP_BCAST_NET 3
+/* A staggered step (below) that posts its next scatter a latency before the one
+ * in flight is due to end: three fragments, the one all-gathering, the one
+ * receiving its scatter and the one posted ahead. Simulated bcast 256 MiB, 16 x 8
+ * GPUs, 4 MiB fragments (RESULTS.md section 5, "The staggered scatter posted
+ * ahead"): cap 2 834.25 us, 3 782.08. */
+#define MXH_STREAM_STAGE_CAP_STAGGER 3
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -650,6 +658,8 @@ static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
         return MXH_STREAM_STAGE_CAP_REDUCE;
     if (s != NULL && bcast_rootless_net(s))
         return MXH_STREAM_STAGE_CAP_BCAST_NET;
+    if (s != NULL && mxh_step_staggered(s) && S->ctx->times != NULL)
+        return MXH_STREAM_STAGE_CAP_STAGGER;
     return MXH_STREAM_STAGE_CAP;
 }
 
@@ -678,14 +688,34 @@ static void stream_caps(stream_t *S)
  * link where it needs 1/(p - 1). The root's link then idles, and the pairs stay
  * in step for the rest of the stream (RESULTS.md section 5, "Staggered fragments
  * in the rootless bcast"). Staggered, one fragment all-gathers while the next is
- * scattered; the price is the scatter's latency once per fragment. */
-static int stream_stagger(const stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
+ * scattered; the price was the scatter's latency once per fragment (the link idle
+ * while the next scatter waits on it: 1 of every 12.3 us at 4 MiB fragments in
+ * the node). With the link times (ctx->times) the next scatter is posted a
+ * latency before the one in flight is due to end instead; a late estimate falls
+ * back to the rule above, an early one lets the two share the link for a moment.
+ * Simulated bcast 256 MiB, 16 x 8 GPUs: 839.67 -> 782.08 us (RESULTS.md section
+ * 5, "The staggered scatter posted ahead"). */
+static int stream_stagger(stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
                           int f, int st)
 {
     if (f == 0 || !mxh_step_staggered(s))
         return 0;
     const frag_state_t *y = &fs[(f - 1) % S->FS];
-    return y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0;
+    if (!(y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0))
+        return 0;
+    if (S->ctx->times == NULL || s->level >= S->ctx->times->nlevels)
+        return 1;
+    /* posted a latency before fragment f - 1's scatter is due to end, so that its
+     * bytes follow without the link idling for the latency: the region's time on
+     * the link from f - 1's start (its latency overlaps the bytes before it) */
+    const mxh_step_t *ys = y->op.s;
+    size_t bytes = ys->count * S->ctx->extent, msg = bytes / (size_t)(ys->gsize - 1);
+    double t = y->posted + mxh_cost_link_time(S->ctx->times, s->level, bytes, msg);
+    if (MPI_Wtime() >= t)
+        return 0;
+    if (S->wake == 0 || t < S->wake)
+        S->wake = t;
+    return 1;
 }
 
 /* Try to move fragment @f on: start its current stage when the stage is free and
@@ -734,6 +764,8 @@ static int stream_try(stream_t *S, frag_state_t *fs, frag_state_t *x, int f, int
             x->op.hold = S->pace != NULL;
             x->started = 1;
             x->t0      = S->ctx->lvl ? mxh_ticks() : 0;
+            if (S->ctx->times != NULL && mxh_step_staggered(s))
+                x->posted = MPI_Wtime();
             S->busy[st]++;
         } else {
             x->stage++;

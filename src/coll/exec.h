@@ -53,6 +53,9 @@ typedef struct mxh_exec_ctx {
                                           its exchanges (MPIX_HIER_PIPELINE_PACE) */
     MPI_Comm          spread_comm; /* the layout's spread group (MXH_STEP_SPREAD steps;
                                       MPI_COMM_NULL where plans have none) */
+    const struct mxh_cost_model *times; /* NULL, or the link times by which a staggered
+                                           step posts its next scatter ahead (exec.c
+                                           stream_stagger), paced or not */
 } mxh_exec_ctx_t;
 
 /* Whether step @s moves nothing here: empty, or at a skipped level. Every

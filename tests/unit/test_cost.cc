@@ -272,29 +272,31 @@ TEST(Cost, PipelineBcastTwoFragments)
     mxh_cost_model_t m = grid(4, 2);
     m.lvl[0].alpha = m.lvl[1].alpha = 0;
     m.pace         = 0; // the stream without exec.c's pacing (PipelinePaced has it)
+    m.ahead        = 0; // and the stagger without posting ahead (BcastAgainstSimulator)
     EXPECT_NEAR(37.904605 * us, mxh_cost_predict(&m, MXH_COLL_BCAST, 1 << 20, 4, 2 << 20, MXH_COST_PLAN),
                 1e-11);
 }
 
-// Bcast of 256 MiB against the simulator (link-exact platforms of run_sim.py, defaults;
-// RESULTS.md section 5, "The model's bcast window"): 16 x 8 GPUs 839.23 us with 4 MiB
-// fragments, 850.74 with 8 MiB; 128 x 8 in 4 leaf groups 876.75 and 902.89. Within 2 %,
-// which the model missed by 2.3 and 2.8 % at 4 MiB before it staggered the root's node
-// and gave each role its own window; and so it picks 4 MiB on both.
+// Bcast of 256 MiB against the simulator (link-exact platforms of run_sim.py, library
+// defaults; RESULTS.md section 5, "The staggered scatter posted ahead"): 16 x 8 GPUs
+// 782.08 us with 4 MiB fragments, 827.33 with 8 MiB; 128 x 8 in 4 leaf groups 822.68 and
+// 930.71. The model is within 3 % but for 8 MiB at 1024 GPUs (7 % fast), and picks 4 MiB
+// on both. (Before it staggered the root's node and gave each role its own window it
+// was 2.3 and 2.8 % slow at 4 MiB and picked 8.)
 TEST(Cost, BcastAgainstSimulator)
 {
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
     mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
     const int two[2] = {8, 16}, three[3] = {8, 32, 4};
-    const double sim[2][2] = {{839.23, 850.74}, {876.75, 902.89}};
+    const double sim[2][2] = {{782.08, 827.33}, {822.68, 930.71}}, tol8[2] = {0.03, 0.10};
     for (int c = 0; c < 2; c++) {
         mxh_cost_model_t m;
         mxh_cost_model_grid(&m, &cfg, c ? 3 : 2, type, c ? three : two);
         double t4 = mxh_cost_predict(&m, MXH_COLL_BCAST, 64 << 20, 4, 4 << 20, MXH_COST_PLAN);
         double t8 = mxh_cost_predict(&m, MXH_COLL_BCAST, 64 << 20, 4, 8 << 20, MXH_COST_PLAN);
-        EXPECT_NEAR(sim[c][0] * us, t4, 0.02 * sim[c][0] * us) << m.nranks << " ranks";
-        EXPECT_NEAR(sim[c][1] * us, t8, 0.02 * sim[c][1] * us) << m.nranks << " ranks";
+        EXPECT_NEAR(sim[c][0] * us, t4, 0.03 * sim[c][0] * us) << m.nranks << " ranks";
+        EXPECT_NEAR(sim[c][1] * us, t8, tol8[c] * sim[c][1] * us) << m.nranks << " ranks";
         EXPECT_LT(t4, t8) << m.nranks << " ranks";
     }
 }
@@ -840,18 +842,17 @@ TEST(Cost, ReduceFourFragmentsPerRootlessStage)
 
 // A rootless bcast step on the network runs three fragments (exec.c
 // MXH_STREAM_STAGE_CAP_BCAST_NET). Simulated (16 x 8 GPUs, bcast 256 MiB in 8 MiB
-// fragments, RESULTS.md section 5, "Four fragments per rootless reduce stage"):
-// 880.99 us on exact links (two fragments: 865.86), 1374.09 under SimGrid's
-// default model (1652.73); the model does not see the node level's stagger and is
-// 11 % high there.
+// fragments, RESULTS.md section 5, "The staggered scatter posted ahead"): 827.33 us
+// on exact links, 1200.11 under SimGrid's default model (two fragments per network
+// stage, before the stagger posted ahead: 865.86 and 1652.73).
 TEST(Cost, BcastThreeFragmentsPerNetworkStage)
 {
     mxh_cost_model_t m = grid(8, 16, {}, 2);
     double t = mxh_cost_predict(&m, MXH_COLL_BCAST, (size_t)64 << 20, 4, 8 << 20, MXH_COST_PLAN);
-    EXPECT_NEAR(880.99 * us, t, 0.05 * 880.99 * us);
+    EXPECT_NEAR(827.33 * us, t, 0.05 * 827.33 * us);
     mxh_cost_model_t d = grid(8, 16, kSmpiFactors, 2);
     t = mxh_cost_predict(&d, MXH_COLL_BCAST, (size_t)64 << 20, 4, 8 << 20, MXH_COST_PLAN);
-    EXPECT_NEAR(1374.09 * us, t, 0.15 * 1374.09 * us);
+    EXPECT_NEAR(1200.11 * us, t, 0.05 * 1200.11 * us);
     EXPECT_LT(t, 1652.73 * us);
 }
 
