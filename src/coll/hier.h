@@ -124,6 +124,14 @@ static inline const mxh_cost_model_t *mxh_hier_pace(const mxh_hier_t *h, const m
     return s->by_model && h->pace_by_model != NULL ? h->pace_by_model : h->pace;
 }
 
+/* The link times a bcast's staggered steps post ahead by (exec.c stream_stagger): the
+ * measured figures where the hierarchy has them, else the configured ones; NULL
+ * where MPIX_HIER_PIPELINE_PACE=no. */
+static inline const mxh_cost_model_t *mxh_hier_times(const mxh_hier_t *h)
+{
+    return h->pace_by_model != NULL ? h->pace_by_model : h->pace;
+}
+
 /* The hierarchy of @comm, built on first use (collective over @comm). */
 mxh_status_t mxh_hier_get(MPI_Comm comm, mxh_hier_t **hier_p);
 /* @comm is the communicator looked up last and has a live hierarchy (so it is
