@@ -103,7 +103,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
      "so that latencies overlap other fragments' transfers instead of fragments waiting "
      "together and then sharing the link; allreduce, reduce_scatter_block, allgather "
-     "(bcast and reduce stream unpaced) (yes/no/auto). 'auto': per schedule, paced where the "
+     "(bcast and reduce stream unpaced; a bcast's staggered node steps post each scatter a "
+     "latency before the one before is due to end, by these link times, unless 'no') "
+     "(yes/no/auto). 'auto': per schedule, paced where the "
      "cost model predicts it faster than unpaced (mpix_info --explain shows the prediction "
      "of the pacing chosen).",
      1},
