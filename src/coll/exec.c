@@ -370,6 +370,22 @@ static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
         z += i >= 0 && bcast_rootless(&sched->plan->steps[i]);
     }
     w = n + 2;
+    /* A rootless reduce step holds up to MXH_STREAM_STAGE_CAP_REDUCE fragments, each
+     * for two exchanges: two more fragments in flight per such stage keep the
+     * stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
+     * groups, RESULTS.md section 5, "Four fragments per rootless reduce stage"): a
+     * window of 6, 8, 10, 12 on every rank 1325.77, 1111.29, 1066.65, 1048.74 us,
+     * this rule 1059.47; under SimGrid's default network model 1933.32, 1722.28,
+     * 1457.97, 1502.05, this rule 1429.33. */
+    if (n + 2 + 2 * r > w)
+        w = n + 2 + 2 * r;
+    /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
+     * stages on both of its sides (allreduce: node reduce-scatter, rail, node
+     * allgather) it fills only if one more fragment is in flight. Measured
+     * (SimGrid default model, 128 GPUs, allreduce 256 MiB, RESULTS.md section 5):
+     * window 5 1648.40 us, 6 1563.05; link-exact 1332.37 and 1334.53. */
+    if (ctx->pace != NULL && n >= 3)
+        w = n + 3;
     /* A bcast whose staggered steps post ahead (stream_stagger; the through shape:
      * rootless steps) fills as a paced stream does (above): three fragments on
      * the root's node's step and on the network's, and with stages on both sides of
