@@ -1,8 +1,9 @@
-# records -> levels -> plans (no MPI): tests/unit/test_hier_plan.cc
+# records -> levels -> plans (no MPI calls; the executor's scratch sizes, hence the core
+# library): tests/unit/test_hier_plan.cc
 check_PROGRAMS += unit/test_hier_plan
 TESTS += unit/test_hier_plan
 unit_test_hier_plan_SOURCES = unit/test_hier_plan.cc
-unit_test_hier_plan_LDADD = $(top_builddir)/src/libmxh.la $(GTEST_LIBS) -lgtest_main -lpthread
+unit_test_hier_plan_LDADD = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS) -lgtest_main -lpthread -ldl
 
 # discovery glue: tests/unit/test_discover.cc
 check_PROGRAMS += unit/test_discover

@@ -13,10 +13,13 @@
 
 #include "coll/alltoall.h" /* has its own extern "C" (and includes mpi.h) */
 extern "C" {
+#include "coll/cost.h"
+#include "coll/exec.h"
 #include "coll/plan.h"
 #include "coll/sched.h"
 #include "coll/select.h"
 #include "hier/levels.h"
+#include "util/config.h"
 #include "hier/record.h"
 }
 
@@ -1591,6 +1594,64 @@ std::string check_sched_order(const mxh_layout_t *L, mxh_coll_t coll, size_t cou
 }
 
 }  // namespace
+
+// The stream's window (exec.c stream_window), read off its scratch (one slot per
+// fragment in flight): stages + 2; two more per rootless reduce stage; stages + 3 with
+// three stages or more where the stream is paced, or where a bcast's staggered steps
+// post ahead (link times in ctx->times). 32 nodes x 8 in 4 leaves, 256 MiB in 4 MiB
+// fragments. (A rewrite of these rules once dropped two of them: reduce 256 MiB at 128
+// simulated GPUs ran 1.6x slower.)
+TEST(Sched, StreamWindow)
+{
+    std::vector<int> nodes(32, 8);
+    Layout lay = make_layout(nodes, 8, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 256, kAllLevels, &L.p));
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_t m;
+    mxh_cost_model_init(&m, &cfg, L.p);
+    auto window = [&](mxh_coll_t coll, int rank, const mxh_cost_model_t *pace,
+                      const mxh_cost_model_t *times, int *n, int *r) {
+        SchedPtr S, one;
+        size_t count = coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_BCAST ||
+                               coll == MXH_COLL_REDUCE ? (size_t)64 << 20 : (size_t)1 << 18;
+        int root = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE ? 0 : -1;
+        EXPECT_EQ(MXH_OK, mxh_sched_create(L.p, rank, coll, count, root, 4, 4 << 20, 0, 2, &S.p));
+        EXPECT_EQ(MXH_OK, mxh_sched_create(L.p, rank, coll, count, root, 4, 4 << 20, 1, 2, &one.p));
+        mxh_exec_ctx_t ctx;
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.extent = 4;
+        ctx.pace   = pace;
+        ctx.times  = times;
+        *n = *r = 0;
+        for (int st = 0; S.p && st < S.p->nstages; st++) {
+            int i = S.p->plan->stage_step[st];
+            *n += i >= 0;
+            *r += i >= 0 && S.p->plan->steps[i].rootless &&
+                  S.p->plan->steps[i].type == MXH_STEP_REDUCE && S.p->plan->steps[i].gsize > 1;
+        }
+        size_t w1 = mxh_exec_tmp_count(one.p, &ctx);
+        return w1 ? (int)(mxh_exec_tmp_count(S.p, &ctx) / w1) : -1;
+    };
+    int n, r;
+    // reduce, a rank of the root's node: its rootless node step
+    int w = window(MXH_COLL_REDUCE, 1, nullptr, nullptr, &n, &r);
+    ASSERT_GE(r, 1);
+    EXPECT_EQ(n + 2 + 2 * r, w);
+    // allreduce, 5 stages: paced n + 3 (= 2n - 2 here), unpaced 2n - 2
+    w = window(MXH_COLL_ALLREDUCE, 9, &m, nullptr, &n, &r);
+    EXPECT_EQ(5, n);
+    EXPECT_EQ(8, w);
+    // reduce_scatter_block, 3 stages: paced n + 3, unpaced n + 2
+    EXPECT_EQ(6, window(MXH_COLL_REDUCE_SCATTER_BLOCK, 9, &m, nullptr, &n, &r));
+    EXPECT_EQ(3, n);
+    EXPECT_EQ(5, window(MXH_COLL_REDUCE_SCATTER_BLOCK, 9, nullptr, nullptr, &n, &r));
+    // bcast, a rank of the root's node (3 stages): n + 3 posting ahead, else n + 2
+    EXPECT_EQ(6, window(MXH_COLL_BCAST, 1, nullptr, &m, &n, &r));
+    EXPECT_EQ(3, n);
+    EXPECT_EQ(5, window(MXH_COLL_BCAST, 1, nullptr, nullptr, &n, &r));
+}
 
 TEST(Sched, FragmentsAndRounds)
 {
