@@ -536,8 +536,8 @@ typedef struct frag_state {
     int          started; /* the stage's step is running (op) */
     int          src_i;   /* step that reads ctx->src (-1: none, or started) */
     uint64_t     t0;      /* when the running step started (metrics) */
-    double       posted;  /* MPI_Wtime when the running step started (a staggered
-                             one's, stream_stagger) */
+    double       due;     /* a staggered step posting ahead: when its scatter is due
+                             to end (MPI_Wtime), else 0 (stream_stagger) */
     mxh_p2p_op_t op;
 } frag_state_t;
 
@@ -719,18 +719,14 @@ static int stream_stagger(stream_t *S, const frag_state_t *fs, const mxh_step_t 
     const frag_state_t *y = &fs[(f - 1) % S->FS];
     if (!(y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0))
         return 0;
-    if (S->ctx->times == NULL || s->level >= S->ctx->times->nlevels)
-        return 1;
     /* posted a latency before fragment f - 1's scatter is due to end, so that its
-     * bytes follow without the link idling for the latency: the region's time on
-     * the link from f - 1's start (its latency overlaps the bytes before it) */
-    const mxh_step_t *ys = y->op.s;
-    size_t bytes = ys->count * S->ctx->extent, msg = bytes / (size_t)(ys->gsize - 1);
-    double t = y->posted + mxh_cost_link_time(S->ctx->times, s->level, bytes, msg);
-    if (MPI_Wtime() >= t)
+     * bytes follow without the link idling for the latency */
+    if (y->due <= 0)
+        return 1;
+    if (MPI_Wtime() >= y->due)
         return 0;
-    if (S->wake == 0 || t < S->wake)
-        S->wake = t;
+    if (S->wake == 0 || y->due < S->wake)
+        S->wake = y->due;
     return 1;
 }
 
@@ -780,8 +776,14 @@ static int stream_try(stream_t *S, frag_state_t *fs, frag_state_t *x, int f, int
             x->op.hold = S->pace != NULL;
             x->started = 1;
             x->t0      = S->ctx->lvl ? mxh_ticks() : 0;
-            if (S->ctx->times != NULL && mxh_step_staggered(s))
-                x->posted = MPI_Wtime();
+            x->due     = 0;
+            if (S->ctx->times != NULL && s->level < S->ctx->times->nlevels &&
+                mxh_step_staggered(s)) {
+                /* the region's time on the link from now (its latency overlaps the
+                 * bytes before it) */
+                size_t bytes = s->count * S->ctx->extent, msg = bytes / (size_t)(s->gsize - 1);
+                x->due = MPI_Wtime() + mxh_cost_link_time(S->ctx->times, s->level, bytes, msg);
+            }
             S->busy[st]++;
         } else {
             x->stage++;
