@@ -306,6 +306,15 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
             if (p > 2)
                 phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q), 0,
                         MXH_COST_OTHERS, p - 2);
+        } else if (m->net[level]) {
+            /* p2p.c root_adds: the root's part stays out of the others' reduce-scatter
+             * (p - 2 parts into each other); the root adds it to what it gathers */
+            if (p > 2)
+                phase_r(ph, alpha(m, level, q), (p - 2) * q * beta(m, level, q),
+                        p / 3.0 * q * g, MXH_COST_OTHERS, p - 2);
+            phase_r(ph, alpha(m, level, q), n * beta(m, level, q), n * g, MXH_COST_ROOT_IN,
+                    p - 1);
+            phase2(ph, MXH_COST_OTHERS_OUT, q * beta(m, level, q), 1);
         } else {
             phase_r(ph, alpha(m, level, q), n * beta(m, level, q), (p + 1) / 3.0 * q * g,
                     MXH_COST_OTHERS, p - 1);

@@ -37,6 +37,21 @@ static int rootless(const mxh_step_t *s, mxh_p2p_algo_t algo)
            s->counts == NULL && algo == MXH_P2P_DIRECT;
 }
 
+/* A rootless reduce step on the network: the root keeps its contribution out of the
+ * others' reduce-scatter and adds it to the sum it gathers. The others' exchanges
+ * then wait on none of the root's messages, whose window (the root's node's ranks
+ * hold the stream that paces everyone's, exec.c) otherwise held every member's
+ * reduce-scatter of a fragment until the root had started it. Inside the node the
+ * root still sends its part: its NVLink carries nothing else outwards, and adding a
+ * whole fragment there would cost the root a pass over it. Simulated (SimGrid,
+ * reduce 256 MiB, 4 MiB fragments, RESULTS.md section 5, "The root adds its own
+ * contribution"): 128 x 8 GPUs in 4 leaf groups 1001.44 -> 856.90 us, 64 x 8
+ * 937.76 -> 866.52, 32 x 8 938.68 -> 912.34; 16 x 8 (one leaf) 809.47 -> 834.30. */
+static int root_adds(const mxh_step_t *s, mxh_p2p_algo_t algo)
+{
+    return rootless(s, algo) && s->type == MXH_STEP_REDUCE && s->net;
+}
+
 static void rootless_part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
 {
     if (x == s->root) {
@@ -277,8 +292,11 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
 
     if (s->type == MXH_STEP_SPREAD && mxh_p2p_usable(s))
         return (size_t)spread_nrecv(s) * s->count;
-    if (!mxh_p2p_usable(s) || single_exchange(s) || s->type == MXH_STEP_ALLGATHER ||
-        s->type == MXH_STEP_BCAST)
+    /* a reduce step of any size: the stream executor runs small ones point to point
+     * too (exec.c p2p_structural), and the direct reduce-scatter's p - 1 parts of
+     * ceil(count / p) may exceed the region's count elements */
+    if (!(s->type == MXH_STEP_REDUCE ? s->gsize > 1 : mxh_p2p_usable(s)) ||
+        single_exchange(s) || s->type == MXH_STEP_ALLGATHER || s->type == MXH_STEP_BCAST)
         return 0;
     switch (mxh_p2p_choose(s, ext)) {
     case MXH_P2P_RING:
@@ -298,6 +316,8 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         return need;
     }
     case MXH_P2P_DIRECT:
+        if (root_adds(s, MXH_P2P_DIRECT) && s->me == s->root)
+            return s->count; /* the others' sum, gathered */
         if (rootless(s, MXH_P2P_DIRECT))
             rootless_part(s, s->me, &off, &cnt);
         else
@@ -398,13 +418,14 @@ static int direct_post(mxh_p2p_op_t *op)
     size_t moff, mcnt, off, cnt;
 
     op_part(op, me, &moff, &mcnt);
-    if (op->rootless && op->k >= op->nrs && me == s->root)
-        return MPI_SUCCESS; /* bcast: the root holds the region, its part is empty */
+    if (op->rootless && (op->k >= op->nrs || op->root_adds) && me == s->root)
+        return MPI_SUCCESS; /* bcast: the root holds the region, its part is empty;
+                               root_adds: the root keeps its contribution */
     for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
         int x = (me + i) % p; /* spread the first messages over different peers */
         int slot = x < me ? x : x - 1;
         op_part(op, x, &off, &cnt);
-        if (op->rootless && op->k >= op->nrs && x == s->root)
+        if (op->rootless && (op->k >= op->nrs || op->root_adds) && x == s->root)
             continue;
         if (op->k < op->nrs) /* my part from x, x's part to x */
             rc = post_pair(op, x, at(op, op->tmp, (size_t)slot * mcnt), mcnt, src_at(op, off),
@@ -483,8 +504,9 @@ static int root_post(mxh_p2p_op_t *op, int scatter)
     for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
         int x = (me + i) % p;
         op_part(op, owned_part(op, x), &off, &cnt);
-        rc = scatter ? post_pair(op, x, NULL, 0, at(op, op->base, off), cnt)
-                     : post_pair(op, x, at(op, op->base, off), cnt, NULL, 0);
+        rc = scatter      ? post_pair(op, x, NULL, 0, at(op, op->base, off), cnt)
+             : op->root_adds ? post_pair(op, x, at(op, op->tmp, off), cnt, NULL, 0)
+                             : post_pair(op, x, at(op, op->base, off), cnt, NULL, 0);
     }
     return rc;
 }
@@ -586,6 +608,10 @@ static int complete(mxh_p2p_op_t *op)
 
     if (s->type == MXH_STEP_SPREAD)
         return spread_complete(op);
+    if (op->root_adds && op->k == op->nrs && me == s->root) {
+        const void *in[2] = {op->src, op->tmp}; /* mine, then the others' sum */
+        return reduce_n(op, in, 2, op->base, s->count);
+    }
     if (single_exchange(s) || (s->type == MXH_STEP_BCAST && op->k == 0) ||
         (s->type == MXH_STEP_REDUCE && op->k == op->nrs))
         return MPI_SUCCESS; /* root phases only move data */
@@ -610,11 +636,12 @@ static int complete(mxh_p2p_op_t *op)
         /* my part: my contribution, then the others' in rank order, fused */
         const void *in[MXH_P2P_DIRECT_P];
         op_part(op, me, &off, &cnt);
+        int n = 1;
         in[0] = op->src + off * op->env.ext;
-        for (int x = 0, n = 1; x < p; x++)
-            if (x != me)
+        for (int x = 0; x < p; x++)
+            if (x != me && !(op->root_adds && x == s->root))
                 in[n++] = at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt);
-        return reduce_n(op, in, p, at(op, op->base, off), cnt);
+        return reduce_n(op, in, n, at(op, op->base, off), cnt);
     }
     case MXH_P2P_RADIX_AR: {
         /* acc = v_{f-1} op (... op (v_1 op v_0)) in digit order, the same on every
@@ -657,6 +684,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->algo   = mxh_p2p_choose(s, env->ext);
     op->ascend = even_split(s);
     op->rootless = rootless(s, op->algo);
+    op->root_adds = root_adds(s, op->algo);
     if (single_exchange(s)) {
         op->nrs  = 0;
         op->nsub = 1;

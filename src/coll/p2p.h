@@ -75,6 +75,7 @@ typedef struct mxh_p2p_op {
     int               nsub;   /* all substeps */
     int               ascend; /* rhd: nearest partner first */
     int               rootless; /* bcast/reduce, direct: the root's part is empty */
+    int               root_adds; /* rootless reduce: the root adds its contribution last */
     int               nfac;   /* radix: factors */
     int               fac[32];
     int               active;

@@ -152,7 +152,8 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
 // The root steps: bcast and reduce (over an even split, from MXH_P2P_TREE_COUNT
 // elements), scatter and gather (parts counts/displs), at every root.
 void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t count,
-                  int root, bool uneven, bool rootless = false)
+                  int root, bool uneven, bool rootless = false, bool net = false,
+                  bool separate = false)
 {
     int p, me;
     MPI_Comm_size(comm, &p);
@@ -164,8 +165,10 @@ void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, si
     st.s.type     = type;
     st.s.root     = root;
     st.s.rootless = rootless;  // a pipeline's step: the root's part empty (direct)
-    std::string what = fmt("%s p=%d count=%zu root=%d %s%s algo=%s", mxh_step_type_name(type), p,
-                           count, root, uneven ? "uneven" : "even", rootless ? " rootless" : "",
+    st.s.net      = net;       // on the network a rootless reduce's root adds its own last
+    std::string what = fmt("%s p=%d count=%zu root=%d %s%s%s%s algo=%s", mxh_step_type_name(type),
+                           p, count, root, uneven ? "uneven" : "even", rootless ? " rootless" : "",
+                           net ? " net" : "", separate ? " src" : "",
                            mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(int))));
     // below MXH_P2P_TREE_COUNT only the stream executor runs bcast/reduce point to
     // point (every fragment's step, whatever its size)
@@ -199,7 +202,10 @@ void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, si
     }
     ck.rc(rc, "MPICH reference " + what);
     mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM};
-    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), NULL, (char *)tmp.data(), 4343);
+    if (separate) // the input in its own buffer, the region's holding garbage
+        std::fill(work.begin(), work.end(), -7);
+    rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), separate ? (const char *)in.data() : NULL,
+                     (char *)tmp.data(), 4343);
     ck.rc(rc, what);
     // the defined results: everywhere for bcast, my part for scatter, the root for
     // reduce and gather
@@ -227,6 +233,9 @@ void check_all(mxh_test::Checker &ck, MPI_Comm comm)
             for (bool rootless : {false, true}) {
                 check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false, rootless);
                 check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, rootless);
+                for (bool separate : {false, true})
+                    check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, rootless, true,
+                                 separate);
             }
     for (size_t count : {(size_t)1, (size_t)7, (size_t)1021})
         for (int root = 0; root < p; root++)
