@@ -60,7 +60,8 @@ typedef struct mxh_step {
     int    net;     /* the level's groups span nodes (rail, spine): messages cross the
                        network, where each one costs microseconds of latency */
     int    rootless; /* bcast/reduce of a pipeline (MXH_PLAN_THROUGH): point to point,
-                        split the region among the other members only (p2p.c) */
+                        split the region among the other members only (p2p.c); a reduce
+                        on the network: the root adds its own part last (root_adds) */
     int    ring;    /* the level's groups are neighbours along a torus dimension in ring
                        order (layout ring[]): rings keep every message on one link */
     int    ports;   /* spread plans: the node's ranks (g), each a port to 1/g of the nodes;
