@@ -15,6 +15,7 @@
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
 #define MXH_COST_STAGE_CAP_REDUCE 4 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
+#define MXH_COST_STAGE_CAP_REDUCE_MAX 8 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE_MAX */
 #define MXH_COST_STAGE_CAP_BCAST_NET 3 /* exec.c: MXH_STREAM_STAGE_CAP_BCAST_NET */
 #define MXH_COST_STAGE_CAP_STAGGER 3 /* exec.c: MXH_STREAM_STAGE_CAP_STAGGER */
 #define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
@@ -544,6 +545,23 @@ static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double b
     sc->level[slot] = -1;
     sc->cpu += bytes * m->kappa;
     sc->scpu[slot] += bytes * m->kappa;
+}
+
+/* exec.c reduce_cap: the fragments a rootless reduce step of @region bytes at @level
+ * holds, four and floor(2 x latency / bytes time) more, at most
+ * MXH_COST_STAGE_CAP_REDUCE_MAX */
+static int reduce_cap(const mxh_cost_model_t *m, int level, double region)
+{
+    int cap = MXH_COST_STAGE_CAP_REDUCE;
+    if (level >= 0 && level < m->nlevels && m->gsize[level] > 1) {
+        double msg = (double)(size_t)(region / (m->gsize[level] - 1));
+        double tb = region * beta(m, level, msg), lat = alpha(m, level, msg);
+        if (tb > 0)
+            cap = 2 * lat / tb < MXH_COST_STAGE_CAP_REDUCE_MAX
+                      ? MXH_COST_STAGE_CAP_REDUCE + (int)(2 * lat / tb)
+                      : MXH_COST_STAGE_CAP_REDUCE_MAX;
+    }
+    return cap < MXH_COST_STAGE_CAP_REDUCE_MAX ? cap : MXH_COST_STAGE_CAP_REDUCE_MAX;
 }
 
 static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
@@ -1140,11 +1158,12 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
         if (sc->rooted) /* a rank's window counts its own stages: one per level */
             nst = m->nlevels;
         W = nst + 2;
-        int r = 0; /* exec.c stream_window: two more per rootless reduce stage */
+        int r = 0; /* exec.c stream_window: its cap less two more per rootless reduce stage */
         for (int s = 0; s < NSLOT; s++)
-            r += sc->rreduce[s] && sc->ph[s].n > 0;
-        if (nst + 2 + 2 * r > W)
-            W = nst + 2 + 2 * r;
+            r += sc->rreduce[s] && sc->ph[s].n > 0 ? reduce_cap(m, sc->level[s], sc->region[s]) - 2
+                                                   : 0;
+        if (nst + 2 + r > W)
+            W = nst + 2 + r;
         if (m->pace && !sc->rooted && nst >= 3) /* exec.c stream_window */
             W = nst + 3;
         /* (exec.c stream_window gives a bcast that posts ahead one more fragment
@@ -1157,7 +1176,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
             cap[s] = sc->level[s] < 0                        ? 1
                      : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
                      : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
-                     : sc->rreduce[s]                         ? MXH_COST_STAGE_CAP_REDUCE
+                     : sc->rreduce[s] ? reduce_cap(m, sc->level[s], sc->region[s])
                      : sc->rbcast_net[s]                      ? MXH_COST_STAGE_CAP_BCAST_NET
                      : sc->stagger[s] && m->ahead             ? MXH_COST_STAGE_CAP_STAGGER
                                                                : MXH_COST_STAGE_CAP;

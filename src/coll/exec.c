@@ -340,6 +340,8 @@ static int reduce_rootless(const mxh_step_t *s)
     return s->rootless && s->type == MXH_STEP_REDUCE && s->gsize > 1;
 }
 
+static int reduce_cap(const mxh_step_t *s, const mxh_exec_ctx_t *ctx);
+
 static int bcast_rootless(const mxh_step_t *s)
 {
     return s->rootless && s->type == MXH_STEP_BCAST;
@@ -366,19 +368,21 @@ static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     for (int st = 0; st < sched->nstages; st++) {
         int i = sched->plan->stage_step[st];
         n += i >= 0;
-        r += i >= 0 && reduce_rootless(&sched->plan->steps[i]);
+        r += i >= 0 && reduce_rootless(&sched->plan->steps[i])
+                 ? reduce_cap(&sched->plan->steps[i], ctx) - 2
+                 : 0;
         z += i >= 0 && bcast_rootless(&sched->plan->steps[i]);
     }
     w = n + 2;
-    /* A rootless reduce step holds up to MXH_STREAM_STAGE_CAP_REDUCE fragments, each
-     * for two exchanges: two more fragments in flight per such stage keep the
-     * stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
+    /* A rootless reduce step holds up to reduce_cap fragments (four, more where
+     * latency is long), each for two exchanges: that many less two more fragments in
+     * flight per such stage keep the stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
      * groups, RESULTS.md section 5, "Four fragments per rootless reduce stage"): a
      * window of 6, 8, 10, 12 on every rank 1325.77, 1111.29, 1066.65, 1048.74 us,
      * this rule 1059.47; under SimGrid's default network model 1933.32, 1722.28,
      * 1457.97, 1502.05, this rule 1429.33. */
-    if (n + 2 + 2 * r > w)
-        w = n + 2 + 2 * r;
+    if (n + 2 + r > w)
+        w = n + 2 + r;
     /* Paced, a heavy stage takes three fragments (MXH_STREAM_STAGE_CAP_PACED); with
      * stages on both of its sides (allreduce: node reduce-scatter, rail, node
      * allgather) it fills only if one more fragment is in flight. Measured
@@ -588,6 +592,16 @@ static size_t io_piece(const mxh_sched_t *sched)
  * (SimGrid's default model: a latency per fragment exposed). Simulated, reduce
  * 256 MiB, RESULTS.md section 5, "Four fragments per rootless reduce stage". */
 #define MXH_STREAM_STAGE_CAP_REDUCE 4
+/* Where a latency is long against the region's bytes, the fragments of a rootless
+ * reduce step wait on it twice (one per exchange) and the links idle unless more
+ * fragments are in the step: reduce_cap adds floor(2 x latency / bytes time), by the
+ * link times the stream knows (ctx->times: measured, else configured), up to this.
+ * Simulated (SimGrid's default network model, reduce 256 MiB, 16 x 8 GPUs, RESULTS.md
+ * section 5, "Rootless reduce stages as deep as their latency"): 8 MiB fragments, the
+ * rail's 23.3 us latency against its 23.2 us of bytes: six fragments 1121.11 us, five
+ * 1135.36, four 1177.84. On exact links the rule keeps four: six there cost 3.6 % at
+ * 64 x 8 GPUs (898.05 against 866.52 us). */
+#define MXH_STREAM_STAGE_CAP_REDUCE_MAX 8
 /* A rootless bcast step on the network (not staggered, below): three fragments,
  * so that a third scatter is posted while two fragments wait on their latencies.
  * Simulated bcast 256 MiB (RESULTS.md section 5, same subsection), two -> three:
@@ -663,6 +677,22 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
     S->next_ok[r] = S->link_free[r] - lat;
 }
 
+/* Fragments at most on the rootless reduce step @s (MXH_STREAM_STAGE_CAP_REDUCE_MAX) */
+static int reduce_cap(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+{
+    int cap = MXH_STREAM_STAGE_CAP_REDUCE;
+    if (ctx->times != NULL && s->gsize > 1) {
+        size_t bytes = s->count * ctx->extent, msg = bytes / (size_t)(s->gsize - 1);
+        double tb  = mxh_cost_link_time(ctx->times, s->level, bytes, msg);
+        double lat = mxh_cost_latency(ctx->times, s->level, msg);
+        if (tb > 0 && 2 * lat / tb < MXH_STREAM_STAGE_CAP_REDUCE_MAX)
+            cap += (int)(2 * lat / tb);
+        else if (tb > 0)
+            cap = MXH_STREAM_STAGE_CAP_REDUCE_MAX;
+    }
+    return cap < MXH_STREAM_STAGE_CAP_REDUCE_MAX ? cap : MXH_STREAM_STAGE_CAP_REDUCE_MAX;
+}
+
 /* Fragments at most on a stage whose step is @s (NULL: none here) */
 static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
 {
@@ -671,7 +701,7 @@ static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
     if (S->pace != NULL)
         return MXH_STREAM_STAGE_CAP_PACED;
     if (s != NULL && reduce_rootless(s))
-        return MXH_STREAM_STAGE_CAP_REDUCE;
+        return reduce_cap(s, S->ctx);
     if (s != NULL && bcast_rootless_net(s))
         return MXH_STREAM_STAGE_CAP_BCAST_NET;
     if (s != NULL && mxh_step_staggered(s) && S->ctx->times != NULL)
