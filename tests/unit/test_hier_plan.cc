@@ -1639,6 +1639,19 @@ TEST(Sched, StreamWindow)
     int w = window(MXH_COLL_REDUCE, 1, nullptr, nullptr, &n, &r);
     ASSERT_GE(r, 1);
     EXPECT_EQ(n + 2 + 2 * r, w);
+    // with link times (exec.c reduce_cap), exact links: four on the rail (2 us against
+    // 512 KiB / 48 GB/s = 10.92 us) and the node (1 us against 4 MiB / 370 GB/s = 11.34
+    // us), eight (the most) on the spine (4 us against 64 KiB / 48 GB/s = 1.37 us: 5 more)
+    ASSERT_EQ(3, m.nlevels);
+    EXPECT_EQ(n + 2 + 2 + 2 + 6, window(MXH_COLL_REDUCE, 1, nullptr, &m, &n, &r));
+    ASSERT_EQ(3, r);
+    // latencies of 11.6, 23.3 and 46.6 us: floor(2 x 11.6 / 11.34) = 2 more on the
+    // node, floor(2 x 23.3 / 10.92) = 4 on the rail: six and eight
+    mxh_cost_model_t slow = m;
+    slow.lvl[0].alpha = 11.6e-6;
+    slow.lvl[1].alpha = 23.3e-6;
+    slow.lvl[2].alpha = 46.6e-6;
+    EXPECT_EQ(n + 2 + 4 + 6 + 6, window(MXH_COLL_REDUCE, 1, nullptr, &slow, &n, &r));
     // allreduce, 5 stages: paced n + 3 (= 2n - 2 here), unpaced 2n - 2
     w = window(MXH_COLL_ALLREDUCE, 9, &m, nullptr, &n, &r);
     EXPECT_EQ(5, n);
