@@ -333,6 +333,10 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     return 1;
 }
 
+/* A step whose region is at most 1/MXH_STREAM_LIGHT of the stream's largest is light
+ * (MXH_STREAM_STAGE_CAP says what that changes) */
+#define MXH_STREAM_LIGHT 32
+
 /* The rootless steps of the through shape (plan.h MXH_PLAN_THROUGH) that hold more
  * fragments than the others (MXH_STREAM_STAGE_CAP_REDUCE, _BCAST_NET) */
 static int reduce_rootless(const mxh_step_t *s)
@@ -341,6 +345,7 @@ static int reduce_rootless(const mxh_step_t *s)
 }
 
 static int reduce_cap(const mxh_step_t *s, const mxh_exec_ctx_t *ctx);
+static int latency_extra(const mxh_step_t *s, const mxh_exec_ctx_t *ctx);
 
 static int bcast_rootless(const mxh_step_t *s)
 {
@@ -364,10 +369,19 @@ static int bcast_rootless_net(const mxh_step_t *s)
  * window 6 1576 us, 7 1516, 8 1517, 10 1525. */
 static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
-    int n = 0, r = 0, z = 0, w;
+    int n = 0, r = 0, z = 0, b = 0, w;
+    size_t most = 0;
+    for (int st = 0; st < sched->nstages; st++)
+        if (sched->plan->stage_step[st] >= 0 &&
+            sched->plan->steps[sched->plan->stage_step[st]].count > most)
+            most = sched->plan->steps[sched->plan->stage_step[st]].count;
     for (int st = 0; st < sched->nstages; st++) {
         int i = sched->plan->stage_step[st];
         n += i >= 0;
+        b += i >= 0 && bcast_rootless_net(&sched->plan->steps[i]) &&
+                     sched->plan->steps[i].count * MXH_STREAM_LIGHT > most
+                 ? latency_extra(&sched->plan->steps[i], ctx)
+                 : 0;
         r += i >= 0 && reduce_rootless(&sched->plan->steps[i])
                  ? reduce_cap(&sched->plan->steps[i], ctx) - 2
                  : 0;
@@ -400,6 +414,17 @@ static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
      * 792.40. */
     if (ctx->times != NULL && z > 0 && n >= 3 && n + 3 > w)
         w = n + 3;
+    /* A rootless bcast step on the network holds a fragment for two exchanges (the
+     * root's scatter, the others' allgather), each behind a latency: where the
+     * latencies are long against the region's bytes, floor(2 x latency / bytes time)
+     * more fragments in flight keep its links busy (latency_extra; not for a light
+     * step, below, such as the spine's at 1024 GPUs: its bytes hold nothing). Simulated
+     * (SimGrid's default network model, bcast 256 MiB in 16 MiB fragments, 16 x 8
+     * GPUs, RESULTS.md section 5, "Rootless reduce stages as deep as their
+     * latency"): the other nodes' ranks (two stages) with a window of 4 1131.88 us,
+     * 5 (this rule) 1103.88. */
+    if (ctx->times != NULL && n + 2 + b > w)
+        w = n + 2 + b;
     if (2 * n - 2 > w)
         w = 2 * n - 2;
     if (sched->depth > 0)
@@ -569,7 +594,6 @@ static size_t io_piece(const mxh_sched_t *sched)
  * idle on both latencies (simulated 256-GPU allgather 256 MiB 785.71 -> 750.69
  * us). */
 #define MXH_STREAM_STAGE_CAP 2
-#define MXH_STREAM_LIGHT     32
 /* Paced (MPIX_HIER_PIPELINE_PACE), a third fragment on a stage: pacing keeps it
  * off the link until the bytes booked before it have crossed, so it does not
  * share; it only lets its exchange be posted a latency ahead while two others
@@ -677,19 +701,26 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
     S->next_ok[r] = S->link_free[r] - lat;
 }
 
+/* floor(2 x latency / bytes time) of the step @s (a rootless bcast or reduce: two
+ * exchanges of its region in messages of 1/(p - 1) of it) by the stream's link times,
+ * at most MXH_STREAM_STAGE_CAP_REDUCE_MAX; 0 without link times. */
+static int latency_extra(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+{
+    if (ctx->times == NULL || s->gsize < 2)
+        return 0;
+    size_t bytes = s->count * ctx->extent, msg = bytes / (size_t)(s->gsize - 1);
+    double tb  = mxh_cost_link_time(ctx->times, s->level, bytes, msg);
+    double lat = mxh_cost_latency(ctx->times, s->level, msg);
+    if (tb <= 0)
+        return 0;
+    return 2 * lat / tb < MXH_STREAM_STAGE_CAP_REDUCE_MAX ? (int)(2 * lat / tb)
+                                                          : MXH_STREAM_STAGE_CAP_REDUCE_MAX;
+}
+
 /* Fragments at most on the rootless reduce step @s (MXH_STREAM_STAGE_CAP_REDUCE_MAX) */
 static int reduce_cap(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
 {
-    int cap = MXH_STREAM_STAGE_CAP_REDUCE;
-    if (ctx->times != NULL && s->gsize > 1) {
-        size_t bytes = s->count * ctx->extent, msg = bytes / (size_t)(s->gsize - 1);
-        double tb  = mxh_cost_link_time(ctx->times, s->level, bytes, msg);
-        double lat = mxh_cost_latency(ctx->times, s->level, msg);
-        if (tb > 0 && 2 * lat / tb < MXH_STREAM_STAGE_CAP_REDUCE_MAX)
-            cap += (int)(2 * lat / tb);
-        else if (tb > 0)
-            cap = MXH_STREAM_STAGE_CAP_REDUCE_MAX;
-    }
+    int cap = MXH_STREAM_STAGE_CAP_REDUCE + latency_extra(s, ctx);
     return cap < MXH_STREAM_STAGE_CAP_REDUCE_MAX ? cap : MXH_STREAM_STAGE_CAP_REDUCE_MAX;
 }
 

@@ -1652,6 +1652,13 @@ TEST(Sched, StreamWindow)
     slow.lvl[1].alpha = 23.3e-6;
     slow.lvl[2].alpha = 46.6e-6;
     EXPECT_EQ(n + 2 + 4 + 6 + 6, window(MXH_COLL_REDUCE, 1, nullptr, &slow, &n, &r));
+    // bcast, a rank of another node of the root's leaf group (rail, spine and node
+    // stages): on exact links n + 3 (it posts ahead); under the long latencies its
+    // rootless rail step (512 KiB in messages of 1/7) adds floor(2 x 23.3 / 10.92) = 4
+    // to n + 2, its spine step (64 KiB, light) nothing
+    EXPECT_EQ(6, window(MXH_COLL_BCAST, 9, nullptr, &m, &n, &r));
+    EXPECT_EQ(3, n);
+    EXPECT_EQ(n + 2 + 4, window(MXH_COLL_BCAST, 9, nullptr, &slow, &n, &r));
     // allreduce, 5 stages: paced n + 3 (= 2n - 2 here), unpaced 2n - 2
     w = window(MXH_COLL_ALLREDUCE, 9, &m, nullptr, &n, &r);
     EXPECT_EQ(5, n);
