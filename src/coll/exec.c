@@ -337,6 +337,17 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
  * (MXH_STREAM_STAGE_CAP says what that changes) */
 #define MXH_STREAM_LIGHT 32
 
+/* The largest region (elements) of a step of @sched's stages */
+static size_t stream_most(const mxh_sched_t *sched)
+{
+    const mxh_plan_t *p = sched->plan;
+    size_t most         = 0;
+    for (int st = 0; st < sched->nstages; st++)
+        if (p->stage_step[st] >= 0 && p->steps[p->stage_step[st]].count > most)
+            most = p->steps[p->stage_step[st]].count;
+    return most;
+}
+
 /* The rootless steps of the through shape (plan.h MXH_PLAN_THROUGH) that hold more
  * fragments than the others (MXH_STREAM_STAGE_CAP_REDUCE, _BCAST_NET) */
 static int reduce_rootless(const mxh_step_t *s)
@@ -370,11 +381,7 @@ static int bcast_rootless_net(const mxh_step_t *s)
 static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
 {
     int n = 0, r = 0, z = 0, b = 0, w;
-    size_t most = 0;
-    for (int st = 0; st < sched->nstages; st++)
-        if (sched->plan->stage_step[st] >= 0 &&
-            sched->plan->steps[sched->plan->stage_step[st]].count > most)
-            most = sched->plan->steps[sched->plan->stage_step[st]].count;
+    size_t most = stream_most(sched);
     for (int st = 0; st < sched->nstages; st++) {
         int i = sched->plan->stage_step[st];
         n += i >= 0;
@@ -390,8 +397,9 @@ static int stream_window(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
     w = n + 2;
     /* A rootless reduce step holds up to reduce_cap fragments (four, more where
      * latency is long), each for two exchanges: that many less two more fragments in
-     * flight per such stage keep the stages before it fed. Measured (SimGrid, reduce 256 MiB, 32 x 8 GPUs in 4 leaf
-     * groups, RESULTS.md section 5, "Four fragments per rootless reduce stage"): a
+     * flight per such stage keep the stages before it fed. Measured (SimGrid, reduce
+     * 256 MiB, 32 x 8 GPUs in 4 leaf groups, with four per stage, RESULTS.md section
+     * 5, "Four fragments per rootless reduce stage"): a
      * window of 6, 8, 10, 12 on every rank 1325.77, 1111.29, 1066.65, 1048.74 us,
      * this rule 1059.47; under SimGrid's default network model 1933.32, 1722.28,
      * 1457.97, 1502.05, this rule 1429.33. */
@@ -743,11 +751,8 @@ static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
 static void stream_caps(stream_t *S)
 {
     const mxh_plan_t *p = S->sched->plan;
-    size_t most         = 0;
+    size_t most         = stream_most(S->sched);
 
-    for (int st = 0; st < S->sched->nstages; st++)
-        if (p->stage_step[st] >= 0 && p->steps[p->stage_step[st]].count > most)
-            most = p->steps[p->stage_step[st]].count;
     for (int st = 0; st < S->sched->nstages; st++) {
         int i      = p->stage_step[st];
         int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
