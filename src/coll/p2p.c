@@ -46,7 +46,7 @@ static int rootless(const mxh_step_t *s, mxh_p2p_algo_t algo)
  * whole fragment there would cost the root a pass over it. Simulated (SimGrid,
  * reduce 256 MiB, 4 MiB fragments, RESULTS.md section 5, "The root adds its own
  * contribution"): 128 x 8 GPUs in 4 leaf groups 1001.44 -> 856.90 us, 64 x 8
- * 937.76 -> 866.52, 32 x 8 938.68 -> 912.34; 16 x 8 (one leaf) 809.47 -> 834.30. */
+ * 937.76 -> 866.52, 32 x 8 938.68 -> 912.34; 16 x 8 (one leaf) 809.47 -> 834.26. */
 static int root_adds(const mxh_step_t *s, mxh_p2p_algo_t algo)
 {
     return rootless(s, algo) && s->type == MXH_STEP_REDUCE && s->net;
