@@ -59,11 +59,83 @@ static void sim_init(void)
  * globals, else for all). */
 static int poll_off;
 
+int mxh_sim_poll_start(mxh_sim_poll_t *p)
+{
+    int rc;
+
+    p->recv = p->send = MPI_REQUEST_NULL;
+    p->t0 = 0;
+    if (poll_off)
+        return MPI_SUCCESS;
+    /* synchronous send: SMPI detaches small standard sends, and SimGrid 3.32
+     * keeps detached sends in the sender's activity list for good */
+    rc = MPI_Irecv(NULL, 0, MPI_BYTE, 0, SIM_POLL_TAG, MPI_COMM_SELF, &p->recv);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Issend(NULL, 0, MPI_BYTE, 0, SIM_POLL_TAG, MPI_COMM_SELF, &p->send);
+    if (rc != MPI_SUCCESS && p->recv != MPI_REQUEST_NULL) { /* no send to match it */
+        MPI_Cancel(&p->recv);
+        MPI_Wait(&p->recv, MPI_STATUS_IGNORE);
+    }
+    p->t0 = simgrid_get_clock();
+    return rc;
+}
+
+/* The sentinel came: complete its send, check that the poll cost no time. */
+static int poll_end(mxh_sim_poll_t *p)
+{
+    int rc = MPI_SUCCESS;
+
+    if (p->recv != MPI_REQUEST_NULL)
+        rc = MPI_Wait(&p->recv, MPI_STATUS_IGNORE);
+    /* the clock moves only while no request is complete and the sentinel is not:
+     * by the loopback latency (0 in SimGrid's default loopback) */
+    if (!poll_off && simgrid_get_clock() - p->t0 > 1e-7) {
+        poll_off = 1;
+        mxh_warn("a poll took %g us of simulated time (the platform gives hosts a "
+                 "loopback latency): no more polls, the pipelines wait instead",
+                 (simgrid_get_clock() - p->t0) * 1e6);
+    }
+    if (p->send != MPI_REQUEST_NULL) {
+        int rc2 = MPI_Wait(&p->send, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = rc2;
+    }
+    return rc;
+}
+
+int mxh_sim_poll_next(mxh_sim_poll_t *p, int n, MPI_Request *reqs, int *k)
+{
+    MPI_Request stack[16], *all = stack;
+    int rc;
+
+    *k = -1;
+    if (p->recv == MPI_REQUEST_NULL) /* polls off, or the sentinel failed to post */
+        return poll_end(p);
+    if (n + 1 > (int)(sizeof(stack) / sizeof(stack[0])) &&
+        (all = malloc((size_t)(n + 1) * sizeof(*all))) == NULL) {
+        poll_end(p);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(all, reqs, (size_t)n * sizeof(*all));
+    all[n] = p->recv;
+    rc     = MPI_Waitany(n + 1, all, k, MPI_STATUS_IGNORE);
+    if (all != stack)
+        free(all);
+    if (rc == MPI_SUCCESS && *k >= 0 && *k < n) {
+        reqs[*k] = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS && *k == n)
+        p->recv = MPI_REQUEST_NULL; /* completed and freed by the wait */
+    *k = -1;
+    int rc2 = poll_end(p);
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 int mxh_sim_testsome(int n, MPI_Request *reqs, int *outcount, int *idx)
 {
-    MPI_Request self[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, *all = NULL;
-    int k = MPI_UNDEFINED, out = 0, active = 0, rc;
-    double t0;
+    mxh_sim_poll_t p;
+    int k, out = 0, active = 0, rc;
 
     for (int i = 0; i < n; i++)
         active += reqs[i] != MPI_REQUEST_NULL;
@@ -71,40 +143,13 @@ int mxh_sim_testsome(int n, MPI_Request *reqs, int *outcount, int *idx)
         *outcount = active == 0 ? MPI_UNDEFINED : 0;
         return MPI_SUCCESS;
     }
-    all = malloc((size_t)(n + 1) * sizeof(*all));
-    if (all == NULL)
-        return MPI_ERR_NO_MEM;
-    memcpy(all, reqs, (size_t)n * sizeof(*all));
-    /* synchronous send: SMPI detaches small standard sends, and SimGrid 3.32
-     * keeps detached sends in the sender's activity list for good */
-    rc = MPI_Irecv(NULL, 0, MPI_BYTE, 0, SIM_POLL_TAG, MPI_COMM_SELF, &self[0]);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Issend(NULL, 0, MPI_BYTE, 0, SIM_POLL_TAG, MPI_COMM_SELF, &self[1]);
-    if (rc != MPI_SUCCESS) {
-        free(all);
+    if ((rc = mxh_sim_poll_start(&p)) != MPI_SUCCESS)
         return rc;
-    }
-    all[n] = self[0];
-    t0     = simgrid_get_clock();
-    while ((rc = MPI_Waitany(n + 1, all, &k, MPI_STATUS_IGNORE)) == MPI_SUCCESS && k >= 0 &&
-           k < n) {
-        reqs[k] = MPI_REQUEST_NULL;
+    while ((rc = mxh_sim_poll_next(&p, n, reqs, &k)) == MPI_SUCCESS && k >= 0)
         if (idx != NULL)
-            idx[out] = k;
-        out++;
-    }
-    if (k != n && all[n] != MPI_REQUEST_NULL)
-        MPI_Wait(&all[n], MPI_STATUS_IGNORE);
-    /* the clock moves only while no request is complete and the sentinel is not:
-     * by the loopback latency (0 in SimGrid's default loopback) */
-    if (simgrid_get_clock() - t0 > 1e-7) {
-        poll_off = 1;
-        mxh_warn("a poll took %g us of simulated time (the platform gives hosts a "
-                 "loopback latency): no more polls, the pipelines wait instead",
-                 (simgrid_get_clock() - t0) * 1e6);
-    }
-    MPI_Wait(&self[1], MPI_STATUS_IGNORE);
-    free(all);
+            idx[out++] = k;
+        else
+            out++;
     *outcount = out;
     return rc;
 }
