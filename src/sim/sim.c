@@ -109,7 +109,7 @@ int mxh_sim_poll_next(mxh_sim_poll_t *p, int n, MPI_Request *reqs, int *k)
     int rc;
 
     *k = -1;
-    if (p->recv == MPI_REQUEST_NULL) /* polls off, or the sentinel failed to post */
+    if (p->recv == MPI_REQUEST_NULL) /* polls off: no sentinel */
         return poll_end(p);
     if (n + 1 > (int)(sizeof(stack) / sizeof(stack[0])) &&
         (all = malloc((size_t)(n + 1) * sizeof(*all))) == NULL) {
