@@ -11,6 +11,8 @@
 #define P2P_DIRECT_P   64
 #define P2P_DIRECT_ANY 8
 #define P2P_RADIX      32
+#define P2P_KARY_P     16
+#define P2P_KARY_RADIX 8
 #define MAX_FRAGS_MODELLED 65536
 #define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
 #define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
@@ -169,11 +171,11 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
 
 /* ---- steps ------------------------------------------------------------------------ */
 
-static int radix_factors(int p, int *fac)
+static int factors(int p, int most, int *fac)
 {
     int n = 0;
     while (p > 1) {
-        int f = P2P_RADIX;
+        int f = most;
         while (f > 1 && p % f != 0)
             f--;
         if (f < 2)
@@ -184,6 +186,11 @@ static int radix_factors(int p, int *fac)
     return n;
 }
 
+static int radix_factors(int p, int *fac)
+{
+    return factors(p, P2P_RADIX, fac);
+}
+
 static int log2i(int p)
 {
     int k = 0;
@@ -192,7 +199,7 @@ static int log2i(int p)
     return k;
 }
 
-typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX } p2p_t;
+typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX, A_KARY } p2p_t;
 
 /* mxh_p2p_choose without forcing, for even splits (parts contiguous) */
 static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes)
@@ -203,6 +210,11 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
     if (m->ring[level] && p > 2 && bytes > P2P_SMALL && type != MXH_STEP_BCAST &&
         type != MXH_STEP_REDUCE)
         return A_RING;
+    if (m->kary && m->net[level] && p > P2P_KARY_P && bytes > P2P_SMALL &&
+        (type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLGATHER ||
+         type == MXH_STEP_ALLREDUCE) &&
+        factors(p, P2P_KARY_RADIX, fac) >= 2)
+        return A_KARY;
     if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
         return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
     if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
@@ -351,6 +363,20 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
                       0, 1);
         break;
+    case A_KARY: { /* per factor f: the range's share of each of f - 1 peers, then back */
+        int nf = factors(p, P2P_KARY_RADIX, fac);
+        double r = n;
+        if (rs)
+            for (int i = 0; i < nf; i++, r /= fac[i - 1])
+                phase(ph, alpha(m, level, r / fac[i]), (fac[i] - 1) * r / fac[i] * beta(m, level, r / fac[i]),
+                      (fac[i] + 1) / 3.0 * r / fac[i] * g, fac[i] - 1);
+        if (ag) {
+            r = n / p;
+            for (int i = nf - 1; i >= 0; i--, r *= fac[i + 1])
+                phase(ph, alpha(m, level, r), (fac[i] - 1) * r * beta(m, level, r), 0, fac[i] - 1);
+        }
+        break;
+    }
     case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
         if (rs)
             phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
@@ -1074,6 +1100,28 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
  * ones would fill (simulated, 256 MiB, RESULTS.md section 5: 128 GPUs allreduce
  * 1334.53 us paced against 1390 unpaced, 1024 GPUs 1512.23 against 1476.91); the
  * model predicts both sides of both. */
+int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, double *t_kary, double *t_direct)
+{
+    int any = 0, fac[32];
+    for (int l = 0; l < m->nlevels && m->trails == 0; l++)
+        any |= m->net[l] && !m->ring[l] && m->gsize[l] > P2P_KARY_P &&
+               factors(m->gsize[l], P2P_KARY_RADIX, fac) >= 2;
+    if (!any || (coll != MXH_COLL_ALLREDUCE && coll != MXH_COLL_REDUCE_SCATTER_BLOCK &&
+                 coll != MXH_COLL_ALLGATHER))
+        return 0;
+    mxh_cost_model_t c = *m;
+    c.kary     = 0;
+    double td  = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    c.kary     = 1;
+    double tk  = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    if (t_kary)
+        *t_kary = tk;
+    if (t_direct)
+        *t_direct = td;
+    return td > 0 && tk > 0 && tk <= td * (1 + MXH_COST_KARY_MARGIN);
+}
+
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes)
 {

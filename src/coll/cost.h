@@ -120,6 +120,8 @@ typedef struct mxh_cost_model {
     int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
     int    pace_auto;                /* MPIX_HIER_PIPELINE_PACE=auto: predictions of the
                                         pacing mxh_cost_pace_pick chooses */
+    int    kary;                     /* network levels of more than 16 ranks exchange as
+                                        p2p.c's kary (mxh_cost_kary_pick); 0: direct */
     int    ahead;                    /* MPIX_HIER_PIPELINE_PACE yes or auto: a bcast's
                                         staggered steps post their scatters ahead by
                                         the link times, paced or not (exec.c) */
@@ -215,6 +217,22 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
 /* MPIX_HIER_PIPELINE_PACE=auto (m->pace_auto): 1 when the schedule of @frag_bytes
  * fragments is predicted faster paced than unpaced, or not modelled (the stream's
  * default); otherwise m->pace. Pure: every rank picks the same. */
+/* kary where it is predicted to cost at most this much: a schedule of direct exchanges
+ * keeps 2(p - 1) requests per fragment in flight on every rank of a long rail, work the
+ * model does not count (posting, completing; SimGrid's per-request bookkeeping made the
+ * 1024-GPU allreduce simulate in 18 CPU-minutes, with kary in 4). The model sees kary's
+ * extra latency per exchange, but only part of its cost in the three-stage pipelines:
+ * 128 x 8 GPUs in 4 leaf groups, 256 MiB, 4 MiB fragments (RESULTS.md section 5, "Fewer
+ * messages on long rails"): allreduce predicted +0.06 %, simulated +0.04 %; allgather
+ * +0.7 % and +4.5 %; reduce_scatter_block +1.2 % and +4.3 %. */
+#define MXH_COST_KARY_MARGIN 0.0025
+
+/* 1 when the schedule of @frag_bytes fragments has a network level of more than 16
+ * ranks that p2p.c's kary can run (reduce-scatter and allgather in log_f p exchanges)
+ * and kary is predicted at most MXH_COST_KARY_MARGIN slower there than direct. Pure:
+ * every rank picks the same. */
+int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, double *t_kary, double *t_direct);
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes);
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,

@@ -769,9 +769,19 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
     /* pacing per schedule (MPIX_HIER_PIPELINE_PACE=auto), from the model's predictions;
      * a schedule the model chose with measured figures by them */
     s->by_model = choice->model;
+    /* kary exchanges on long rails (MPIX_HIER_KARY) where the model predicts them no
+     * slower: the selecting model, else the pacing one (MPIX_HIER_FRAG_SIZE set) */
+    const mxh_cost_model_t *km = h->cost != NULL ? &h->cost->m : mxh_hier_times(h);
+    if (h->config.kary == 1 ||
+        (h->config.kary == 2 && km != NULL &&
+         mxh_cost_kary_pick(km, coll, count, tsize, frag, NULL, NULL)))
+        mxh_sched_set_kary(s);
     const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
-    if (pace != NULL && s->nfrag > 1)
-        s->unpaced = !mxh_cost_pace_pick(pace, coll, count, tsize, frag);
+    if (pace != NULL && s->nfrag > 1) {
+        mxh_cost_model_t pk = *pace;
+        pk.kary     = s->kary;
+        s->unpaced = !mxh_cost_pace_pick(&pk, coll, count, tsize, frag);
+    }
     mxh_sched_destroy(h->scheds[victim].sched);
     h->scheds[victim].sched    = s;
     h->scheds[victim].last_use = h->clock;

@@ -122,12 +122,13 @@ static int log2i(int p)
     return l;
 }
 
-/* p = fac[0] * fac[1] * ..., every factor in [2, MXH_P2P_RADIX]; 0 if impossible. */
-static int radix_factors(int p, int *fac)
+/* p = fac[0] * fac[1] * ..., every factor in [2, @most], largest first; 0 if
+ * impossible. */
+static int factors(int p, int most, int *fac)
 {
     int n = 0;
     while (p > 1) {
-        int f = MXH_P2P_RADIX;
+        int f = most;
         while (f > 1 && p % f != 0)
             f--;
         if (f < 2)
@@ -136,6 +137,48 @@ static int radix_factors(int p, int *fac)
         p /= f;
     }
     return n;
+}
+
+static int kary_radix = MXH_P2P_KARY_RADIX;
+
+void mxh_p2p_kary_radix(int most)
+{
+    kary_radix = most >= 2 ? most : MXH_P2P_KARY_RADIX;
+}
+
+static int radix_factors(int p, int *fac)
+{
+    return factors(p, MXH_P2P_RADIX, fac);
+}
+
+/* kary exchange @j (reduce-scatter order): the range of f * stride parts from lo
+ * that I share with the f - 1 ranks differing from me in digit j only; part range
+ * d (stride parts from lo + d * stride) is mine, range e belongs to rank
+ * lo + e * stride + me % stride. */
+typedef struct kary {
+    int f, stride, lo, d;
+} kary_t;
+
+static kary_t kary_geom(const mxh_step_t *s, const int *fac, int nfac, int j)
+{
+    kary_t g;
+    g.f      = fac[j];
+    g.stride = 1;
+    for (int i = j + 1; i < nfac; i++)
+        g.stride *= fac[i];
+    g.lo = s->me - s->me % (g.f * g.stride);
+    g.d  = s->me % (g.f * g.stride) / g.stride;
+    return g;
+}
+
+/* kary: reduce-scatter and allgather steps over parts laid out in order, two
+ * factors or more */
+static int kary_able(const mxh_step_t *s)
+{
+    int fac[32];
+    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
+            s->type == MXH_STEP_ALLREDUCE) &&
+           parts_contiguous(s) && factors(s->gsize, kary_radix, fac) >= 2;
 }
 
 /* ---- choice -------------------------------------------------------------------- */
@@ -224,6 +267,10 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
         if (s->type == MXH_STEP_ALLREDUCE && radix_factors(p, fac) > 0)
             return MXH_P2P_RADIX_AR;
         break;
+    case MXH_P2P_KARY:
+        if (kary_able(s))
+            return MXH_P2P_KARY;
+        break;
     default:
         break;
     }
@@ -240,6 +287,11 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
      * latency: direct pays one per phase where rhd pays log2 p in sequence, with
      * the same bytes through the same NIC */
     int net_direct = s->net && p <= MXH_P2P_DIRECT_P;
+    /* long network groups (rails under one leaf at 1024 GPUs) of schedules the cost
+     * model lets (step.kary): kary's 2 exchanges of up to 7 messages where direct keeps
+     * 62 requests per fragment in flight */
+    if (s->kary && s->net && p > MXH_P2P_KARY_P && bytes > MXH_P2P_SMALL && kary_able(s))
+        return MXH_P2P_KARY;
     if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) {
         if (p <= MXH_P2P_DIRECT_ANY || net_direct)
             return MXH_P2P_DIRECT;
@@ -261,8 +313,8 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 
 const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo)
 {
-    static const char *const names[] = {"ring", "rhd", "direct", "radix"};
-    return algo <= MXH_P2P_RADIX_AR ? names[algo] : "?";
+    static const char *const names[] = {"ring", "rhd", "direct", "radix", "kary"};
+    return algo <= MXH_P2P_KARY ? names[algo] : "?";
 }
 
 /* rhd: the parts range [lo, hi) before reduce-scatter exchange k, and its partner
@@ -323,6 +375,17 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         else
             part(s, s->me, &off, &cnt);
         return (size_t)(p - 1) * cnt;
+    case MXH_P2P_KARY: {
+        /* my share of the range from f - 1 peers, in every reduce-scatter exchange */
+        int n = factors(p, kary_radix, fac);
+        for (int i = 0; i < n; i++) {
+            kary_t g = kary_geom(s, fac, n, i);
+            parts_range(s, g.lo + g.d * g.stride, g.lo + (g.d + 1) * g.stride, &off, &cnt);
+            if ((size_t)(g.f - 1) * cnt > need)
+                need = (size_t)(g.f - 1) * cnt;
+        }
+        return need;
+    }
     case MXH_P2P_RADIX_AR: {
         int n = radix_factors(p, fac), fmax = 0;
         for (int i = 0; i < n; i++)
@@ -432,6 +495,29 @@ static int direct_post(mxh_p2p_op_t *op)
                            cnt);
         else                 /* x's part from x, my part to x */
             rc = post_pair(op, x, at(op, op->base, off), cnt, at(op, op->base, moff), mcnt);
+    }
+    return rc;
+}
+
+/* Reduce-scatter exchange j: my range's share e to rank e, its copies of my share d
+ * from it into slot i - 1 (i = e - d mod f). Allgather (j from the last factor
+ * back): my share to the others, theirs from them, in place. */
+static int kary_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int rs = op->k < op->nrs, j = rs ? op->k : op->nfac - 1 - (op->k - op->nrs), rc = MPI_SUCCESS;
+    kary_t g = kary_geom(s, op->fac, op->nfac, j);
+    size_t moff, mcnt, off, cnt;
+
+    parts_range(s, g.lo + g.d * g.stride, g.lo + (g.d + 1) * g.stride, &moff, &mcnt);
+    for (int i = 1; i < g.f && rc == MPI_SUCCESS; i++) {
+        int e = (g.d + i) % g.f, peer = g.lo + e * g.stride + s->me % g.stride;
+        parts_range(s, g.lo + e * g.stride, g.lo + (e + 1) * g.stride, &off, &cnt);
+        if (rs)
+            rc = post_pair(op, peer, at(op, op->tmp, (size_t)(i - 1) * mcnt), mcnt,
+                           op->k == 0 ? src_at(op, off) : at(op, op->base, off), cnt);
+        else
+            rc = post_pair(op, peer, at(op, op->base, off), cnt, at(op, op->base, moff), mcnt);
     }
     return rc;
 }
@@ -549,6 +635,8 @@ static int post(mxh_p2p_op_t *op)
         return direct_post(op);
     case MXH_P2P_RADIX_AR:
         return radix_post(op);
+    case MXH_P2P_KARY:
+        return kary_post(op);
     }
     return MPI_ERR_INTERN;
 }
@@ -643,6 +731,16 @@ static int complete(mxh_p2p_op_t *op)
                 in[n++] = at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt);
         return reduce_n(op, in, n, at(op, op->base, off), cnt);
     }
+    case MXH_P2P_KARY: {
+        /* my share: mine, then the others' in digit order from mine, fused */
+        const void *in[MXH_P2P_KARY_RADIX];
+        kary_t g = kary_geom(s, op->fac, op->nfac, op->k);
+        parts_range(s, g.lo + g.d * g.stride, g.lo + (g.d + 1) * g.stride, &off, &cnt);
+        in[0] = (op->k == 0 ? op->src : op->base) + off * op->env.ext;
+        for (int i = 1; i < g.f; i++)
+            in[i] = at(op, op->tmp, (size_t)(i - 1) * cnt);
+        return reduce_n(op, in, g.f, at(op, op->base, off), cnt);
+    }
     case MXH_P2P_RADIX_AR: {
         /* acc = v_{f-1} op (... op (v_1 op v_0)) in digit order, the same on every
          * member of the digit group; after a spread exchange (one digit) in class
@@ -691,6 +789,8 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     } else {
         /* reduce-scatter and allgather phase lengths of the algorithm */
         int phase = op->algo == MXH_P2P_RING ? p - 1 : op->algo == MXH_P2P_RHD ? L : 1;
+        if (op->algo == MXH_P2P_KARY)
+            phase = op->nfac = factors(p, kary_radix, op->fac);
         switch (s->type) {
         case MXH_STEP_ALLGATHER:
             op->nrs  = 0;

@@ -20,6 +20,15 @@
  *           at every size: one exchange and one fused reduction per fragment where
  *           rhd runs three exchanges with a reduction after each (simulated 8-GPU
  *           NVSwitch nodes, 256 MiB: reduce_scatter 6-7 %, allgather 4-5 % faster)
+ *   kary    reduce-scatter / allgather in log_f p exchanges of up to f - 1 messages
+ *           (recursive multiplying, radix f <= MXH_P2P_KARY_RADIX): p = f0 * f1 * ...;
+ *           in exchange i every rank sends each of the f_i - 1 ranks that differ from it
+ *           only in digit i that rank's share of the range both hold, and keeps its
+ *           own (allgather: the reverse). The same bytes as direct, one more latency
+ *           per factor, p / (f0 + f1 + ...) times fewer messages: network levels of
+ *           more than MXH_P2P_KARY_P ranks (rails under a leaf at 1024 GPUs), where
+ *           direct keeps 2(p - 1) requests of every fragment in flight on every rank
+ *           (RESULTS.md section 5, "Fewer messages on long rails").
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
  *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
  *           the f_i - 1 ranks that differ from it only in digit i and reduces the
@@ -44,6 +53,8 @@ extern "C" {
 #define MXH_P2P_DIRECT_P  64          /* largest group for direct exchanges */
 #define MXH_P2P_DIRECT_ANY 8          /* groups up to this size: direct at every size */
 #define MXH_P2P_RADIX     32          /* largest radix factor */
+#define MXH_P2P_KARY_P    16          /* network groups larger than this: kary */
+#define MXH_P2P_KARY_RADIX 8          /* largest kary factor */
 #define MXH_P2P_TREE_COUNT 16384      /* bcast/reduce steps of fewer elements go to MPI
                                          (its trees: log p latencies) */
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
@@ -52,7 +63,8 @@ typedef enum mxh_p2p_algo {
     MXH_P2P_RING = 0,
     MXH_P2P_RHD,
     MXH_P2P_DIRECT,
-    MXH_P2P_RADIX_AR
+    MXH_P2P_RADIX_AR,
+    MXH_P2P_KARY
 } mxh_p2p_algo_t;
 
 typedef struct mxh_p2p_env {
@@ -76,7 +88,7 @@ typedef struct mxh_p2p_op {
     int               ascend; /* rhd: nearest partner first */
     int               rootless; /* bcast/reduce, direct: the root's part is empty */
     int               root_adds; /* rootless reduce: the root adds its contribution last */
-    int               nfac;   /* radix: factors */
+    int               nfac;   /* radix, kary: factors */
     int               fac[32];
     int               active;
     int               ready;  /* the current exchange completed; its reduction is pending */
@@ -103,6 +115,9 @@ const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo);
 /* Tests: force an algorithm wherever it applies (-1: the normal choice). Must be
  * the same on every rank. */
 void mxh_p2p_force(int algo);
+/* Tests: the largest kary factor (< 2: MXH_P2P_KARY_RADIX), so that small groups
+ * run it in several exchanges. */
+void mxh_p2p_kary_radix(int most);
 
 /* Elements of receive space the step needs. */
 size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext);

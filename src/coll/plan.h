@@ -64,6 +64,8 @@ typedef struct mxh_step {
                         on the network: the root adds its own part last (root_adds) */
     int    ring;    /* the level's groups are neighbours along a torus dimension in ring
                        order (layout ring[]): rings keep every message on one link */
+    int    kary;    /* network step of a schedule the cost model lets exchange in
+                       log_f p rounds where the group is long (p2p.c kary; hier.c) */
     int    ports;   /* spread plans: the node's ranks (g), each a port to 1/g of the nodes;
                        0 elsewhere. MXH_STEP_SPREAD: my node position is port. The node
                        allreduce after it (a radix exchange of one digit): member vectors

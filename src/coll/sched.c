@@ -4,6 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void mxh_sched_set_kary(mxh_sched_t *s)
+{
+    s->kary = 1;
+    for (int i = 0; i < s->nplans; i++)
+        for (int j = 0; j < s->plans[i]->nsteps; j++)
+            s->plans[i]->steps[j].kary = s->plans[i]->steps[j].net;
+}
+
 void mxh_sched_destroy(mxh_sched_t *sched)
 {
     if (sched == NULL)
@@ -263,9 +271,9 @@ size_t mxh_sched_describe(const mxh_sched_t *s, char *buf, size_t len)
 {
     int k = snprintf(buf, len,
                      "%s count=%zu x %zu B: %d fragment(s) of %zu (first %zu, last %zu), "
-                     "%d stages, %d rounds (stretch %d)",
+                     "%d stages, %d rounds (stretch %d)%s",
                      mxh_coll_name(s->coll), s->count, s->tsize, s->nfrag, s->frag_count,
                      mxh_sched_frag_count(s, 0), mxh_sched_frag_count(s, s->nfrag - 1),
-                     s->nstages, s->nrounds, s->stretch);
+                     s->nstages, s->nrounds, s->stretch, s->kary ? ", kary on long rails" : "");
     return k > 0 ? (size_t)k : 0;
 }

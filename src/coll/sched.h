@@ -72,6 +72,8 @@ typedef struct mxh_sched {
                                model predicts this schedule faster unpaced */
     int         by_model;   /* set by the hierarchy: the cost model chose it, paced by its
                                figures (hier.h mxh_hier_pace) */
+    int         kary;       /* set by the hierarchy: long network levels exchange as kary
+                               (mxh_sched_set_kary) */
 
     int         nfrag;      /* >= 1 */
     size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */
@@ -95,6 +97,9 @@ typedef struct mxh_sched {
     size_t     *vpiece;
     size_t     *vfrag_off;
 } mxh_sched_t;
+
+/* Let the network steps of every plan of @s run kary exchanges (step.kary). */
+void mxh_sched_set_kary(mxh_sched_t *s);
 
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
  * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones.

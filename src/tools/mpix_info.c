@@ -591,6 +591,15 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
                cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
                cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
+    if (best >= 0) {
+        double tk = -1, td = -1;
+        int k = mxh_cost_kary_pick(&m, coll, count, ts, cand[best].frag_bytes, &tk, &td);
+        if (k || (tk > 0 && td > 0 && tk != td))
+            printf("model, long network levels: kary exchanges %.2f us, direct %.2f us (%+.2f %%):"
+                   " %s\n",
+                   tk * 1e6, td * 1e6, (tk / td - 1) * 100,
+                   k ? "kary (within MXH_COST_KARY_MARGIN: far fewer messages)" : "direct");
+    }
     double tt = (today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE) &&
                         mxh_cost_shape_modelled(coll, count, ts, tf)
                     ? mxh_cost_predict(&m, coll, count, ts, tf, MXH_COST_PLAN)

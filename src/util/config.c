@@ -109,6 +109,13 @@ const mxh_config_var_t mxh_config_vars[] = {
      "cost model predicts it faster than unpaced (mpix_info --explain shows the prediction "
      "of the pacing chosen).",
      1},
+    {"MPIX_HIER_KARY", "auto",
+     "Network levels of more than 16 ranks (rails under one leaf of more than 16 nodes) "
+     "reduce-scatter and allgather in log_f p exchanges of up to 7 messages (kary, factors "
+     "of at most 8) instead of one exchange with every peer: the same bytes, one more "
+     "latency per factor, far fewer messages (yes/no/auto). 'auto': per schedule, where "
+     "the cost model predicts it at most 0.25 % slower (mpix_info --explain).",
+     1},
     {"MPIX_HIER_SPREAD", "yes",
      "Small allreduces (up to 4 KiB) on layouts with two network levels or more (rails under "
      "leaf switches and a spine) cross them in one exchange: after the node's allreduce each of "
@@ -461,6 +468,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_depth  = 0;
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->pipeline_pace   = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
+    cfg->kary            = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm             = 1;
     cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
@@ -567,6 +575,11 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
             cfg->pipeline_pace = 2;
         else
             rc = parse_bool(value, &cfg->pipeline_pace);
+    } else if (!strcmp(name, "MPIX_HIER_KARY")) {
+        if (!strcasecmp(value, "auto"))
+            cfg->kary = 2;
+        else
+            rc = parse_bool(value, &cfg->kary);
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
@@ -736,6 +749,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%d", cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
         snprintf(buf, len, "%s", cfg->pipeline_pace == 2 ? "auto" : cfg->pipeline_pace ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_KARY")) {
+        snprintf(buf, len, "%s", cfg->kary == 2 ? "auto" : cfg->kary ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
@@ -814,6 +829,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
         h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
         h = mxh_hash_bytes(h, &cfg->pipeline_pace, sizeof(cfg->pipeline_pace));
+        h = mxh_hash_bytes(h, &cfg->kary, sizeof(cfg->kary));
         h = mxh_hash_bytes(h, &cfg->spread, sizeof(cfg->spread));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));

@@ -42,6 +42,9 @@ typedef struct mxh_config {
                                                exchanges of different fragments on a link
                                                (0 no, 1 yes, 2 auto: the cost model picks
                                                per schedule) */
+    int    kary;                            /* MPIX_HIER_KARY: long network levels exchange
+                                               in log_f p rounds (0 no, 1 yes, 2 auto: the
+                                               cost model picks per schedule) */
     int    spread;                          /* MPIX_HIER_SPREAD: small allreduces cross the
                                                network levels in one exchange (plan.c) */
     int    shm;                             /* MPIX_HIER_SHM */

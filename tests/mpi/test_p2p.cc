@@ -273,10 +273,17 @@ TEST_F(P2p, AllAlgorithmsMatchMpich)
         if (comm == MPI_COMM_NULL)
             continue;
         mxh_test::Checker ck(comm, fmt("first %d ranks", p));
-        for (int algo = -1; algo <= MXH_P2P_RADIX_AR; algo++) {
+        for (int algo = -1; algo <= MXH_P2P_KARY; algo++) {
             mxh_p2p_force(algo); // -1: the normal choice
             check_all(ck, comm);
         }
+        /* kary in several exchanges: factors of at most 2 (p = 4, 8) and 3 (6 = 3 x 2) */
+        mxh_p2p_force(MXH_P2P_KARY);
+        for (int most : {2, 3}) {
+            mxh_p2p_kary_radix(most);
+            check_all(ck, comm);
+        }
+        mxh_p2p_kary_radix(0);
         mxh_p2p_force(-1);
         ck.finish();
         MPI_Comm_free(&comm);
@@ -325,9 +332,20 @@ TEST_F(P2p, NetworkLevelsGoDirect)
         st.s.gsize = 32;
         st.s.net   = 0;
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_RHD) << mxh_step_type_name(t);
-        st.s.net = 1;
+        st.s.net   = 1;
+        st.s.gsize = MXH_P2P_KARY_P;
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
-        st.s.gsize = MXH_P2P_DIRECT_P + 2; /* 66: beyond direct, ring */
+        /* longer: kary (8 x 4) for reduce-scatter and allgather where the schedule lets
+         * it (step.kary, the cost model's pick), bcast and reduce direct */
+        st.s.gsize = 32;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
+        st.s.kary = 1;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4),
+                  t == MXH_STEP_BCAST || t == MXH_STEP_REDUCE ? MXH_P2P_DIRECT : MXH_P2P_KARY)
+            << mxh_step_type_name(t);
+        st.s.gsize = 34; /* 2 x 17: no factors up to MXH_P2P_KARY_RADIX, direct */
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
+        st.s.gsize = MXH_P2P_DIRECT_P + 2; /* 66 = 6 x 11: beyond direct, ring */
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_RING) << mxh_step_type_name(t);
     }
     Step small = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 10, false);

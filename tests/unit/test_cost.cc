@@ -115,6 +115,63 @@ TEST(Cost, Steps)
     EXPECT_NEAR(2.178859 * us, mxh_cost_step(&m, 1, MXH_STEP_ALLREDUCE, 8 << 10, NULL, NULL), 1e-11);
 }
 
+// A rail of more than 16 nodes (p2p.c kary, 32 = 8 x 4): a reduce-scatter of 4 MiB in two
+// exchanges, 7 shares of 512 KiB then 3 of 128 KiB, each with a fused reduction; the
+// allgather back. The same link time as direct (31/32 x 4 MiB / 48 GB/s = 84.650667 us),
+// one more latency per phase.
+TEST(Cost, KaryOnLongRails)
+{
+    mxh_cost_model_t m = grid(8, 32);
+    double link, cpu;
+    mxh_cost_phases_t ph;
+    mxh_cost_step_phases(&m, 1, MXH_STEP_ALLGATHER, 4 << 20, &ph);
+    EXPECT_EQ(1, ph.n); // direct unless the schedule lets kary (mxh_cost_kary_pick)
+    m.kary = 1;
+    // 2 x 2 us + (76.458667 + 8.192) us + (8+1)/3 x 512 KiB + (4+1)/3 x 128 KiB at 1 ps/B
+    EXPECT_NEAR(90.441984 * us, mxh_cost_step(&m, 1, MXH_STEP_REDUCE_SCATTER, 4 << 20, &link, &cpu),
+                1e-11);
+    EXPECT_NEAR(84.650667 * us, link, 1e-11);
+    EXPECT_NEAR(1.791317 * us, cpu, 1e-11);
+    EXPECT_NEAR(88.650667 * us, mxh_cost_step(&m, 1, MXH_STEP_ALLGATHER, 4 << 20, NULL, NULL), 1e-11);
+    mxh_cost_step_phases(&m, 1, MXH_STEP_ALLGATHER, 4 << 20, &ph);
+    ASSERT_EQ(2, ph.n); // the 128 KiB shares first, to 3 peers
+    EXPECT_EQ(3, ph.ph[0].flows);
+    EXPECT_EQ(7, ph.ph[1].flows);
+    // up to 16 nodes: direct, one exchange per phase
+    mxh_cost_model_t d = grid(8, 16);
+    d.kary             = 1;
+    mxh_cost_step_phases(&d, 1, MXH_STEP_ALLGATHER, 4 << 20, &ph);
+    ASSERT_EQ(1, ph.n);
+    EXPECT_EQ(15, ph.ph[0].flows);
+}
+
+// The schedules that take kary: 128 x 8 GPUs in 4 leaf groups (rails of 32 under a
+// leaf), 256 MiB in 4 MiB fragments: the allreduce (predicted +0.06 %), not the allgather
+// (+0.7 %) or reduce_scatter_block (+1.2 %), whose simulations lost 4.5 and 4.3 %
+// (RESULTS.md section 5, "Fewer messages on long rails"); 16 x 8 GPUs: no long rail.
+TEST(Cost, KaryPick)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int big[3] = {8, 32, 4}, small[2] = {8, 16};
+    mxh_cost_model_t m, s;
+    mxh_cost_model_grid(&m, &cfg, 3, type, big);
+    mxh_cost_model_grid(&s, &cfg, 2, type, small);
+    const size_t frag = (size_t)4 << 20, n = (size_t)64 << 20, blk = n / 1024;
+    double tk = 0, td = 0;
+    EXPECT_EQ(1, mxh_cost_kary_pick(&m, MXH_COLL_ALLREDUCE, n, 4, frag, &tk, &td));
+    EXPECT_GT(tk, td);
+    EXPECT_LT(tk, td * 1.001);
+    EXPECT_EQ(0, mxh_cost_kary_pick(&m, MXH_COLL_ALLGATHER, blk, 4, frag, &tk, &td));
+    EXPECT_GT(tk, td * 1.005);
+    EXPECT_EQ(0, mxh_cost_kary_pick(&m, MXH_COLL_REDUCE_SCATTER_BLOCK, blk, 4, frag, &tk, &td));
+    EXPECT_GT(tk, td * 1.005);
+    EXPECT_EQ(0, mxh_cost_kary_pick(&m, MXH_COLL_BCAST, n, 4, frag, NULL, NULL));
+    EXPECT_EQ(0, mxh_cost_kary_pick(&s, MXH_COLL_ALLREDUCE, n, 4, frag, NULL, NULL));
+    EXPECT_EQ(0, m.kary); // pure
+}
+
 TEST(Cost, LatencyFactorsBySize)
 {
     mxh_cost_model_t m = grid(4, 2, {{"MPIX_HIER_COST_LAT_FACTOR", "65536:10;0:2"},
