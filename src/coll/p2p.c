@@ -143,7 +143,7 @@ static int kary_radix = MXH_P2P_KARY_RADIX;
 
 void mxh_p2p_kary_radix(int most)
 {
-    kary_radix = most >= 2 ? most : MXH_P2P_KARY_RADIX;
+    kary_radix = most >= 2 && most <= MXH_P2P_KARY_RADIX ? most : MXH_P2P_KARY_RADIX;
 }
 
 static int radix_factors(int p, int *fac)

@@ -115,8 +115,8 @@ const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo);
 /* Tests: force an algorithm wherever it applies (-1: the normal choice). Must be
  * the same on every rank. */
 void mxh_p2p_force(int algo);
-/* Tests: the largest kary factor (< 2: MXH_P2P_KARY_RADIX), so that small groups
- * run it in several exchanges. */
+/* Tests: the largest kary factor (2 .. MXH_P2P_KARY_RADIX; else MXH_P2P_KARY_RADIX), so
+ * that small groups run it in several exchanges. */
 void mxh_p2p_kary_radix(int most);
 
 /* Elements of receive space the step needs. */
