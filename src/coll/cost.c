@@ -366,14 +366,16 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
     case A_KARY: { /* per factor f: the range's share of each of f - 1 peers, then back */
         int nf = factors(p, P2P_KARY_RADIX, fac);
         double r = n;
-        if (rs)
-            for (int i = 0; i < nf; i++, r /= fac[i - 1])
-                phase(ph, alpha(m, level, r / fac[i]), (fac[i] - 1) * r / fac[i] * beta(m, level, r / fac[i]),
-                      (fac[i] + 1) / 3.0 * r / fac[i] * g, fac[i] - 1);
-        if (ag) {
-            r = n / p;
-            for (int i = nf - 1; i >= 0; i--, r *= fac[i + 1])
-                phase(ph, alpha(m, level, r), (fac[i] - 1) * r * beta(m, level, r), 0, fac[i] - 1);
+        if (rs) /* ranges of n, n / f0, ...: f - 1 shares out, an f-input reduction */
+            for (int i = 0; i < nf; r /= fac[i], i++) {
+                double q = r / fac[i];
+                phase(ph, alpha(m, level, q), (fac[i] - 1) * q * beta(m, level, q),
+                      (fac[i] + 1) / 3.0 * q * g, fac[i] - 1);
+            }
+        if (ag) { /* shares of n / p, growing by the last factor first */
+            double q = n / p;
+            for (int i = nf - 1; i >= 0; q *= fac[i], i--)
+                phase(ph, alpha(m, level, q), (fac[i] - 1) * q * beta(m, level, q), 0, fac[i] - 1);
         }
         break;
     }
