@@ -25,8 +25,9 @@
  *           in exchange i every rank sends each of the f_i - 1 ranks that differ from it
  *           only in digit i that rank's share of the range both hold, and keeps its
  *           own (allgather: the reverse). The same bytes as direct, one more latency
- *           per factor, p / (f0 + f1 + ...) times fewer messages: network levels of
- *           more than MXH_P2P_KARY_P ranks (rails under a leaf at 1024 GPUs), where
+ *           per factor, (p - 1) / (f0 + f1 + ... - nf) times fewer messages: network
+ *           levels of more than MXH_P2P_KARY_P ranks (rails under a leaf at 1024 GPUs)
+ *           in schedules where the cost model predicts it no slower (step.kary), where
  *           direct keeps 2(p - 1) requests of every fragment in flight on every rank
  *           (RESULTS.md section 5, "Fewer messages on long rails").
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
