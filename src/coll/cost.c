@@ -201,6 +201,14 @@ static int log2i(int p)
 
 typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX, A_KARY } p2p_t;
 
+/* p2p.c kary's levels: the network's, more than P2P_KARY_P ranks, two factors or more */
+static int kary_level(const mxh_cost_model_t *m, int level)
+{
+    int fac[32];
+    return m->net[level] && !m->ring[level] && m->gsize[level] > P2P_KARY_P &&
+           factors(m->gsize[level], P2P_KARY_RADIX, fac) >= 2;
+}
+
 /* mxh_p2p_choose without forcing, for even splits (parts contiguous) */
 static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes)
 {
@@ -210,10 +218,9 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
     if (m->ring[level] && p > 2 && bytes > P2P_SMALL && type != MXH_STEP_BCAST &&
         type != MXH_STEP_REDUCE)
         return A_RING;
-    if (m->kary && m->net[level] && p > P2P_KARY_P && bytes > P2P_SMALL &&
+    if (m->kary && kary_level(m, level) && bytes > P2P_SMALL &&
         (type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLGATHER ||
-         type == MXH_STEP_ALLREDUCE) &&
-        factors(p, P2P_KARY_RADIX, fac) >= 2)
+         type == MXH_STEP_ALLREDUCE))
         return A_KARY;
     if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
         return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
@@ -1097,18 +1104,12 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     return predict_grid(m, coll, count, tsize, frag_bytes, variant);
 }
 
-/* Pacing wins where latency is a large share of a fragment's link time and loses
- * where deep schedules (a spine stage) let paced fragments idle a link that unpaced
- * ones would fill (simulated, 256 MiB, RESULTS.md section 5: 128 GPUs allreduce
- * 1334.53 us paced against 1390 unpaced, 1024 GPUs 1512.23 against 1476.91); the
- * model predicts both sides of both. */
 int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes, double *t_kary, double *t_direct)
 {
-    int any = 0, fac[32];
+    int any = 0;
     for (int l = 0; l < m->nlevels && m->trails == 0; l++)
-        any |= m->net[l] && !m->ring[l] && m->gsize[l] > P2P_KARY_P &&
-               factors(m->gsize[l], P2P_KARY_RADIX, fac) >= 2;
+        any |= kary_level(m, l);
     if (!any || (coll != MXH_COLL_ALLREDUCE && coll != MXH_COLL_REDUCE_SCATTER_BLOCK &&
                  coll != MXH_COLL_ALLGATHER))
         return 0;
@@ -1124,6 +1125,11 @@ int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
     return td > 0 && tk > 0 && tk <= td * (1 + MXH_COST_KARY_MARGIN);
 }
 
+/* Pacing wins where latency is a large share of a fragment's link time and loses
+ * where deep schedules (a spine stage) let paced fragments idle a link that unpaced
+ * ones would fill (simulated, 256 MiB, RESULTS.md section 5: 128 GPUs allreduce
+ * 1334.53 us paced against 1390 unpaced, 1024 GPUs 1512.23 against 1476.91); the
+ * model predicts both sides of both. */
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes)
 {

@@ -214,9 +214,6 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * @count elements of @tsize bytes cut into fragments of @frag_bytes (0: one
  * fragment, the hier algorithm); allreduce plans of @variant. -1: not modelled
  * (not a grid, another collective, more than 65536 fragments). */
-/* MPIX_HIER_PIPELINE_PACE=auto (m->pace_auto): 1 when the schedule of @frag_bytes
- * fragments is predicted faster paced than unpaced, or not modelled (the stream's
- * default); otherwise m->pace. Pure: every rank picks the same. */
 /* kary where it is predicted to cost at most this much: a schedule of direct exchanges
  * keeps 2(p - 1) requests per fragment in flight on every rank of a long rail, work the
  * model does not count (posting, completing; SimGrid's per-request bookkeeping made the
@@ -233,6 +230,9 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * every rank picks the same. */
 int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes, double *t_kary, double *t_direct);
+/* MPIX_HIER_PIPELINE_PACE=auto (m->pace_auto): 1 when the schedule of @frag_bytes
+ * fragments is predicted faster paced than unpaced, or not modelled (the stream's
+ * default); otherwise m->pace. Pure: every rank picks the same. */
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes);
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
