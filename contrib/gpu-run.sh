@@ -181,8 +181,11 @@ do_run() {
     step preflight-mpiexec 20 $MPIEXEC -n 2 true
     step kernel-bench 40 "$pkg/bin/mpix_kernel_bench" -b 256 -n 20
     # the quick matrix (counts 0, 1, 7) on every layout, then the full one on two
-    step tests-quick 200 cuda_tests quick "1rank 1node-2 1node-4 2x2 1+1 3+1 1node-2-ipc 1node-4-ipc" MXH_TEST_PARALLEL=8 \
-        MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=180 MXH_TEST_TIMEOUT=170
+    # (MXH_GPU_QUICK_LAYOUTS / _PARALLEL / _TIMEOUT: another set; measured on an H200, the 4-rank
+    # layouts need more than 180 s when all eight share the 16 cores)
+    local qt=${MXH_GPU_QUICK_TIMEOUT:-180}
+    step tests-quick $((qt + 20)) cuda_tests quick "${MXH_GPU_QUICK_LAYOUTS:-1rank 1node-2 1node-4 2x2 1+1 3+1 1node-2-ipc 1node-4-ipc}" \
+        MXH_TEST_PARALLEL=${MXH_GPU_QUICK_PARALLEL:-8} MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=$qt MXH_TEST_TIMEOUT=$((qt - 10))
     # which path device buffers took: the schedule and the metrics of one run
     step path-log 40 cuda_tests path "2x2" MXH_TEST_QUICK=1 MXH_TEST_RUN_TIMEOUT=35 \
         MXH_TEST_GTEST_FILTER='*AllreduceOddOffsetsLarge*:*AllgatherAndBcast*' \
