@@ -1593,7 +1593,7 @@ static int ipc_considered(const mxh_coll_args_t *a)
     default:
         return 0;
     }
-    return bytes >= a->hier->config.ipc_min && (size_t)a->count * a->vn <= INT_MAX;
+    return bytes >= a->hier->ipc_min && (size_t)a->count * a->vn <= INT_MAX;
 }
 
 /* The single-node collectives on the device node level. MXH_ERR_UNSUPPORTED

@@ -327,10 +327,23 @@ static mxh_ipc_t *create_ipc(mxh_hier_t *h, mxh_shm_t *shm, MPI_Comm comm)
     return x;
 }
 
+/* Append @line to the description (whose length is *@dlen); out of memory: left out. */
+static void describe_add(mxh_hier_t *h, size_t *dlen, const char *line)
+{
+    char *d = realloc(h->description, *dlen + strlen(line) + 1);
+    if (d != NULL) {
+        h->description = d;
+        strcpy(d + *dlen, line);
+        *dlen += strlen(line);
+    }
+}
+
 static void create_shm(mxh_hier_t *h)
 {
     const mxh_layout_t *L = h->layout;
 
+    h->ipc_min       = h->config.ipc_min;
+    h->ipc_shared[0] = h->ipc_shared[1] = -1;
     if (!h->config.shm || h->size < 2)
         return;
     if (L->nnodes == 1 && mxh_shm_create(h->comm, h->config.shm_chunk, &h->shm_all) != MXH_OK) {
@@ -342,6 +355,27 @@ static void create_shm(mxh_hier_t *h)
     int want = h->config.ipc != 0;
     for (int r = 0; r < h->size && want && h->config.ipc < 0; r++)
         want = L->gpu_of[r] >= 0;
+    /* auto, ranks of one node on one GPU: only from MXH_IPC_SHARED_GPU_MIN bytes */
+    if (want && h->config.ipc < 0) {
+        int g = 0, *first;
+        for (int r = 0; r < h->size; r++)
+            g = L->gpu_of[r] >= g ? L->gpu_of[r] + 1 : g;
+        if ((first = malloc(sizeof(int) * (size_t)L->nnodes * (size_t)g)) != NULL) {
+            for (size_t i = 0; i < (size_t)L->nnodes * (size_t)g; i++)
+                first[i] = -1;
+            for (int r = 0; r < h->size && h->ipc_shared[0] < 0; r++) {
+                int *f = &first[(size_t)L->node_of[r] * (size_t)g + (size_t)L->gpu_of[r]];
+                if (*f >= 0) {
+                    h->ipc_shared[0] = *f;
+                    h->ipc_shared[1] = r;
+                    if (h->ipc_min < MXH_IPC_SHARED_GPU_MIN)
+                        h->ipc_min = MXH_IPC_SHARED_GPU_MIN;
+                }
+                *f = r;
+            }
+            free(first);
+        }
+    }
     if (want && h->shm_all != NULL)
         h->ipc = create_ipc(h, h->shm_all, h->comm);
     /* several nodes: the node part of device allreduces (coll.c,
@@ -617,17 +651,19 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         return MXH_ERR_NO_MEMORY;
     }
     mxh_layout_describe(h->layout, h->recs, h->description, dlen + 1);
-    if (measured[0] != '\0') {
-        char *d = realloc(h->description, dlen + strlen(measured) + 1);
-        if (d != NULL) {
-            h->description = d;
-            strcat(h->description, measured);
-            dlen += strlen(measured);
-        }
+    if (measured[0] != '\0')
+        describe_add(h, &dlen, measured);
+    if (h->ipc_shared[0] >= 0) {
+        char line[256];
+        snprintf(line, sizeof(line),
+                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks %d and %d share "
+                 "GPU %d of their node\n",
+                 h->ipc_min, h->ipc_shared[0], h->ipc_shared[1], h->layout->gpu_of[h->ipc_shared[0]]);
+        describe_add(h, &dlen, line);
     }
     if (h->config.exclude_rails != 0) {
         /* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash) */
-        char why[128], line[512], *d;
+        char why[128], line[512];
         size_t off = 0;
         if (mxh_xrail_plan(h->layout, h->config.exclude_rails, &h->xrail, why, sizeof(why)) !=
             MXH_OK) {
@@ -641,10 +677,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         if (off < sizeof(line))
             snprintf(line + off, sizeof(line) - off, " (MPIX_HIER_EXCLUDE_RAILS): %s\n",
                      h->xrail.active ? "allreduce sends over the other rails" : why);
-        if ((d = realloc(h->description, dlen + strlen(line) + 1)) != NULL) {
-            h->description = d;
-            strcat(h->description, line);
-        }
+        describe_add(h, &dlen, line);
         if (h->rank == 0 && !h->xrail.active)
             mxh_warn("MPIX_HIER_EXCLUDE_RAILS ignored on this communicator: %s", why);
     }

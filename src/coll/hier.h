@@ -95,6 +95,11 @@ typedef struct mxh_hier {
     struct mxh_ipc   *ipc_node;                   /* its device node level, or NULL (agreed
                                                      by the node's ranks) */
     mxh_grow_buf_t    ipc_regs;                   /* region lists of ipc_hybrid_allreduce */
+    size_t            ipc_min;                    /* calls of fewer bytes stage (agreed:
+                                                     MPIX_HIER_IPC_MIN, raised where ranks
+                                                     share a GPU, coll/ipc.h) */
+    int               ipc_shared[2];              /* two ranks of a node on one GPU that
+                                                     raised it (auto), else -1 */
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
     unsigned          shm_levels;                 /* bit l: some rank has shm[l] (agreed) */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */

@@ -61,6 +61,14 @@ extern "C" {
 
 typedef struct mxh_ipc mxh_ipc_t;
 
+/* Where ranks of a node share a GPU, MPIX_HIER_IPC=auto takes the level only from this
+ * many bytes (the larger of it and MPIX_HIER_IPC_MIN; hier.c). Measured on an H200 shared
+ * by 4 processes (benchmarks/RESULTS.md section 4, 2026-11-27): every call cost ~1.18 ms
+ * whatever its size (allreduce 64 KiB 1180.6 us, 4 MiB 1217.0, 64 MiB 1460.7), against
+ * 538.2 us at 1 MiB and 1851.0 at 4 MiB staged through host memory; our reading: the
+ * processes' contexts take turns on the one GPU at each of the call's three waits. */
+#define MXH_IPC_SHARED_GPU_MIN ((size_t)4 << 20)
+
 /* Local (no communication): the per-communicator state for @n ranks over the
  * shared-memory object @shm (whole communicator, one node), mappings tagged
  * with @owner. */

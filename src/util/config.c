@@ -86,7 +86,9 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_IPC_MIN", "256k",
      "Smallest message (bytes of the whole vector) that tries the device node level; smaller "
      "ones are staged. Where the level exists every rank of the node, host buffers too, pays "
-     "one shared-memory exchange per such call (0.1-0.5 us on 2 ranks) to agree.", 1},
+     "one shared-memory exchange per such call (0.1-0.5 us on 2 ranks) to agree. With "
+     "MPIX_HIER_IPC=auto, where two ranks of a node drive one GPU: at least 4 MiB (there "
+     "every call cost ~1.2 ms on an H200 shared by 4 processes).", 1},
     /* mpix_doctor's feedback (README: mpix_doctor) */
     {"MPIX_HIER_EXCLUDE_RAILS", "",
      "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
