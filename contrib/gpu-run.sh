@@ -198,6 +198,12 @@ do_run() {
     step gpu-bench-4ranks-ipc 40 $MPIEXEC -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 4 \
         "$pkg/bin/mpix_gpu_bench" \
         -b 64K -e 64M -n 10
+    # where the device node level's time goes (MXH_IPC_STATS=1: fence, device waits and
+    # shared-memory rounds per call, printed per rank at the end), 2 and 4 ranks on the GPU
+    for n in 2 4; do
+        step ipc-phases-${n}ranks 40 $MPIEXEC -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 \
+            -genv MXH_IPC_STATS 1 -n $n "$pkg/bin/mpix_gpu_bench" -b 64K -e 16M -n 20
+    done
     step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
         -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
     step tests-full 300 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_PARALLEL=3 MXH_TEST_RUN_TIMEOUT=280 \

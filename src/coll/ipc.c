@@ -6,8 +6,10 @@
 #include "util/log.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* What one rank publishes per call. */
 /* What one rank publishes per call (mxh_shm_exchange: at most MXH_SHM_XCHG_MAX). */
@@ -34,7 +36,20 @@ struct mxh_ipc {
     mxh_mem_event_t *ev;              /* [nev] */
     int              nev;             /* n + EV_BATCH */
     unsigned long    ran, declined;
+    /* MXH_IPC_STATS=1: where the calls' time goes, printed at destroy (ns): the fence
+     * before publishing, the other waits for this rank's device work, the shared-memory
+     * rounds (the publication's and the votes') */
+    int              stats;
+    long long        t_fence, t_dev, t_round;
+    unsigned long    n_dev, n_round;
 };
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 mxh_status_t mxh_ipc_create(mxh_shm_t *shm, int n, int me, void *owner, mxh_ipc_t **ipc_p)
 {
@@ -53,6 +68,8 @@ mxh_status_t mxh_ipc_create(mxh_shm_t *shm, int n, int me, void *owner, mxh_ipc_
     x->src    = calloc((size_t)n, sizeof(void *));
     x->nev    = n + EV_BATCH;
     x->ev     = calloc((size_t)x->nev, sizeof(mxh_mem_event_t));
+    const char *e = getenv("MXH_IPC_STATS");
+    x->stats  = e != NULL && e[0] == '1';
     if (!x->votes || !x->pub || !x->buf || !x->src || !x->ev) {
         mxh_ipc_destroy(x);
         return MXH_ERR_NO_MEMORY;
@@ -65,6 +82,15 @@ void mxh_ipc_destroy(mxh_ipc_t *x)
 {
     if (x == NULL)
         return;
+    if (x->stats && x->ran > 0) {
+        double c = (double)x->ran * 1e3;
+        fprintf(stderr,
+                "mxh ipc stats rank %d of %d: %lu calls (%lu declined); per call: fence %.1f us, "
+                "device waits %.1f us (%.1f waits), rounds %.1f us (%.1f rounds)\n",
+                x->me, x->n, x->ran, x->declined, (double)x->t_fence / c, (double)x->t_dev / c,
+                (double)x->n_dev / (double)x->ran, (double)x->t_round / c,
+                (double)x->n_round / (double)x->ran);
+    }
     free(x->votes);
     free(x->pub);
     free(x->buf);
@@ -83,10 +109,11 @@ void mxh_ipc_counts(const mxh_ipc_t *x, unsigned long *ran, unsigned long *decli
 
 /* Wait until @k events of @ops complete (yielding inside a task). Every event
  * is waited for, also after an error. */
-static mxh_status_t wait_events(const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, int k)
+static mxh_status_t wait_events(mxh_ipc_t *x, const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, int k)
 {
     mxh_status_t st = MXH_OK;
     int left        = k;
+    long long t0    = x->stats ? now_ns() : 0;
 
     while (left > 0) {
         left = 0;
@@ -102,6 +129,22 @@ static mxh_status_t wait_events(const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, i
         if (left > 0 && mxh_task_in_fiber())
             mxh_task_yield();
     }
+    if (x->stats) {
+        x->t_dev += now_ns() - t0;
+        x->n_dev++;
+    }
+    return st;
+}
+
+/* mxh_shm_exchange, timed for MXH_IPC_STATS */
+static mxh_status_t exchange(mxh_ipc_t *x, const void *mine, size_t bytes, void *all)
+{
+    long long t0    = x->stats ? now_ns() : 0;
+    mxh_status_t st = mxh_shm_exchange(x->shm, mine, bytes, all);
+    if (x->stats) {
+        x->t_round += now_ns() - t0;
+        x->n_round++;
+    }
     return st;
 }
 
@@ -109,7 +152,7 @@ static mxh_status_t wait_events(const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, i
  * vote). *@out = 1 when the round itself failed. */
 static mxh_status_t round_max(mxh_ipc_t *x, int v, int *out)
 {
-    mxh_status_t st = mxh_shm_exchange(x->shm, &v, sizeof(v), x->votes);
+    mxh_status_t st = exchange(x, &v, sizeof(v), x->votes);
     *out = st != MXH_OK;
     for (int q = 0; q < x->n && st == MXH_OK; q++)
         *out = x->votes[q] > *out ? x->votes[q] : *out;
@@ -143,8 +186,15 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
         mine.kind = (int32_t)ops->kind;
         if (ops->fence_start) { /* my input is produced before a peer may read it */
             mxh_mem_event_t fence;
-            if (ops->fence_start(&fence) != MXH_OK || wait_events(ops, &fence, 1) != MXH_OK)
+            long long t0 = x->stats ? now_ns() : 0, dev = x->t_dev;
+            unsigned long ndev = x->n_dev;
+            if (ops->fence_start(&fence) != MXH_OK || wait_events(x, ops, &fence, 1) != MXH_OK)
                 mine.ok = 0;
+            if (x->stats) { /* counted as the fence, not as a device wait */
+                x->t_fence += now_ns() - t0;
+                x->t_dev = dev;
+                x->n_dev = ndev;
+            }
         }
     }
     for (int i = 0; i < 2 && mine.ok; i++) {
@@ -154,7 +204,7 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
         if (ops->ipc_export(b[i], nb[i], &mine.d[i]) != MXH_OK || !mine.d[i].valid)
             mine.ok = 0;
     }
-    st = mxh_shm_exchange(x->shm, &mine, sizeof(mine), x->pub);
+    st = exchange(x, &mine, sizeof(mine), x->pub);
     if (st != MXH_OK)
         return st;
     for (int q = 0; q < x->n; q++) {
@@ -217,7 +267,7 @@ static mxh_status_t reduce_slice(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int b, 
     st = ops->reduce_start(dst, x->src, x->n, cnt, dt, op, &x->ev[0]);
     if (st != MXH_OK)
         return st;
-    return wait_events(ops, x->ev, 1);
+    return wait_events(x, ops, x->ev, 1);
 }
 
 /* The closing round; returns the first error of @st and the round. */
@@ -256,7 +306,7 @@ mxh_status_t mxh_ipc_allreduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const voi
                                   (hi - lo) * tsize, &x->ev[k])) == MXH_OK)
             k++;
     }
-    mxh_status_t ws = wait_events(ops, x->ev, k);
+    mxh_status_t ws = wait_events(x, ops, x->ev, k);
     if (st == MXH_OK)
         st = ws;
     if (st == MXH_OK && any)
@@ -296,7 +346,7 @@ mxh_status_t mxh_ipc_reduce_scatter(mxh_ipc_t *x, const mxh_mem_ops_t *ops, cons
         st = rs;
     if (st == MXH_OK && target != (char *)out) {
         if ((st = ops->copy_start(out, target, mine, &x->ev[0])) == MXH_OK)
-            st = wait_events(ops, x->ev, 1);
+            st = wait_events(x, ops, x->ev, 1);
     }
     return st;
 }
@@ -319,7 +369,7 @@ mxh_status_t mxh_ipc_allgather(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const voi
         if ((st = ops->copy_start(dst, src, n, &x->ev[k])) == MXH_OK)
             k++;
     }
-    mxh_status_t ws = wait_events(ops, x->ev, k);
+    mxh_status_t ws = wait_events(x, ops, x->ev, k);
     return finish(x, st != MXH_OK ? st : ws);
 }
 
@@ -332,7 +382,7 @@ mxh_status_t mxh_ipc_bcast(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *buf, si
         return st;
     if (x->me != root && bytes > 0 &&
         (st = ops->copy_start(buf, x->buf[2 * root], bytes, &x->ev[0])) == MXH_OK)
-        st = wait_events(ops, x->ev, 1);
+        st = wait_events(x, ops, x->ev, 1);
     return finish(x, st);
 }
 
@@ -366,11 +416,11 @@ static mxh_status_t each_region(mxh_ipc_t *x, const mxh_mem_ops_t *ops, region_f
         if (cnt[r] == 0)
             continue;
         if ((st = fn(x, ops, arg, off[r], cnt[r], q, &x->ev[k])) == MXH_OK && ++k == EV_BATCH) {
-            st = wait_events(ops, x->ev, k);
+            st = wait_events(x, ops, x->ev, k);
             k  = 0;
         }
     }
-    mxh_status_t ws = wait_events(ops, x->ev, k);
+    mxh_status_t ws = wait_events(x, ops, x->ev, k);
     return st != MXH_OK ? st : ws;
 }
 
