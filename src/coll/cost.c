@@ -277,12 +277,20 @@ static void phase_r(mxh_cost_phases_t *ph, double a, double link, double cpu, in
         ph->ph[ph->n].root2 = -1;
         ph->ph[ph->n].flows2 = 0;
         ph->ph[ph->n].link2 = 0;
+        ph->ph[ph->n].chain = 0;
         ph->n++;
     } else { /* lump the rest into the last one */
         ph->ph[ph->n - 1].alpha += a;
         ph->ph[ph->n - 1].link += link;
         ph->ph[ph->n - 1].cpu += cpu;
     }
+}
+
+/* The last phase follows the one before it unheld (@chain). */
+static void chain_last(mxh_cost_phases_t *ph, int chain)
+{
+    if (ph->n > 0 && ph->n <= MXH_COST_MAX_PHASES)
+        ph->ph[ph->n - 1].chain = chain;
 }
 
 /* The last phase's second link set. */
@@ -378,11 +386,14 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
                 double q = r / fac[i];
                 phase(ph, alpha(m, level, q), (fac[i] - 1) * q * beta(m, level, q),
                       (fac[i] + 1) / 3.0 * q * g, fac[i] - 1);
+                chain_last(ph, i > 0);
             }
         if (ag) { /* shares of n / p, growing by the last factor first */
             double q = n / p;
-            for (int i = nf - 1; i >= 0; q *= fac[i], i--)
+            for (int i = nf - 1; i >= 0; q *= fac[i], i--) {
                 phase(ph, alpha(m, level, q), (fac[i] - 1) * q * beta(m, level, q), 0, fac[i] - 1);
+                chain_last(ph, i < nf - 1);
+            }
         }
         break;
     }
@@ -843,13 +854,16 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                 if (mode[f] == PACE) {
                     /* exec.c's pacing: an exchange is posted once its latency would end
                      * as the bytes booked on its link have crossed; it books its own */
-                    int lv = kinds[kind_of[f]].level[s];
-                    if (pace && lv >= 0 && next_ok[m->res[lv]] > now + 1e-15)
+                    int lv    = kinds[kind_of[f]].level[s];
+                    int chain = P->ph[ph[f]].chain;
+                    if (pace && lv >= 0 && !chain && next_ok[m->res[lv]] > now + 1e-15)
                         continue;
-                    if (pace && lv >= 0) {
-                        int r = m->res[lv];
-                        double a = P->ph[ph[f]].alpha;
-                        free_at[r] = (now + a > free_at[r] ? now + a : free_at[r]) + P->ph[ph[f]].link;
+                    if (pace && lv >= 0 && !chain) { /* it books its chain's bytes too */
+                        int r       = m->res[lv];
+                        double a    = P->ph[ph[f]].alpha, link = P->ph[ph[f]].link;
+                        for (int j = ph[f] + 1; j < P->n && P->ph[j].chain; j++)
+                            link += P->ph[j].link;
+                        free_at[r] = (now + a > free_at[r] ? now + a : free_at[r]) + link;
                         next_ok[r] = free_at[r] - a;
                     }
                     mode[f] = DELAY;

@@ -156,6 +156,9 @@ typedef struct mxh_cost_phases {
                          it) of it (SimGrid shares max-min per message) */
         int    root2, flows2;
         double link2;
+        int    chain; /* posted as the phase before completes, never held: paced, the
+                         first phase of a chain books the link for all of it (kary,
+                         exec.c pace_posted) */
     } ph[MXH_COST_MAX_PHASES];
 } mxh_cost_phases_t;
 

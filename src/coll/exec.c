@@ -703,7 +703,7 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
     int r      = S->pace->res[s->level];
     double lat = mxh_cost_latency(S->pace, s->level, op->xmsg), now = MPI_Wtime();
     double start = now + lat > S->link_free[r] ? now + lat : S->link_free[r];
-    S->link_free[r] = start + mxh_cost_link_time(S->pace, s->level, op->xbytes, op->xmsg);
+    S->link_free[r] = start + mxh_cost_link_time(S->pace, s->level, mxh_p2p_pace_bytes(op), op->xmsg);
     /* the next exchange (of about this latency) may go when its latency would end
      * as this one's bytes have crossed */
     S->next_ok[r] = S->link_free[r] - lat;

@@ -865,11 +865,21 @@ static int p2p_finish(mxh_p2p_op_t *op)
         op->active = 0;
         return MPI_SUCCESS;
     }
-    if (op->hold) {
+    /* kary: an exchange needs the one before it and the phase's first booked the
+     * link for all of them (mxh_p2p_pace_bytes): held only where a phase starts */
+    if (op->hold && (op->algo != MXH_P2P_KARY || op->k == op->nrs)) {
         op->held = 1;
         return MPI_SUCCESS;
     }
     return post(op);
+}
+
+size_t mxh_p2p_pace_bytes(const mxh_p2p_op_t *op)
+{
+    if (op->algo != MXH_P2P_KARY || op->s->gsize < 2)
+        return op->xbytes;
+    size_t region = op->s->count * op->env.ext;
+    return region / (size_t)op->s->gsize * (size_t)(op->s->gsize - 1);
 }
 
 int mxh_p2p_post_held(mxh_p2p_op_t *op)

@@ -120,6 +120,11 @@ void mxh_p2p_force(int algo);
  * that small groups run it in several exchanges. */
 void mxh_p2p_kary_radix(int most);
 
+/* Bytes the exchange just posted (mxh_p2p_start, mxh_p2p_post_held) books on its link
+ * for pacing (exec.c): its own; kary: its phase's, (p - 1) / p of the region, since
+ * the phase's later exchanges follow unheld. */
+size_t mxh_p2p_pace_bytes(const mxh_p2p_op_t *op);
+
 /* Elements of receive space the step needs. */
 size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext);
 

@@ -290,6 +290,80 @@ TEST_F(P2p, AllAlgorithmsMatchMpich)
     }
 }
 
+// Paced (exec.c), a step is held after an exchange until the link's turn comes; kary's
+// exchanges of one phase need each other's results and were booked together
+// (mxh_p2p_pace_bytes: the phase's (p - 1) / p of the region), so it is held only where a
+// phase starts: the allreduce once, before its allgather phase; direct the same; the
+// results stay MPICH's.
+TEST_F(P2p, KaryHeldOnlyWherePhasesStart)
+{
+    int wsize, wrank;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (wsize < 4)
+        GTEST_SKIP() << "needs 4 ranks (kary of 2 x 2)";
+    MPI_Comm comm;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank < 4 ? 0 : MPI_UNDEFINED, wrank, &comm);
+    if (comm == MPI_COMM_NULL)
+        return;
+    mxh_test::Checker ck(comm, "held kary");
+    mxh_p2p_kary_radix(2);
+    for (int algo : {(int)MXH_P2P_KARY, (int)MXH_P2P_DIRECT})
+        for (mxh_step_type_t type : {MXH_STEP_ALLREDUCE, MXH_STEP_REDUCE_SCATTER}) {
+            mxh_p2p_force(algo);
+            const size_t count = 4 * 1000;
+            Step st = make_step(type, comm, count, false);
+            std::vector<int> work(count), ref(count), tmp(mxh_p2p_tmp_count(&st.s, sizeof(int)) + 1);
+            for (size_t i = 0; i < count; i++)
+                work[i] = value<int>(st.s.me, i);
+            MPI_Allreduce(work.data(), ref.data(), (int)count, MPI_INT, MPI_SUM, comm);
+            mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM};
+            mxh_p2p_op_t op;
+            std::string what = fmt("%s %s", mxh_p2p_algo_name((mxh_p2p_algo_t)algo),
+                                   type == MXH_STEP_ALLREDUCE ? "allreduce" : "reduce_scatter");
+            ck.rc(mxh_p2p_start(&op, &st.s, &env, (char *)work.data(), NULL, (char *)tmp.data(), 77),
+                  what);
+            op.hold = 1;
+            EXPECT_EQ(algo, (int)op.algo) << what;
+            size_t booked = mxh_p2p_pace_bytes(&op);
+            if (algo == MXH_P2P_KARY)
+                EXPECT_EQ(count * sizeof(int) / 4 * 3, booked) << what;
+            else
+                EXPECT_EQ(op.xbytes, booked) << what;
+            std::vector<int> held_at;
+            while (op.active) {
+                int moved = 0;
+                if (mxh_p2p_advance(&op, &moved) != MPI_SUCCESS)
+                    break;
+                if (op.held) {
+                    held_at.push_back(op.k);
+                    mxh_p2p_post_held(&op);
+                }
+            }
+            std::vector<int> want;
+            if (type == MXH_STEP_ALLREDUCE)
+                want.push_back(op.nrs); // where the allgather phase starts
+            if (algo == MXH_P2P_DIRECT && type == MXH_STEP_ALLREDUCE)
+                want = {1};
+            EXPECT_EQ(want, held_at) << what;
+            // reduce_scatter: my part; allreduce: everything
+            size_t lo = 0, hi = count;
+            if (type == MXH_STEP_REDUCE_SCATTER) {
+                lo = (size_t)st.displs[st.s.me];
+                hi = lo + (size_t)st.counts[st.s.me];
+            }
+            for (size_t i = lo; i < hi; i++)
+                if (work[i] != ref[i]) {
+                    ck.fail(fmt("%s: element %zu is %d, MPICH %d", what.c_str(), i, work[i], ref[i]));
+                    break;
+                }
+        }
+    mxh_p2p_force(-1);
+    mxh_p2p_kary_radix(0);
+    ck.finish();
+    MPI_Comm_free(&comm);
+}
+
 // The choice by group size and message size.
 TEST_F(P2p, ChoiceCoversEveryAlgorithm)
 {

@@ -137,6 +137,17 @@ TEST(Cost, KaryOnLongRails)
     ASSERT_EQ(2, ph.n); // the 128 KiB shares first, to 3 peers
     EXPECT_EQ(3, ph.ph[0].flows);
     EXPECT_EQ(7, ph.ph[1].flows);
+    // paced, the phase's first exchange books the link for both (exec.c pace_posted,
+    // mxh_p2p_pace_bytes); the second follows it unheld
+    EXPECT_EQ(0, ph.ph[0].chain);
+    EXPECT_EQ(1, ph.ph[1].chain);
+    // an allreduce step: two chains, each held at its start
+    mxh_cost_step_phases(&m, 1, MXH_STEP_ALLREDUCE, 4 << 20, &ph);
+    ASSERT_EQ(4, ph.n);
+    EXPECT_EQ(0, ph.ph[0].chain);
+    EXPECT_EQ(1, ph.ph[1].chain);
+    EXPECT_EQ(0, ph.ph[2].chain);
+    EXPECT_EQ(1, ph.ph[3].chain);
     // up to 16 nodes: direct, one exchange per phase
     mxh_cost_model_t d = grid(8, 16);
     d.kary             = 1;
