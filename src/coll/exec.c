@@ -647,6 +647,18 @@ static size_t io_piece(const mxh_sched_t *sched)
  * GPUs, 4 MiB fragments (RESULTS.md section 5, "The staggered scatter posted
  * ahead"): cap 2 834.25 us, 3 782.08. */
 #define MXH_STREAM_STAGE_CAP_STAGGER 3
+/* A kary step (p2p.c) keeps a fragment for one exchange per factor, each behind its
+ * latency, the first small in an allgather (the last in a reduce-scatter): with two
+ * fragments on the stage both could be between exchanges and the NIC idle. One more
+ * fragment per further exchange where it is the schedule's only kary stage; where an
+ * allreduce has two (rail reduce-scatter and allgather on one NIC) each fills the
+ * other's gaps and the extra fragments only share the NIC. Simulated, 256 MiB, kary
+ * (rails of 32 = 8 x 4, unpaced as the model runs them there; RESULTS.md section 5,
+ * "Fewer messages on long rails"), 1024 GPUs: allgather cap 2 751.19 us, 3 728.27, 4
+ * 743.08; reduce_scatter_block 2 748.71, 3 720.14 (direct 718.60 and 717.66); the
+ * allreduce 2 1454.47, 3 1461.29 (64 x 8 in 2 leaf groups: 1407.75, 1417.82). Paced,
+ * the stage already takes MXH_STREAM_STAGE_CAP_PACED. */
+#define MXH_STREAM_STAGE_CAP_KARY_EXTRA 1
 
 typedef struct stream {
     const mxh_sched_t    *sched;
@@ -732,13 +744,17 @@ static int reduce_cap(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
     return cap < MXH_STREAM_STAGE_CAP_REDUCE_MAX ? cap : MXH_STREAM_STAGE_CAP_REDUCE_MAX;
 }
 
-/* Fragments at most on a stage whose step is @s (NULL: none here) */
-static int stage_cap(const stream_t *S, const mxh_step_t *s, int light)
+/* Fragments at most on a stage whose step is @s (NULL: none here); @nkary: the
+ * schedule's kary stages on this rank */
+static int stage_cap(const stream_t *S, const mxh_step_t *s, int light, int nkary)
 {
     if (light)
         return S->W;
     if (S->pace != NULL)
         return MXH_STREAM_STAGE_CAP_PACED;
+    int x = s != NULL ? mxh_p2p_kary_exchanges(s, S->ctx->extent) : 0;
+    if (x > 1 && nkary == 1)
+        return MXH_STREAM_STAGE_CAP + (x - 1) * MXH_STREAM_STAGE_CAP_KARY_EXTRA;
     if (s != NULL && reduce_rootless(s))
         return reduce_cap(s, S->ctx);
     if (s != NULL && bcast_rootless_net(s))
@@ -752,11 +768,15 @@ static void stream_caps(stream_t *S)
 {
     const mxh_plan_t *p = S->sched->plan;
     size_t most         = stream_most(S->sched);
+    int nkary           = 0;
 
+    for (int st = 0; st < S->sched->nstages; st++)
+        nkary += p->stage_step[st] >= 0 &&
+                 mxh_p2p_kary_exchanges(&p->steps[p->stage_step[st]], S->ctx->extent) > 1;
     for (int st = 0; st < S->sched->nstages; st++) {
         int i      = p->stage_step[st];
         int light  = i >= 0 && p->steps[i].count * MXH_STREAM_LIGHT <= most;
-        S->cap[st] = stage_cap(S, i >= 0 ? &p->steps[i] : NULL, light);
+        S->cap[st] = stage_cap(S, i >= 0 ? &p->steps[i] : NULL, light, nkary);
     }
 }
 

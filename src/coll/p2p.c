@@ -874,6 +874,14 @@ static int p2p_finish(mxh_p2p_op_t *op)
     return post(op);
 }
 
+int mxh_p2p_kary_exchanges(const mxh_step_t *s, size_t ext)
+{
+    int fac[32];
+    if (!s->kary || mxh_p2p_choose(s, ext) != MXH_P2P_KARY)
+        return 0;
+    return factors(s->gsize, kary_radix, fac);
+}
+
 size_t mxh_p2p_pace_bytes(const mxh_p2p_op_t *op)
 {
     if (op->algo != MXH_P2P_KARY || op->s->gsize < 2)

@@ -120,6 +120,10 @@ void mxh_p2p_force(int algo);
  * that small groups run it in several exchanges. */
 void mxh_p2p_kary_radix(int most);
 
+/* Exchanges per phase of step @s with @ext-byte elements where it runs kary (its
+ * factors), else 0. */
+int mxh_p2p_kary_exchanges(const mxh_step_t *s, size_t ext);
+
 /* Bytes the exchange just posted (mxh_p2p_start, mxh_p2p_post_held) books on its link
  * for pacing (exec.c): its own; kary: its phase's, (p - 1) / p of the region, since
  * the phase's later exchanges follow unheld. */

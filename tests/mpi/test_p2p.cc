@@ -413,12 +413,16 @@ TEST_F(P2p, NetworkLevelsGoDirect)
          * it (step.kary, the cost model's pick), bcast and reduce direct */
         st.s.gsize = 32;
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
+        EXPECT_EQ(0, mxh_p2p_kary_exchanges(&st.s, 4)) << mxh_step_type_name(t);
         st.s.kary = 1;
-        EXPECT_EQ(mxh_p2p_choose(&st.s, 4),
-                  t == MXH_STEP_BCAST || t == MXH_STEP_REDUCE ? MXH_P2P_DIRECT : MXH_P2P_KARY)
+        bool kary = t != MXH_STEP_BCAST && t != MXH_STEP_REDUCE;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), kary ? MXH_P2P_KARY : MXH_P2P_DIRECT)
             << mxh_step_type_name(t);
+        // its exchanges per phase (exec.c: one more fragment on its stage per further one)
+        EXPECT_EQ(kary ? 2 : 0, mxh_p2p_kary_exchanges(&st.s, 4)) << mxh_step_type_name(t);
         st.s.gsize = 34; /* 2 x 17: no factors up to MXH_P2P_KARY_RADIX, direct */
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT) << mxh_step_type_name(t);
+        EXPECT_EQ(0, mxh_p2p_kary_exchanges(&st.s, 4)) << mxh_step_type_name(t);
         st.s.gsize = MXH_P2P_DIRECT_P + 2; /* 66 = 6 x 11: beyond direct, ring */
         EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_RING) << mxh_step_type_name(t);
     }
