@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-/* What one rank publishes per call. */
 /* What one rank publishes per call (mxh_shm_exchange: at most MXH_SHM_XCHG_MAX). */
 typedef struct ipc_pub {
     int32_t            ok;     /* this rank can take part (buffers exportable, kernel exists) */
@@ -109,11 +108,10 @@ void mxh_ipc_counts(const mxh_ipc_t *x, unsigned long *ran, unsigned long *decli
 
 /* Wait until @k events of @ops complete (yielding inside a task). Every event
  * is waited for, also after an error. */
-static mxh_status_t wait_events(mxh_ipc_t *x, const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, int k)
+static mxh_status_t wait_raw(const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, int k)
 {
     mxh_status_t st = MXH_OK;
     int left        = k;
-    long long t0    = x->stats ? now_ns() : 0;
 
     while (left > 0) {
         left = 0;
@@ -129,6 +127,14 @@ static mxh_status_t wait_events(mxh_ipc_t *x, const mxh_mem_ops_t *ops, mxh_mem_
         if (left > 0 && mxh_task_in_fiber())
             mxh_task_yield();
     }
+    return st;
+}
+
+/* wait_raw, timed for MXH_IPC_STATS as a wait for this rank's device work */
+static mxh_status_t wait_events(mxh_ipc_t *x, const mxh_mem_ops_t *ops, mxh_mem_event_t *ev, int k)
+{
+    long long t0    = x->stats ? now_ns() : 0;
+    mxh_status_t st = wait_raw(ops, ev, k);
     if (x->stats) {
         x->t_dev += now_ns() - t0;
         x->n_dev++;
@@ -186,15 +192,11 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
         mine.kind = (int32_t)ops->kind;
         if (ops->fence_start) { /* my input is produced before a peer may read it */
             mxh_mem_event_t fence;
-            long long t0 = x->stats ? now_ns() : 0, dev = x->t_dev;
-            unsigned long ndev = x->n_dev;
-            if (ops->fence_start(&fence) != MXH_OK || wait_events(x, ops, &fence, 1) != MXH_OK)
+            long long t0 = x->stats ? now_ns() : 0;
+            if (ops->fence_start(&fence) != MXH_OK || wait_raw(ops, &fence, 1) != MXH_OK)
                 mine.ok = 0;
-            if (x->stats) { /* counted as the fence, not as a device wait */
+            if (x->stats)
                 x->t_fence += now_ns() - t0;
-                x->t_dev = dev;
-                x->n_dev = ndev;
-            }
         }
     }
     for (int i = 0; i < 2 && mine.ok; i++) {
