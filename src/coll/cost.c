@@ -495,7 +495,7 @@ typedef struct stage_cost {
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
     int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: four fragments) */
     int    rbcast_net[NSLOT];    /* a rootless bcast step on the network (three) */
-    int    stagger[NSLOT];       /* a rootless bcast step inside the node (exec.c
+    int    stagger[NSLOT];       /* a rootless bcast step of 3+ members (exec.c
                                     stream_stagger: fragment f enters once f - 1
                                     has left its first phase, the scatter) */
 } stage_cost_t;
@@ -536,8 +536,8 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     sc->rreduce[1 + stage] = holder && type == MXH_STEP_REDUCE;
     sc->rbcast_net[1 + stage] = holder && type == MXH_STEP_BCAST && m->net[level];
     /* plan.c mxh_step_staggered: the rootless step (the direct algorithm) of more
-     * than two members off the network */
-    sc->stagger[1 + stage] = holder && type == MXH_STEP_BCAST && !m->net[level] &&
+     * than two members, on every level */
+    sc->stagger[1 + stage] = holder && type == MXH_STEP_BCAST &&
                              m->gsize[level] > 2 &&
                              choose(m, level, type, (size_t)bytes) == A_DIRECT;
     for (int i = 0; i < ph->n; i++) {

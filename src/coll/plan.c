@@ -26,7 +26,7 @@ const char *mxh_step_type_name(mxh_step_type_t type)
 
 int mxh_step_staggered(const mxh_step_t *s)
 {
-    return s->rootless && s->type == MXH_STEP_BCAST && !s->net && s->gsize > 2 &&
+    return s->rootless && s->type == MXH_STEP_BCAST && s->gsize > 2 &&
            s->me != s->root;
 }
 

@@ -141,10 +141,12 @@ mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_col
 /* Whether the stream executor starts a fragment on step @s only once the
  * fragment before it has left the step's first exchange: a member other than the
  * root of a rootless bcast step (scatter from the root, then allgather among the
- * others; exec.c stream_stagger says why) inside the node. Not on the network
- * levels, where each fragment would wait out the scatter's latency of several
- * microseconds: staggered there too, bcast 256 MiB on 32 nodes x 8 in 4 leaf
- * groups ran slower than unstaggered (RESULTS.md section 5). */
+ * others; exec.c stream_stagger says why), on every level. (Before the next
+ * scatter was posted ahead by the link times, the network levels were left out:
+ * each fragment waited out the scatter's latency there. Posted ahead, the rail's
+ * stagger is what a bcast needs where the NIC, not NVLink, binds: 32 nodes x 4
+ * GPUs, 50 GB/s NICs, bcast 256 MiB 1969.97 -> 1545.20 us; RESULTS.md section 5,
+ * "Staggered on the network too".) */
 int mxh_step_staggered(const mxh_step_t *s);
 
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]

@@ -389,6 +389,40 @@ TEST(Cost, BcastAgainstSimulator)
     }
 }
 
+// Bcast of 256 MiB where the NIC, not NVLink, binds (run_sim.py platforms with other
+// links, measured parameters; RESULTS.md section 5, "Staggered on the network too"):
+// 32 nodes x 4 GPUs in 2 leaf groups, 450 GB/s NVLink, 50 GB/s NICs, 3 us rails: 4 MiB
+// fragments 1545.20 us, 8 MiB 1644.91; 16 x 8, 900 GB/s NVLink, 50 GB/s NICs: 4 MiB
+// 698.49. Within 5 %, 4 MiB picked. Without the rail's stagger the model said 2094.97
+// and 2042.19 us on the first (the simulator, unstaggered, 1969.97 at 8 MiB).
+TEST(Cost, BcastWhereTheNicBinds)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    cfg.cost_node_latency  = 1.01e-6;
+    cfg.cost_node_bw       = 450e9;
+    cfg.cost_net_latency   = 3.01e-6;
+    cfg.cost_net_bw        = 50e9;
+    cfg.cost_spine_latency = 5.01e-6;
+    const int four[3]      = {4, 16, 2};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 3, type, four);
+    double t4 = mxh_cost_predict(&m, MXH_COLL_BCAST, 64 << 20, 4, 4 << 20, MXH_COST_PLAN);
+    double t8 = mxh_cost_predict(&m, MXH_COLL_BCAST, 64 << 20, 4, 8 << 20, MXH_COST_PLAN);
+    EXPECT_NEAR(1545.20 * us, t4, 0.05 * 1545.20 * us);
+    EXPECT_NEAR(1644.91 * us, t8, 0.05 * 1644.91 * us);
+    EXPECT_LT(t4, t8);
+
+    cfg.cost_node_latency = 0.605e-6;
+    cfg.cost_node_bw      = 900e9;
+    cfg.cost_net_latency  = 2.01e-6;
+    const int eight[2]    = {8, 16};
+    mxh_cost_model_grid(&m, &cfg, 2, type, eight);
+    t4 = mxh_cost_predict(&m, MXH_COLL_BCAST, 64 << 20, 4, 4 << 20, MXH_COST_PLAN);
+    EXPECT_NEAR(698.49 * us, t4, 0.05 * 698.49 * us);
+}
+
 // Reduce of 256 MiB against the simulator, 4 MiB fragments (link-exact platforms of
 // run_sim.py, library defaults; RESULTS.md section 5, "The root adds its own
 // contribution" and "Rootless reduce stages as deep as their latency"): 16 x 8 GPUs
