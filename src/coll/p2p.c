@@ -908,6 +908,16 @@ static int advance(mxh_p2p_op_t *op, int *moved, int test)
     return p2p_finish(op);
 }
 
+int mxh_p2p_completed(const mxh_p2p_op_t *op)
+{
+    if (!op->active || op->held)
+        return 0;
+    for (int i = 0; !op->ready && i < op->nreq; i++)
+        if (op->req[i] != MPI_REQUEST_NULL)
+            return 0;
+    return 1;
+}
+
 int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved)
 {
     return advance(op, moved, 1);

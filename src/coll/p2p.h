@@ -152,6 +152,10 @@ int mxh_p2p_advance(mxh_p2p_op_t *op, int *moved);
  * which a simulator charges (SMPI's smpi/test) and real MPIs only spin on. */
 int mxh_p2p_advance_waited(mxh_p2p_op_t *op, int *moved);
 
+/* Whether @op's current exchange has completed (its requests done, as a wait
+ * leaves them) and its reduction or copies have not run yet (mxh_p2p_advance*). */
+int mxh_p2p_completed(const mxh_p2p_op_t *op);
+
 
 /* Post the exchange that op->hold kept back (op->held). Returns an MPI error code. */
 int mxh_p2p_post_held(mxh_p2p_op_t *op);
