@@ -59,6 +59,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->pace   = cfg->pipeline_pace != 0;
     m->pace_auto = cfg->pipeline_pace == 2;
     m->ahead  = cfg->pipeline_pace != 0;
+    m->rstagger = 2;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -256,6 +257,15 @@ double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, si
     if (level < 0 || level >= m->nlevels)
         return 0;
     return (double)bytes * beta(m, level, (double)msg);
+}
+
+int mxh_cost_net_binds(const mxh_cost_model_t *m, int level, size_t bytes, int p,
+                       size_t node_bytes, int node_p)
+{
+    if (m->nlevels < 1 || m->net[0] || node_p < 2 || node_bytes == 0 || p < 2)
+        return 1;
+    return mxh_cost_link_time(m, level, bytes, bytes / (size_t)(p - 1)) >=
+           mxh_cost_link_time(m, 0, node_bytes, node_bytes / (size_t)(node_p - 1));
 }
 
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
@@ -495,7 +505,7 @@ typedef struct stage_cost {
     int    rooted;               /* bcast/reduce: every stage runs on other ranks */
     int    rreduce[NSLOT];       /* a rootless reduce step (exec.c: four fragments) */
     int    rbcast_net[NSLOT];    /* a rootless bcast step on the network (three) */
-    int    stagger[NSLOT];       /* a rootless bcast step of 3+ members (exec.c
+    int    stagger[NSLOT];       /* a rootless bcast (reduce) step of 3+ members (exec.c
                                     stream_stagger: fragment f enters once f - 1
                                     has left its first phase, the scatter) */
 } stage_cost_t;
@@ -536,10 +546,15 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     sc->rreduce[1 + stage] = holder && type == MXH_STEP_REDUCE;
     sc->rbcast_net[1 + stage] = holder && type == MXH_STEP_BCAST && m->net[level];
     /* plan.c mxh_step_staggered: the rootless step (the direct algorithm) of more
-     * than two members, on every level */
-    sc->stagger[1 + stage] = holder && type == MXH_STEP_BCAST &&
-                             m->gsize[level] > 2 &&
-                             choose(m, level, type, (size_t)bytes) == A_DIRECT;
+     * than two members; on the network where it binds the stream (exec.c
+     * stream_staggers; the node's region is the path's first, set before) */
+    sc->stagger[1 + stage] =
+        holder &&
+        (type == MXH_STEP_BCAST || (type == MXH_STEP_REDUCE && m->net[level] && m->rstagger)) &&
+        m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) == A_DIRECT &&
+        (!m->net[level] || sc->level[1 + 0] != 0 ||
+         mxh_cost_net_binds(m, level, (size_t)bytes, m->gsize[level],
+                            (size_t)sc->region[1 + 0], m->gsize[0]));
     for (int i = 0; i < ph->n; i++) {
         int res = side_res(m, level, holder, ph->ph[i].root);
         sc->res[1 + stage][i]  = res;
@@ -833,9 +848,11 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                     if (kinds[kind_of[f]].stagger[s] && f > 0 && k[f - 1] == k[f] &&
                         mode[f - 1] != WAIT && mode[f - 1] != DONE && ph[f - 1] == 0) {
                         /* fragment f - 1 still receives its scatter; with exec.c's
-                         * link times f goes its bytes' time after f - 1 entered */
-                        hold[f] = m->ahead ? t_in[f - 1] + kinds[kind_of[f - 1]].ph[s].ph[0].link
-                                           : HUGE_VAL;
+                         * link times f goes its bytes' time after f - 1 entered (a
+                         * reduce's: when f - 1 has left its reduce-scatter) */
+                        hold[f] = m->ahead && !kinds[kind_of[f]].rreduce[s]
+                                      ? t_in[f - 1] + kinds[kind_of[f - 1]].ph[s].ph[0].link
+                                      : HUGE_VAL;
                         if (hold[f] > now + 1e-15)
                             continue;
                     }
@@ -953,6 +970,19 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     free(k), free(ph), free(mode), free(t), free(done), free(rate), free(t_in), free(hold);
 #undef GATE_PASSED
     return T;
+}
+
+int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes)
+{
+    if (coll != MXH_COLL_REDUCE || m->rstagger != 2)
+        return m->rstagger == 1;
+    mxh_cost_model_t c = *m;
+    c.rstagger         = 1;
+    double ts          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    c.rstagger         = 0;
+    double tn          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
+    return ts > 0 && tn > 0 && ts < tn;
 }
 
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
@@ -1104,6 +1134,14 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
+    if (coll == MXH_COLL_REDUCE && m->rstagger == 2) { /* mxh_cost_rstagger_pick's */
+        mxh_cost_model_t c = *m;
+        c.rstagger         = 1;
+        double ts          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+        c.rstagger         = 0;
+        double tn          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+        return ts > 0 && (tn <= 0 || ts < tn) ? ts : tn;
+    }
     if (m->pace_auto) { /* the pacing mxh_cost_pace_pick chooses: the faster of the two */
         mxh_cost_model_t c = *m;
         c.pace_auto = 0;

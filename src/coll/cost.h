@@ -122,6 +122,10 @@ typedef struct mxh_cost_model {
                                         pacing mxh_cost_pace_pick chooses */
     int    kary;                     /* network levels of more than 16 ranks exchange as
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
+    int    rstagger;                 /* a rootless reduce on the network is staggered
+                                        where it binds (plan.h mxh_step_staggered): 1
+                                        yes, 0 no, 2 the faster (mxh_cost_rstagger_pick;
+                                        the default) */
     int    ahead;                    /* MPIX_HIER_PIPELINE_PACE yes or auto: a bcast's
                                         staggered steps post their scatters ahead by
                                         the link times, paced or not (exec.c) */
@@ -200,6 +204,14 @@ double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, si
 /* Seconds of latency of an exchange of messages of @msg bytes at @level (its factor). */
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg);
 
+/* Whether a rootless bcast or reduce step at network level @level, of @bytes among @p
+ * members, binds the stream rather than the node's (@node_bytes among @node_p at level
+ * 0): its root's link time per fragment is at least the node root's. Only then is it
+ * staggered (plan.h mxh_step_staggered). 1 where the layout has no node level of two
+ * or more ranks. */
+int mxh_cost_net_binds(const mxh_cost_model_t *m, int level, size_t bytes, int p,
+                       size_t node_bytes, int node_p);
+
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
  * and compute term (reductions) in *@link / *@cpu when not NULL. */
 double mxh_cost_step(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes,
@@ -226,6 +238,15 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * messages on long rails"): allreduce predicted +0.06 %, simulated +0.04 %; allgather
  * +0.7 % and +4.5 %; reduce_scatter_block +1.2 % and +4.3 %. */
 #define MXH_COST_KARY_MARGIN 0.0025
+
+/* Whether the reduce of @count elements in fragments of @frag_bytes is predicted
+ * faster with its rootless network steps staggered where they bind (m->rstagger 2;
+ * else m->rstagger): where the NIC binds the stagger keeps the root's link busy
+ * (16 x 8 GPUs, 900 GB/s NVLink: reduce 256 MiB 968.83 -> 809.45 us), but on deeper
+ * schedules it held the fragments behind it (32 x 4 GPUs in 2 leaf groups: 1590.15
+ * -> 1707.99; RESULTS.md section 5, "Staggered on the network too"). */
+int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                           size_t tsize, size_t frag_bytes);
 
 /* 1 when the schedule of @frag_bytes fragments has a network level of more than 16
  * ranks that p2p.c's kary can run (reduce-scatter and allgather in log_f p exchanges)

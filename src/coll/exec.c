@@ -673,6 +673,7 @@ typedef struct stream {
     int                   busy[2 * MXH_MAX_LEVELS]; /* fragments running each stage */
     int                   cap[2 * MXH_MAX_LEVELS];  /* at most (stream_caps) */
     int                   enter[2 * MXH_MAX_LEVELS]; /* the fragment allowed into each stage */
+    int                   stagger[2 * MXH_MAX_LEVELS]; /* stream_staggers */
     const mxh_cost_model_t *pace;                  /* pacing (below), or NULL */
     double                next_ok[MXH_MAX_LEVELS]; /* per link: no exchange posted before */
     double                link_free[MXH_MAX_LEVELS]; /* per link: when its bytes booked so
@@ -829,6 +830,35 @@ static void stream_caps(stream_t *S)
     }
 }
 
+/* The stages whose step is staggered (stream_stagger): mxh_step_staggered (a reduce
+ * where the schedule says so: sched.h rstagger), and on the network only where the
+ * step binds the stream (cost.h mxh_cost_net_binds, by the link times, against this
+ * rank's node step; without link times not there). */
+static void stream_staggers(stream_t *S)
+{
+    const mxh_plan_t *p       = S->sched->plan;
+    const mxh_cost_model_t *t = S->ctx->times;
+    size_t node = 0;
+    int node_p  = 0;
+    for (int st = 0; st < S->sched->nstages && node == 0; st++) {
+        int i = p->stage_step[st];
+        if (i >= 0 && p->steps[i].level == 0 && !p->steps[i].net) {
+            node   = p->steps[i].count * S->ctx->extent;
+            node_p = p->steps[i].gsize;
+        }
+    }
+    for (int st = 0; st < S->sched->nstages; st++) {
+        int i               = p->stage_step[st];
+        const mxh_step_t *s = i >= 0 ? &p->steps[i] : NULL;
+        S->stagger[st] =
+            s != NULL && mxh_step_staggered(s) &&
+            (s->type != MXH_STEP_REDUCE || S->sched->rstagger) &&
+            (!s->net || (t != NULL && s->level < t->nlevels &&
+                         mxh_cost_net_binds(t, s->level, s->count * S->ctx->extent, s->gsize,
+                                            node, node_p)));
+    }
+}
+
 /* A member other than the root of a rootless bcast step (p2p.c: the root scatters
  * the region to the p - 1 others, then they all-gather it) starts fragment f only
  * once fragment f - 1 has left its scatter. The others' links take the region per
@@ -845,14 +875,25 @@ static void stream_caps(stream_t *S)
  * latency before the one in flight is due to end instead; a late estimate falls
  * back to the rule above, an early one lets the two share the link for a moment.
  * Simulated bcast 256 MiB, 16 x 8 GPUs: 839.67 -> 782.08 us (RESULTS.md section
- * 5, "The staggered scatter posted ahead"). */
+ * 5, "The staggered scatter posted ahead"). The rootless reduce on the network is the
+ * mirror: the others' gathers to the root share their outgoing links with the
+ * reduce-scatters of later fragments and get a sliver of them, so the root's link
+ * idles; a member starts fragment f's reduce-scatter once f - 1 has left its own
+ * (not posted ahead: the gather that follows is what must go alone). Simulated
+ * reduce 256 MiB, 16 x 8 GPUs with 900 GB/s NVLink and 50 GB/s NICs, 16 MiB
+ * fragments: 968.83 -> 834.01 us (RESULTS.md section 5, "Staggered on the network
+ * too"). */
 static int stream_stagger(stream_t *S, const frag_state_t *fs, const mxh_step_t *s,
                           int f, int st)
 {
-    if (f == 0 || !mxh_step_staggered(s))
+    if (f == 0 || !S->stagger[st])
         return 0;
     const frag_state_t *y = &fs[(f - 1) % S->FS];
-    if (!(y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active && y->op.k == 0))
+    if (!(y->io == FRAG_STEPS && y->started && y->stage == st && y->op.active))
+        return 0;
+    if (s->type == MXH_STEP_REDUCE) /* until f - 1 has left its reduce-scatter */
+        return y->op.k < y->op.nrs;
+    if (y->op.k != 0)
         return 0;
     /* posted a latency before fragment f - 1's scatter is due to end, so that its
      * bytes follow without the link idling for the latency */
@@ -913,7 +954,7 @@ static int stream_try(stream_t *S, frag_state_t *fs, frag_state_t *x, int f, int
             x->t0      = S->ctx->lvl ? mxh_ticks() : 0;
             x->due     = 0;
             if (S->ctx->times != NULL && s->level < S->ctx->times->nlevels &&
-                mxh_step_staggered(s)) {
+                S->stagger[st] && s->type == MXH_STEP_BCAST) {
                 /* the region's time on the link from now (its latency overlaps the
                  * bytes before it) */
                 size_t bytes = s->count * S->ctx->extent, msg = bytes / (size_t)(s->gsize - 1);
@@ -1071,6 +1112,7 @@ static mxh_status_t exec_stream(const mxh_sched_t *sched, const mxh_exec_ctx_t *
     const mxh_step_t *failed = NULL;
 
     stream_caps(&S);
+    stream_staggers(&S);
     pace_cpu(&S);
     /* fragments [lo, next) are in flight, fragment f in state f % FS */
     while (lo < sched->nfrag && rc == MPI_SUCCESS) {

@@ -809,6 +809,11 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
         (h->config.kary == 2 && km != NULL &&
          mxh_cost_kary_pick(km, coll, count, tsize, frag, NULL, NULL)))
         mxh_sched_set_kary(s);
+    if (coll == MXH_COLL_REDUCE && km != NULL && s->nfrag > 1) {
+        mxh_cost_model_t rk = *km;
+        rk.kary     = s->kary;
+        s->rstagger = mxh_cost_rstagger_pick(&rk, coll, count, tsize, frag);
+    }
     const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
     if (pace != NULL && s->nfrag > 1) {
         mxh_cost_model_t pk = *pace;

@@ -26,8 +26,8 @@ const char *mxh_step_type_name(mxh_step_type_t type)
 
 int mxh_step_staggered(const mxh_step_t *s)
 {
-    return s->rootless && s->type == MXH_STEP_BCAST && s->gsize > 2 &&
-           s->me != s->root;
+    return s->rootless && s->gsize > 2 && s->me != s->root &&
+           (s->type == MXH_STEP_BCAST || (s->type == MXH_STEP_REDUCE && s->net));
 }
 
 void mxh_plan_destroy(mxh_plan_t *plan)

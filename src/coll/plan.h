@@ -138,15 +138,16 @@ mxh_status_t mxh_plan_create_sized(const mxh_layout_t *layout, int rank, mxh_col
 mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_coll_t coll,
                                    size_t count, int root, size_t tsize, unsigned flags,
                                    mxh_plan_t **plan_p);
-/* Whether the stream executor starts a fragment on step @s only once the
+/* Whether the stream executor may start a fragment on step @s only once the
  * fragment before it has left the step's first exchange: a member other than the
- * root of a rootless bcast step (scatter from the root, then allgather among the
- * others; exec.c stream_stagger says why), on every level. (Before the next
- * scatter was posted ahead by the link times, the network levels were left out:
- * each fragment waited out the scatter's latency there. Posted ahead, the rail's
- * stagger is what a bcast needs where the NIC, not NVLink, binds: 32 nodes x 4
- * GPUs, 50 GB/s NICs, bcast 256 MiB 1969.97 -> 1545.20 us; RESULTS.md section 5,
- * "Staggered on the network too".) */
+ * root of a rootless step of more than two members, bcast (scatter from the root,
+ * then allgather among the others) on every level, reduce (reduce-scatter among
+ * the others, then gather to the root) on the network (exec.c stream_stagger says
+ * why). On the network the executor and the model stagger only where the step binds
+ * the stream (cost.h mxh_cost_net_binds): there the stagger is what a bcast or
+ * reduce needs (32 nodes x 4 GPUs, 50 GB/s NICs, bcast 256 MiB 1969.97 -> 1545.20
+ * us; 16 x 8 with 900 GB/s NVLink, reduce 968.83 -> 834.01); where NVLink binds the
+ * reduce's cost 8 % (RESULTS.md section 5, "Staggered on the network too"). */
 int mxh_step_staggered(const mxh_step_t *s);
 
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]

@@ -74,6 +74,9 @@ typedef struct mxh_sched {
                                figures (hier.h mxh_hier_pace) */
     int         kary;       /* set by the hierarchy: long network levels exchange as kary
                                (mxh_sched_set_kary) */
+    int         rstagger;   /* set by the hierarchy: its rootless reduce steps on the
+                               network are staggered where they bind
+                               (mxh_cost_rstagger_pick) */
 
     int         nfrag;      /* >= 1 */
     size_t      frag_count; /* elements per full fragment (per block for rsb/allgather) */

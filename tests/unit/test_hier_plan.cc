@@ -1082,8 +1082,9 @@ TEST(Plan, ThroughShapeOnTheRootsPath)
 
 // Which steps of the through shape the stream executor staggers (a fragment waits
 // until the one before has left the step's scatter): the non-roots of a rootless
-// bcast step of more than two members, on every level, nothing else. 2 nodes x 4,
-// root 1.
+// bcast step of more than two members, on every level, and of a rootless reduce step
+// on the network (the executor and the model then decide where), nothing else. 2
+// nodes x 4, root 1.
 TEST(Plan, StaggeredSteps)
 {
     Layout lay = make_layout({4, 4}, 0, 0);
@@ -1126,6 +1127,22 @@ TEST(Plan, StaggeredSteps)
     ASSERT_EQ(2, p->nsteps); // node bcast from rank 1, rail bcast as its rail's root
     EXPECT_EQ(1, mxh_step_staggered(&p->steps[0]));
     EXPECT_EQ(0, mxh_step_staggered(&p->steps[1])); // the root of its rail's step
+    mxh_plan_destroy(p);
+    // reduce: the rail's rootless reduce of the others (rank 6: its rail's holder is
+    // rank 2) may stagger, the holder's does not, nor any node step
+    p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_flags(L3.p, 6, MXH_COLL_REDUCE, 1200, 1, 4,
+                                            MXH_PLAN_THROUGH, &p));
+    ASSERT_EQ(2, p->nsteps); // node reduce-scatter, rail reduce to rank 2
+    EXPECT_EQ(MXH_STEP_REDUCE, p->steps[1].type);
+    EXPECT_EQ(0, mxh_step_staggered(&p->steps[0]));
+    EXPECT_EQ(1, mxh_step_staggered(&p->steps[1]));
+    mxh_plan_destroy(p);
+    p = nullptr;
+    ASSERT_EQ(MXH_OK, mxh_plan_create_flags(L3.p, 3, MXH_COLL_REDUCE, 1200, 1, 4,
+                                            MXH_PLAN_THROUGH, &p));
+    for (int i = 0; i < p->nsteps; i++)
+        EXPECT_EQ(0, mxh_step_staggered(&p->steps[i])) << i; // the node's, the rail's root
     mxh_plan_destroy(p);
 }
 
