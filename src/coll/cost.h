@@ -124,7 +124,7 @@ typedef struct mxh_cost_model {
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
     int    rstagger;                 /* a rootless reduce on the network is staggered
                                         where it binds (plan.h mxh_step_staggered): 1
-                                        yes, 0 no, 2 the faster (mxh_cost_rstagger_pick;
+                                        yes, 0 no, 2 the model's pick (mxh_cost_rstagger_pick;
                                         the default) */
     int    ahead;                    /* MPIX_HIER_PIPELINE_PACE yes or auto: a bcast's
                                         staggered steps post their scatters ahead by
@@ -239,12 +239,13 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * +0.7 % and +4.5 %; reduce_scatter_block +1.2 % and +4.3 %. */
 #define MXH_COST_KARY_MARGIN 0.0025
 
-/* Whether the reduce of @count elements in fragments of @frag_bytes is predicted
- * faster with its rootless network steps staggered where they bind (m->rstagger 2;
- * else m->rstagger): where the NIC binds the stagger keeps the root's link busy
- * (16 x 8 GPUs, 900 GB/s NVLink: reduce 256 MiB 968.83 -> 809.45 us), but on deeper
- * schedules it held the fragments behind it (32 x 4 GPUs in 2 leaf groups: 1590.15
- * -> 1707.99; RESULTS.md section 5, "Staggered on the network too"). */
+/* Whether the reduce of @count elements in fragments of @frag_bytes is predicted at
+ * least 5 % faster (cost.c RSTAGGER_MARGIN) with its rootless network steps staggered
+ * where they bind (m->rstagger 2; else m->rstagger): where the NIC binds the stagger
+ * keeps the root's link busy (16 x 8 GPUs, 900 GB/s NVLink: reduce 256 MiB 968.83 ->
+ * 809.45 us), but on deeper schedules it held the fragments behind it (32 x 4 GPUs in
+ * 2 leaf groups: 1590.15 -> 1707.99; RESULTS.md section 5, "Staggered on the network
+ * too"). */
 int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes);
 
