@@ -979,22 +979,25 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
  * "Staggered on the network too"). */
 #define RSTAGGER_MARGIN 0.05
 
-static int rstagger_wins(double ts, double tn)
+/* The reduce's predictions staggered (*@ts) and not (*@tn); 1 if the stagger wins */
+static int rstagger_both(const mxh_cost_model_t *m, size_t count, size_t tsize,
+                         size_t frag_bytes, mxh_cost_variant_t variant, double *ts, double *tn)
 {
-    return ts < tn * (1 - RSTAGGER_MARGIN);
+    mxh_cost_model_t c = *m;
+    c.rstagger         = 1;
+    *ts                = mxh_cost_predict(&c, MXH_COLL_REDUCE, count, tsize, frag_bytes, variant);
+    c.rstagger         = 0;
+    *tn                = mxh_cost_predict(&c, MXH_COLL_REDUCE, count, tsize, frag_bytes, variant);
+    return *ts > 0 && *tn > 0 && *ts < *tn * (1 - RSTAGGER_MARGIN);
 }
 
 int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes)
 {
+    double ts, tn;
     if (coll != MXH_COLL_REDUCE || m->rstagger != 2)
         return m->rstagger == 1;
-    mxh_cost_model_t c = *m;
-    c.rstagger         = 1;
-    double ts          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
-    c.rstagger         = 0;
-    double tn          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
-    return ts > 0 && tn > 0 && rstagger_wins(ts, tn);
+    return rstagger_both(m, count, tsize, frag_bytes, MXH_COST_PLAN, &ts, &tn);
 }
 
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
@@ -1147,12 +1150,8 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
     if (coll == MXH_COLL_REDUCE && m->rstagger == 2) { /* mxh_cost_rstagger_pick's */
-        mxh_cost_model_t c = *m;
-        c.rstagger         = 1;
-        double ts          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
-        c.rstagger         = 0;
-        double tn          = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
-        return ts > 0 && tn > 0 && rstagger_wins(ts, tn) ? ts : tn;
+        double ts, tn;
+        return rstagger_both(m, count, tsize, frag_bytes, variant, &ts, &tn) ? ts : tn;
     }
     if (m->pace_auto) { /* the pacing mxh_cost_pace_pick chooses: the faster of the two */
         mxh_cost_model_t c = *m;

@@ -762,7 +762,9 @@ static void pace_cpu(stream_t *S)
 static void pace_slack(stream_t *S, const frag_state_t *fs, int lo, int next)
 {
     S->slack = 0;
-    for (int f = lo; S->pace != NULL && f < next; f++) {
+    if (S->pace == NULL)
+        return;
+    for (int f = lo; f < next; f++) {
         const frag_state_t *x = &fs[f % S->FS];
         if (x->io == FRAG_STEPS && x->started && x->op.k < MXH_COST_MAX_PHASES &&
             mxh_p2p_completed(&x->op) && S->cpu[x->stage][x->op.k] > S->slack)
