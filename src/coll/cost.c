@@ -60,6 +60,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->pace_auto = cfg->pipeline_pace == 2;
     m->ahead  = cfg->pipeline_pace != 0;
     m->rstagger = 2;
+    m->rsag   = cfg->rsag;
     m->lat_n  = cfg->cost_lat_n;
     m->bw_n   = cfg->cost_bw_n;
     memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
@@ -225,7 +226,8 @@ static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, 
         return A_KARY;
     if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
         return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
-    if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0)
+    if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0 &&
+        !(m->rsag == 1 && m->net[level]))
         return A_RADIX;
     if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
         return A_DIRECT;
@@ -991,6 +993,54 @@ static int rstagger_both(const mxh_cost_model_t *m, size_t count, size_t tsize,
     return *ts > 0 && *tn > 0 && *ts < *tn * (1 - RSTAGGER_MARGIN);
 }
 
+/* The rsag pick only where predicted this much faster: radix's one latency per step is
+ * what the latency plans are built on, the pick only changes pipelines whose NIC binds
+ * (128 x 8 GPUs in 4 leaf groups, allreduce 256 MiB in 4 MiB fragments: the spine's
+ * 16 KiB steps, 2.1 % predicted; RESULTS.md section 5, "Half the spine's bytes"). */
+#define RSAG_MARGIN 0.01
+
+/* Whether an allreduce plan can have an allreduce step that radix would run on a
+ * network level (choose(): up to P2P_SMALL bytes, a group radix can factor) */
+static int rsag_relevant(const mxh_cost_model_t *m, mxh_coll_t coll)
+{
+    int fac[32];
+    for (int l = 0; l < m->nlevels && coll == MXH_COLL_ALLREDUCE; l++)
+        if (m->net[l] && m->gsize[l] > 1 && radix_factors(m->gsize[l], fac) > 0)
+            return 1;
+    return 0;
+}
+
+/* The predictions with small network allreduce steps as reduce-scatter + allgather
+ * (*@ty) and as radix (*@tn); 1 if the former wins by RSAG_MARGIN */
+static int rsag_both(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                     size_t frag_bytes, mxh_cost_variant_t variant, double *ty, double *tn)
+{
+    mxh_cost_model_t c = *m;
+    c.rsag             = 0;
+    *tn                = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+    if (!rsag_relevant(m, coll)) {
+        *ty = *tn;
+        return 0;
+    }
+    c.rsag = 1;
+    *ty    = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+    return *ty > 0 && *tn > 0 && *ty < *tn * (1 - RSAG_MARGIN);
+}
+
+int mxh_cost_rsag_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, double *t_rsag, double *t_radix)
+{
+    double ty = -1, tn = -1;
+    int pick = m->rsag == 1;
+    if (m->rsag == 2)
+        pick = rsag_both(m, coll, count, tsize, frag_bytes, MXH_COST_PLAN, &ty, &tn);
+    if (t_rsag)
+        *t_rsag = ty;
+    if (t_radix)
+        *t_radix = tn;
+    return pick;
+}
+
 int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes)
 {
@@ -1149,6 +1199,10 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 {
     if (!modelled(m, coll) || count == 0 || tsize == 0)
         return -1;
+    if (m->rsag == 2) { /* mxh_cost_rsag_pick's */
+        double ty, tn;
+        return rsag_both(m, coll, count, tsize, frag_bytes, variant, &ty, &tn) ? ty : tn;
+    }
     if (coll == MXH_COLL_REDUCE && m->rstagger == 2) { /* mxh_cost_rstagger_pick's */
         double ts, tn;
         return rstagger_both(m, count, tsize, frag_bytes, variant, &ts, &tn) ? ts : tn;

@@ -122,6 +122,10 @@ typedef struct mxh_cost_model {
                                         pacing mxh_cost_pace_pick chooses */
     int    kary;                     /* network levels of more than 16 ranks exchange as
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
+    int    rsag;                     /* small allreduce steps on the network levels
+                                        reduce-scatter + allgather instead of radix: 1
+                                        yes, 0 no, 2 the model's pick (mxh_cost_rsag_pick;
+                                        MPIX_HIER_RSAG, the default) */
     int    rstagger;                 /* a rootless reduce on the network is staggered
                                         where it binds (plan.h mxh_step_staggered): 1
                                         yes, 0 no, 2 the model's pick (mxh_cost_rstagger_pick;
@@ -255,6 +259,16 @@ int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
  * every rank picks the same. */
 int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes, double *t_kary, double *t_direct);
+/* m->rsag 2 (MPIX_HIER_RSAG=auto): 1 when an allreduce in fragments of @frag_bytes is
+ * predicted at least 1 % faster (cost.c RSAG_MARGIN) with its allreduce steps of up to
+ * 32 KiB on the network levels as reduce-scatter + allgather than as radix exchanges
+ * (the 1024-GPU pipelines' spine steps: half the bytes through a NIC that binds, for
+ * a second latency that other fragments' transfers hide); otherwise m->rsag. The two
+ * predictions in *@t_rsag, *@t_radix (-1 where not compared). Pure: every rank picks
+ * the same. */
+int mxh_cost_rsag_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                       size_t frag_bytes, double *t_rsag, double *t_radix);
+
 /* MPIX_HIER_PIPELINE_PACE=auto (m->pace_auto): 1 when the schedule of @frag_bytes
  * fragments is predicted faster paced than unpaced, or not modelled (the stream's
  * default); otherwise m->pace. Pure: every rank picks the same. */

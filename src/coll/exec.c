@@ -742,10 +742,14 @@ static void pace_posted(stream_t *S, const mxh_p2p_op_t *op)
  * 1338.40. */
 static void pace_cpu(stream_t *S)
 {
-    const mxh_cost_model_t *m = S->pace;
-    const mxh_plan_t *p       = S->sched->plan;
+    const mxh_plan_t *p = S->sched->plan;
     memset(S->cpu, 0, sizeof(S->cpu));
-    for (int st = 0; m != NULL && st < S->sched->nstages; st++) {
+    if (S->pace == NULL)
+        return;
+    mxh_cost_model_t c = *S->pace, *m = &c; /* the step algorithms this schedule runs */
+    c.kary = S->sched->kary;
+    c.rsag = S->sched->rsag;
+    for (int st = 0; st < S->sched->nstages; st++) {
         int i = p->stage_step[st];
         if (i < 0 || p->steps[i].level >= m->nlevels || p->steps[i].gsize < 2)
             continue;

@@ -809,15 +809,28 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
         (h->config.kary == 2 && km != NULL &&
          mxh_cost_kary_pick(km, coll, count, tsize, frag, NULL, NULL)))
         mxh_sched_set_kary(s);
+    /* small network allreduce steps as reduce-scatter + allgather (MPIX_HIER_RSAG) where
+     * the model predicts it faster with the kary choice made */
+    if (km != NULL && h->config.rsag == 2) {
+        mxh_cost_model_t ak = *km;
+        ak.kary = s->kary;
+        ak.rsag = 2;
+        if (mxh_cost_rsag_pick(&ak, coll, count, tsize, frag, NULL, NULL))
+            mxh_sched_set_rsag(s);
+    } else if (h->config.rsag == 1) {
+        mxh_sched_set_rsag(s);
+    }
     if (coll == MXH_COLL_REDUCE && km != NULL && s->nfrag > 1) {
         mxh_cost_model_t rk = *km;
         rk.kary     = s->kary;
+        rk.rsag     = s->rsag;
         s->rstagger = mxh_cost_rstagger_pick(&rk, coll, count, tsize, frag);
     }
     const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
     if (pace != NULL && s->nfrag > 1) {
         mxh_cost_model_t pk = *pace;
         pk.kary     = s->kary;
+        pk.rsag     = s->rsag;
         s->unpaced = !mxh_cost_pace_pick(&pk, coll, count, tsize, frag);
     }
     mxh_sched_destroy(h->scheds[victim].sched);

@@ -298,7 +298,10 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
         return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
     }
     if (s->type == MXH_STEP_ALLREDUCE) {
-        if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0)
+        /* radix sends the whole region to every peer of a factor in one latency;
+         * in a pipeline whose NIC binds (step.rsag, the cost model's pick) the
+         * reduce-scatter + allgather's 2 (p - 1) / p of it is worth the second one */
+        if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0 && !(s->rsag && s->net))
             return MXH_P2P_RADIX_AR;
         if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
             p <= MXH_P2P_DIRECT_ANY)

@@ -66,6 +66,8 @@ typedef struct mxh_step {
                        order (layout ring[]): rings keep every message on one link */
     int    kary;    /* network step of a schedule the cost model lets exchange in
                        log_f p rounds where the group is long (p2p.c kary; hier.c) */
+    int    rsag;    /* network allreduce step of a schedule whose small regions
+                       reduce-scatter + allgather instead of radix (p2p.c; hier.c) */
     int    ports;   /* spread plans: the node's ranks (g), each a port to 1/g of the nodes;
                        0 elsewhere. MXH_STEP_SPREAD: my node position is port. The node
                        allreduce after it (a radix exchange of one digit): member vectors

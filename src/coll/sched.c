@@ -12,6 +12,14 @@ void mxh_sched_set_kary(mxh_sched_t *s)
             s->plans[i]->steps[j].kary = s->plans[i]->steps[j].net;
 }
 
+void mxh_sched_set_rsag(mxh_sched_t *s)
+{
+    s->rsag = 1;
+    for (int i = 0; i < s->nplans; i++)
+        for (int j = 0; j < s->plans[i]->nsteps; j++)
+            s->plans[i]->steps[j].rsag = s->plans[i]->steps[j].net;
+}
+
 void mxh_sched_destroy(mxh_sched_t *sched)
 {
     if (sched == NULL)
@@ -271,9 +279,10 @@ size_t mxh_sched_describe(const mxh_sched_t *s, char *buf, size_t len)
 {
     int k = snprintf(buf, len,
                      "%s count=%zu x %zu B: %d fragment(s) of %zu (first %zu, last %zu), "
-                     "%d stages, %d rounds (stretch %d)%s",
+                     "%d stages, %d rounds (stretch %d)%s%s",
                      mxh_coll_name(s->coll), s->count, s->tsize, s->nfrag, s->frag_count,
                      mxh_sched_frag_count(s, 0), mxh_sched_frag_count(s, s->nfrag - 1),
-                     s->nstages, s->nrounds, s->stretch, s->kary ? ", kary on long rails" : "");
+                     s->nstages, s->nrounds, s->stretch, s->kary ? ", kary on long rails" : "",
+                     s->rsag ? ", small network allreduces reduce-scatter + allgather" : "");
     return k > 0 ? (size_t)k : 0;
 }

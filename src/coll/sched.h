@@ -74,6 +74,8 @@ typedef struct mxh_sched {
                                figures (hier.h mxh_hier_pace) */
     int         kary;       /* set by the hierarchy: long network levels exchange as kary
                                (mxh_sched_set_kary) */
+    int         rsag;       /* set by the hierarchy: small allreduce steps on the network
+                               reduce-scatter + allgather (mxh_sched_set_rsag) */
     int         rstagger;   /* set by the hierarchy: its rootless reduce steps on the
                                network are staggered where they bind
                                (mxh_cost_rstagger_pick) */
@@ -103,6 +105,10 @@ typedef struct mxh_sched {
 
 /* Let the network steps of every plan of @s run kary exchanges (step.kary). */
 void mxh_sched_set_kary(mxh_sched_t *s);
+
+/* Let the small network allreduce steps of every plan of @s reduce-scatter + allgather
+ * instead of radix (step.rsag). */
+void mxh_sched_set_rsag(mxh_sched_t *s);
 
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
  * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones.

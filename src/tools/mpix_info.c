@@ -599,6 +599,15 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                    " %s\n",
                    tk * 1e6, td * 1e6, (tk / td - 1) * 100,
                    k ? "kary (within MXH_COST_KARY_MARGIN: far fewer messages)" : "direct");
+        mxh_cost_model_t a = m; /* the rsag pick is made with the kary choice */
+        double ty = -1, tn = -1;
+        a.kary = k;
+        int y  = mxh_cost_rsag_pick(&a, coll, count, ts, cand[best].frag_bytes, &ty, &tn);
+        if (ty > 0 && tn > 0 && ty != tn)
+            printf("model, small network allreduce steps: reduce-scatter + allgather %.2f us, "
+                   "radix %.2f us (%+.2f %%): %s\n",
+                   ty * 1e6, tn * 1e6, (ty / tn - 1) * 100,
+                   y ? "reduce-scatter + allgather (MPIX_HIER_RSAG)" : "radix");
     }
     double tt = (today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE) &&
                         mxh_cost_shape_modelled(coll, count, ts, tf)

@@ -118,6 +118,14 @@ const mxh_config_var_t mxh_config_vars[] = {
      "latency per factor, far fewer messages (yes/no/auto). 'auto': per schedule, where "
      "the cost model predicts it at most 0.25 % slower (mpix_info --explain).",
      1},
+    {"MPIX_HIER_RSAG", "auto",
+     "Allreduce steps of up to 32 KiB on a network level (the spine's of a pipelined "
+     "allreduce at 1024 GPUs) reduce-scatter and then allgather (two latencies, each rank's "
+     "share of the bytes) instead of sending the whole piece to every peer (radix: one "
+     "latency, p - 1 times the bytes) (yes/no/auto). 'auto': per schedule, where the cost "
+     "model predicts it at least 1 % faster (mpix_info --explain): where the NIC is the "
+     "pipeline's bottleneck, its bytes cost more than the latency.",
+     1},
     {"MPIX_HIER_SPREAD", "yes",
      "Small allreduces (up to 4 KiB) on layouts with two network levels or more (rails under "
      "leaf switches and a spine) cross them in one exchange: after the node's allreduce each of "
@@ -471,6 +479,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
     cfg->pipeline_pace   = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->kary            = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
+    cfg->rsag            = 2; /* auto; the same */
     cfg->shm             = 1;
     cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
@@ -582,6 +591,11 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
             cfg->kary = 2;
         else
             rc = parse_bool(value, &cfg->kary);
+    } else if (!strcmp(name, "MPIX_HIER_RSAG")) {
+        if (!strcasecmp(value, "auto"))
+            cfg->rsag = 2;
+        else
+            rc = parse_bool(value, &cfg->rsag);
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         rc = parse_bool(value, &cfg->spread);
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
@@ -753,6 +767,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->pipeline_pace == 2 ? "auto" : cfg->pipeline_pace ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_KARY")) {
         snprintf(buf, len, "%s", cfg->kary == 2 ? "auto" : cfg->kary ? "yes" : "no");
+    } else if (!strcmp(name, "MPIX_HIER_RSAG")) {
+        snprintf(buf, len, "%s", cfg->rsag == 2 ? "auto" : cfg->rsag ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
         snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
@@ -832,6 +848,7 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
         h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
         h = mxh_hash_bytes(h, &cfg->pipeline_pace, sizeof(cfg->pipeline_pace));
         h = mxh_hash_bytes(h, &cfg->kary, sizeof(cfg->kary));
+        h = mxh_hash_bytes(h, &cfg->rsag, sizeof(cfg->rsag));
         h = mxh_hash_bytes(h, &cfg->spread, sizeof(cfg->spread));
         h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
         h = mxh_hash_bytes(h, &sc, sizeof(sc));

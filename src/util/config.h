@@ -45,6 +45,11 @@ typedef struct mxh_config {
     int    kary;                            /* MPIX_HIER_KARY: long network levels exchange
                                                in log_f p rounds (0 no, 1 yes, 2 auto: the
                                                cost model picks per schedule) */
+    int    rsag;                            /* MPIX_HIER_RSAG: small allreduce steps on the
+                                               network of a pipelined schedule as
+                                               reduce-scatter + allgather instead of radix
+                                               (0 no, 1 yes, 2 auto: the cost model picks
+                                               per schedule) */
     int    spread;                          /* MPIX_HIER_SPREAD: small allreduces cross the
                                                network levels in one exchange (plan.c) */
     int    shm;                             /* MPIX_HIER_SHM */

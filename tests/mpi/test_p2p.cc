@@ -430,6 +430,13 @@ TEST_F(P2p, NetworkLevelsGoDirect)
     small.s.gsize = 32;
     small.s.net   = 1;
     EXPECT_EQ(mxh_p2p_choose(&small.s, 4), MXH_P2P_RADIX_AR);
+    /* a schedule whose NIC binds (step.rsag, the cost model's pick): reduce-scatter +
+     * allgather, direct; inside a node radix stays */
+    small.s.rsag = 1;
+    EXPECT_EQ(mxh_p2p_choose(&small.s, 4), MXH_P2P_DIRECT);
+    small.s.net = 0;
+    small.s.gsize = 4;
+    EXPECT_EQ(mxh_p2p_choose(&small.s, 4), MXH_P2P_RADIX_AR);
 }
 
 } // namespace

@@ -183,6 +183,71 @@ TEST(Cost, KaryPick)
     EXPECT_EQ(0, m.kary); // pure
 }
 
+// Small allreduce steps on the network as reduce-scatter + allgather (MPIX_HIER_RSAG):
+// 128 x 8 GPUs in 4 leaf groups, allreduce 256 MiB in 4 MiB fragments, the spine's
+// steps of 16 KiB: radix sends the whole piece to 3 peers (48 KiB through the NIC per
+// fragment), reduce-scatter + allgather 2 x 3/4 of it; with the NIC binding that is
+// 0.5 us of 21.7 per fragment (simulated 1454.47 -> 1419.21 us, RESULTS.md section 5,
+// "Half the spine's bytes"). Small allreduces keep radix's single latency; a spine of
+// 2 moves the same bytes either way; 23.3 / 46.6 us latencies (SimGrid's default model)
+// leave the gain under the margin.
+TEST(Cost, RsagPick)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    EXPECT_EQ(2, cfg.rsag);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int big[3] = {8, 32, 4}, two[3] = {4, 16, 2}, small[2] = {8, 16};
+    mxh_cost_model_t m, t, s;
+    mxh_cost_model_grid(&m, &cfg, 3, type, big);
+    mxh_cost_model_grid(&t, &cfg, 3, type, two);
+    mxh_cost_model_grid(&s, &cfg, 2, type, small);
+    const size_t frag = (size_t)4 << 20, n = (size_t)64 << 20;
+    double ty = 0, tn = 0;
+    EXPECT_EQ(1, mxh_cost_rsag_pick(&m, MXH_COLL_ALLREDUCE, n, 4, frag, &ty, &tn));
+    EXPECT_LT(ty, tn * 0.985);
+    EXPECT_GT(ty, tn * 0.97);
+    EXPECT_EQ(2, m.rsag); // pure
+    // the prediction with the pick is the faster one
+    EXPECT_DOUBLE_EQ(ty, mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n, 4, frag, MXH_COST_PLAN));
+    // the spine step of a fragment: one exchange of the whole 16 KiB, or two of 3/4 of it
+    mxh_cost_phases_t ph;
+    m.rsag = 0;
+    mxh_cost_step_phases(&m, 2, MXH_STEP_ALLREDUCE, 16 << 10, &ph);
+    ASSERT_EQ(1, ph.n);
+    EXPECT_EQ(3, ph.ph[0].flows);
+    double radix_link = ph.ph[0].link;
+    m.rsag = 1;
+    mxh_cost_step_phases(&m, 2, MXH_STEP_ALLREDUCE, 16 << 10, &ph);
+    ASSERT_EQ(2, ph.n);
+    EXPECT_NEAR(radix_link / 4, ph.ph[0].link, 1e-15);
+    EXPECT_NEAR(radix_link / 4, ph.ph[1].link, 1e-15);
+    m.rsag = 2;
+    // one small allreduce: radix's single latency wins
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&m, MXH_COLL_ALLREDUCE, 16384, 4, 0, &ty, &tn));
+    EXPECT_GT(ty, tn);
+    // a spine of 2: the same bytes, one more latency
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&t, MXH_COLL_ALLREDUCE, n, 4, frag, &ty, &tn));
+    // no allreduce step on the network (rails of 16, no spine), or another collective
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&s, MXH_COLL_ALLREDUCE, n, 4, frag, NULL, NULL));
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&m, MXH_COLL_REDUCE_SCATTER_BLOCK, n / 1024, 4, frag,
+                                     &ty, &tn));
+    EXPECT_EQ(ty, tn);
+    // latencies 10 times longer: the second latency costs what the bytes gain
+    mxh_config_t lc = cfg;
+    EXPECT_EQ(MXH_OK, mxh_config_set(&lc, "MPIX_HIER_COST_NET_LATENCY", "23.3us", "test"));
+    EXPECT_EQ(MXH_OK, mxh_config_set(&lc, "MPIX_HIER_COST_SPINE_LATENCY", "46.6us", "test"));
+    mxh_cost_model_t l;
+    mxh_cost_model_grid(&l, &lc, 3, type, big);
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&l, MXH_COLL_ALLREDUCE, n, 4, (size_t)16 << 20, &ty, &tn));
+    // forced either way (MPIX_HIER_RSAG=yes / no): no comparison
+    m.rsag = 1;
+    EXPECT_EQ(1, mxh_cost_rsag_pick(&m, MXH_COLL_ALLREDUCE, n, 4, frag, &ty, &tn));
+    EXPECT_EQ(-1, ty);
+    m.rsag = 0;
+    EXPECT_EQ(0, mxh_cost_rsag_pick(&m, MXH_COLL_ALLREDUCE, n, 4, frag, NULL, NULL));
+}
+
 TEST(Cost, LatencyFactorsBySize)
 {
     mxh_cost_model_t m = grid(4, 2, {{"MPIX_HIER_COST_LAT_FACTOR", "65536:10;0:2"},
@@ -603,6 +668,7 @@ TEST(Cost, AutoPace)
         mxh_cost_model_t m;
         mxh_cost_model_grid(&m, &cfg, big_one ? 3 : 2, type, big_one ? big : small);
         EXPECT_EQ(1, m.pace_auto);
+        m.rsag = 0; // the figures of radix spine steps (before Cost.RsagPick)
         mxh_cost_model_t f = m;
         f.pace_auto = 0;
         f.pace      = 1;
