@@ -1386,7 +1386,11 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
         free(t);
         return b;
     }
-    frag_cost(m, coll, count, tsize, MXH_COST_RS, 1, &sc);
+    /* the bytes of the fewest: network allreduces as reduce-scatter + allgather, not
+     * radix's whole vector to every peer */
+    mxh_cost_model_t c = *m;
+    c.rsag             = 1;
+    frag_cost(&c, coll, count, tsize, MXH_COST_RS, 1, &sc);
     for (int r = 0; r < NRES; r++)
         b = sc.link[r] > b ? sc.link[r] : b;
     return b;

@@ -240,6 +240,11 @@ TEST(Cost, RsagPick)
     mxh_cost_model_t l;
     mxh_cost_model_grid(&l, &lc, 3, type, big);
     EXPECT_EQ(0, mxh_cost_rsag_pick(&l, MXH_COLL_ALLREDUCE, n, 4, (size_t)16 << 20, &ty, &tn));
+    // the bound counts the fewest bytes whatever the pick: 256 KiB on 16 x 8, the rail's
+    // 2 x 15/16 of the node's 32 KiB pieces (radix: 6 x 3 x 32 KiB), below every prediction
+    double b = mxh_cost_bound(&s, MXH_COLL_ALLREDUCE, 65536, 4);
+    EXPECT_NEAR(1.28 * us, b, 1e-3 * us);
+    EXPECT_GT(mxh_cost_predict(&s, MXH_COLL_ALLREDUCE, 65536, 4, 0, MXH_COST_PLAN), b);
     // forced either way (MPIX_HIER_RSAG=yes / no): no comparison
     m.rsag = 1;
     EXPECT_EQ(1, mxh_cost_rsag_pick(&m, MXH_COLL_ALLREDUCE, n, 4, frag, &ty, &tn));
