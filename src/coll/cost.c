@@ -610,22 +610,33 @@ static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double b
     sc->scpu[slot] += bytes * m->kappa;
 }
 
-/* exec.c reduce_cap: the fragments a rootless reduce step of @region bytes at @level
- * holds, four and floor(2 x latency / bytes time) more, at most
+/* exec.c latency_extra: floor(2 x latency / bytes time) of a step of @region bytes at
+ * @level, at most MXH_COST_STAGE_CAP_REDUCE_MAX */
+static int latency_extra(const mxh_cost_model_t *m, int level, double region)
+{
+    if (level < 0 || level >= m->nlevels || m->gsize[level] < 2)
+        return 0;
+    double msg = (double)(size_t)(region / (m->gsize[level] - 1));
+    double tb = region * beta(m, level, msg), lat = alpha(m, level, msg);
+    if (tb <= 0)
+        return 0;
+    return 2 * lat / tb < MXH_COST_STAGE_CAP_REDUCE_MAX ? (int)(2 * lat / tb)
+                                                        : MXH_COST_STAGE_CAP_REDUCE_MAX;
+}
+
+/* exec.c reduce_cap, bcast_net_cap: the fragments a rootless reduce (bcast on the
+ * network) step holds, four (three) and latency_extra more, at most
  * MXH_COST_STAGE_CAP_REDUCE_MAX */
 static int reduce_cap(const mxh_cost_model_t *m, int level, double region)
 {
-    int extra = 0;
-    if (level >= 0 && level < m->nlevels && m->gsize[level] > 1) {
-        double msg = (double)(size_t)(region / (m->gsize[level] - 1));
-        double tb = region * beta(m, level, msg), lat = alpha(m, level, msg);
-        if (tb > 0)
-            extra = 2 * lat / tb < MXH_COST_STAGE_CAP_REDUCE_MAX ? (int)(2 * lat / tb)
-                                                                 : MXH_COST_STAGE_CAP_REDUCE_MAX;
-    }
-    return MXH_COST_STAGE_CAP_REDUCE + extra < MXH_COST_STAGE_CAP_REDUCE_MAX
-               ? MXH_COST_STAGE_CAP_REDUCE + extra
-               : MXH_COST_STAGE_CAP_REDUCE_MAX;
+    int cap = MXH_COST_STAGE_CAP_REDUCE + latency_extra(m, level, region);
+    return cap < MXH_COST_STAGE_CAP_REDUCE_MAX ? cap : MXH_COST_STAGE_CAP_REDUCE_MAX;
+}
+
+static int bcast_net_cap(const mxh_cost_model_t *m, int level, double region)
+{
+    int cap = MXH_COST_STAGE_CAP_BCAST_NET + latency_extra(m, level, region);
+    return cap < MXH_COST_STAGE_CAP_REDUCE_MAX ? cap : MXH_COST_STAGE_CAP_REDUCE_MAX;
 }
 
 static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
@@ -1344,9 +1355,17 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
          * on ranks of three or more stages: there the root's node's spine stage, a
          * few messages beside the rail's many on its NICs, held its window. The
          * one path here has no such stage; with the larger window its 4 MiB bcast
-         * at 32 x 8 GPUs came out 11.7 % slow, without it 0.5 %. Nor does it add
-         * stream_window's latency fragments for a network bcast step: under SimGrid's
-         * default model it predicts bcast at 16 x 8 GPUs 6.4 % fast without them.) */
+         * at 32 x 8 GPUs came out 11.7 % slow, without it 0.5 %.) A rootless network
+         * bcast stage as deep as its latency (bcast_net_cap) gets as many more
+         * fragments in flight, not for a light stage (exec.c stream_window). */
+        int b = 0;
+        for (int s = 0; s < NSLOT; s++)
+            b += sc->rbcast_net[s] && sc->ph[s].n > 0 && sc->region[s] * MXH_COST_LIGHT > most
+                     ? bcast_net_cap(m, sc->level[s], sc->region[s]) -
+                           MXH_COST_STAGE_CAP_BCAST_NET
+                     : 0;
+        if (nst + 2 + b > W)
+            W = nst + 2 + b;
         W = W > 2 * nst - 2 ? W : 2 * nst - 2;
         for (int s = 0; s < NSLOT; s++)
             cap[s] = sc->level[s] < 0                        ? 1
@@ -1357,7 +1376,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
                       * 765.20 us with it, against 728.27 simulated; with two, 724.42) */
                      : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
                      : sc->rreduce[s] ? reduce_cap(m, sc->level[s], sc->region[s])
-                     : sc->rbcast_net[s]                      ? MXH_COST_STAGE_CAP_BCAST_NET
+                     : sc->rbcast_net[s] ? bcast_net_cap(m, sc->level[s], sc->region[s])
                      : sc->stagger[s] && m->ahead             ? MXH_COST_STAGE_CAP_STAGGER
                                                                : MXH_COST_STAGE_CAP;
     }
