@@ -746,9 +746,16 @@ static void pace_cpu(stream_t *S)
     memset(S->cpu, 0, sizeof(S->cpu));
     if (S->pace == NULL)
         return;
-    mxh_cost_model_t c = *S->pace, *m = &c; /* the step algorithms this schedule runs */
-    c.kary = S->sched->kary;
-    c.rsag = S->sched->rsag;
+    /* the step algorithms this schedule runs (the pace model's choose reads kary, and
+     * rsag 1 only); a copy of the model only where they differ */
+    const mxh_cost_model_t *m = S->pace;
+    mxh_cost_model_t c;
+    if (m->kary != S->sched->kary || (m->rsag == 1) != S->sched->rsag) {
+        c      = *m;
+        c.kary = S->sched->kary;
+        c.rsag = S->sched->rsag;
+        m      = &c;
+    }
     for (int st = 0; st < S->sched->nstages; st++) {
         int i = p->stage_step[st];
         if (i < 0 || p->steps[i].level >= m->nlevels || p->steps[i].gsize < 2)

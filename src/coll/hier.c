@@ -771,6 +771,15 @@ int mxh_hier_active(const mxh_hier_t *hier)
     return hier->config.enable && hier->layout->nlevels >= 2;
 }
 
+/* mxh_cost_rsag_pick for @s with its kary choice made */
+static int rsag_pick(const mxh_cost_model_t *km, const mxh_sched_t *s)
+{
+    mxh_cost_model_t ak = *km;
+    ak.kary             = s->kary;
+    ak.rsag             = 2;
+    return mxh_cost_rsag_pick(&ak, s->coll, s->count, s->tsize, s->frag_bytes, NULL, NULL);
+}
+
 mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
                             size_t tsize, const mxh_choice_t *choice,
                             const mxh_sched_t **sched_p)
@@ -811,15 +820,8 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
         mxh_sched_set_kary(s);
     /* small network allreduce steps as reduce-scatter + allgather (MPIX_HIER_RSAG) where
      * the model predicts it faster with the kary choice made */
-    if (km != NULL && h->config.rsag == 2) {
-        mxh_cost_model_t ak = *km;
-        ak.kary = s->kary;
-        ak.rsag = 2;
-        if (mxh_cost_rsag_pick(&ak, coll, count, tsize, frag, NULL, NULL))
-            mxh_sched_set_rsag(s);
-    } else if (h->config.rsag == 1) {
+    if (h->config.rsag == 1 || (h->config.rsag == 2 && km != NULL && rsag_pick(km, s)))
         mxh_sched_set_rsag(s);
-    }
     if (coll == MXH_COLL_REDUCE && km != NULL && s->nfrag > 1) {
         mxh_cost_model_t rk = *km;
         rk.kary     = s->kary;
