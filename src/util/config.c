@@ -61,8 +61,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "cannot run on the communicator degrades (shm -> hier -> mpi).", 1},
     {"MPIX_HIER_FRAG_SIZE", "8m",
      "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
-     "at least two fragments overlap levels fragment by fragment; from 1m on a minimum: larger "
-     "messages are cut into 32 fragments; 0 disables pipelining.", 1},
+     "at least two fragments overlap levels fragment by fragment; from 1m on a minimum: a "
+     "message of more than 64 such fragments is cut into 64 larger ones; 0 disables "
+     "pipelining.", 1},
     {"MPIX_HIER_PIPELINE_DEPTH", "0",
      "Fragments in flight at most (0: one per stage of the schedule, one more when fragments "
      "stream point to point, 2 x stages - 2 for schedules of more than 3 stages; 1: no "
