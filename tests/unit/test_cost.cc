@@ -40,6 +40,18 @@ mxh_cost_model_t grid(int g, int n, const std::vector<std::pair<std::string, std
     return m;
 }
 
+// node g x rail r x spine s, the default configuration (the 1024-GPU platform: 8, 32, 4)
+mxh_cost_model_t grid3(int g, int r, int s)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    int gsize[3]             = {g, r, s};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    return m;
+}
+
 TEST(Cost, Defaults)
 {
     mxh_cost_model_t m = grid(4, 2);
@@ -1127,12 +1139,7 @@ TEST(Cost, ReduceFragmentsPerRootlessStage)
 // section 5, "The window of the block collectives").
 TEST(Cost, BlockWindowCountsPlanStages)
 {
-    mxh_config_t cfg;
-    mxh_config_init_defaults(&cfg);
-    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
-    int gsize[3] = {8, 32, 4};
-    mxh_cost_model_t m;
-    mxh_cost_model_grid(&m, &cfg, 3, type, gsize);
+    mxh_cost_model_t m = grid3(8, 32, 4);
     const size_t block = ((size_t)64 << 20) / 4 / 1024; // floats per rank's block
     double rsb = mxh_cost_predict(&m, MXH_COLL_REDUCE_SCATTER_BLOCK, block, 4, 1 << 20,
                                   MXH_COST_PLAN);
