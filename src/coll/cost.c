@@ -1339,9 +1339,10 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
          * the block collectives' fragment-major work buffer, slot 2 nlevels, whose
          * fragment the window already waits for (the admission gate is the last
          * slot). Counted, it let a reduce_scatter_block or allgather of 3 levels run
-         * one fragment more than exec.c does: 1024 GPUs, 2 MiB fragments, allgather
-         * predicted 732.13 us where 711.41 was simulated; with the plan's stages
-         * 710.05 (RESULTS.md section 5, "The window of the block collectives"). */
+         * one fragment more than exec.c does: 1024 GPUs, 64 MiB in 1 MiB fragments,
+         * reduce_scatter_block / allgather predicted 192.68 / 208.44 us where 262.66 /
+         * 244.70 were simulated; with the plan's stages 246.53 / 234.30 (RESULTS.md
+         * section 5, "The window of the block collectives"). */
         for (int s = 1; s < 2 * m->nlevels; s++)
             if (sc->ph[s].n > 0) {
                 nst++;

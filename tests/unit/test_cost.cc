@@ -1122,14 +1122,6 @@ TEST(Cost, ReduceFragmentsPerRootlessStage)
     EXPECT_NEAR(1127.24 * us, t, 0.10 * 1127.24 * us);
 }
 
-// A rootless bcast step on the network runs three fragments (exec.c
-// MXH_STREAM_STAGE_CAP_BCAST_NET), and floor(2 x latency / bytes time) more
-// (bcast_net_cap) with as many more in the window. Simulated (16 x 8 GPUs, bcast
-// 256 MiB in 8 MiB fragments, RESULTS.md section 5, "The staggered scatter posted
-// ahead", "A bcast stage as deep as its latency"): 827.33 us on exact links (no
-// more: 2 us against 21.8 of bytes), 1002.03 under SimGrid's default model (its 23.3
-// us latency against 23.2 of bytes: five fragments; three: 1200.11; two, before the
-// stagger posted ahead: 865.86 and 1652.73).
 // The window of a reduce_scatter_block / allgather counts the plan's stages, as exec.c
 // stream_window does, not the copy out of the fragment-major work buffer: counted, it
 // let a schedule of three levels run one fragment more than the executor. 128 x 8 GPUs
@@ -1148,6 +1140,14 @@ TEST(Cost, BlockWindowCountsPlanStages)
     EXPECT_NEAR(244.70 * us, ag, 0.08 * 244.70 * us);
 }
 
+// A rootless bcast step on the network runs three fragments (exec.c
+// MXH_STREAM_STAGE_CAP_BCAST_NET), and floor(2 x latency / bytes time) more
+// (bcast_net_cap) with as many more in the window. Simulated (16 x 8 GPUs, bcast
+// 256 MiB in 8 MiB fragments, RESULTS.md section 5, "The staggered scatter posted
+// ahead", "A bcast stage as deep as its latency"): 827.33 us on exact links (no
+// more: 2 us against 21.8 of bytes), 1002.03 under SimGrid's default model (its 23.3
+// us latency against 23.2 of bytes: five fragments; three: 1200.11; two, before the
+// stagger posted ahead: 865.86 and 1652.73).
 TEST(Cost, BcastThreeFragmentsPerNetworkStage)
 {
     mxh_cost_model_t m = grid(8, 16, {}, 2);
