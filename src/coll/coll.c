@@ -421,7 +421,7 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
     int rooted = sched->coll == MXH_COLL_BCAST || sched->coll == MXH_COLL_REDUCE;
     mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
                           h->shm_levels, a->lvl_p, 0,
-                          rooted || sched->unpaced ? NULL : mxh_hier_pace(h, sched),
+                          rooted || sched->unpaced ? NULL : mxh_hier_pace_links(h, sched),
                           h->spread_comm, mxh_hier_times(h)};
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
@@ -1770,7 +1770,7 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
         char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
         mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->vdt, ts, a->mpi_op, h->reqs, NULL, NULL,
                               NULL, NULL, h->shm_levels, a->lvl_p, skip,
-                              sched->unpaced ? NULL : mxh_hier_pace(h, sched),
+                              sched->unpaced ? NULL : mxh_hier_pace_links(h, sched),
                               h->spread_comm, mxh_hier_times(h)};
         size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
         void *tmp        = mxh_hier_tmp(h, tmp_bytes);

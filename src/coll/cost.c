@@ -497,6 +497,8 @@ typedef struct stage_cost {
     int    level[NSLOT];         /* -1: a copy */
     double region[NSLOT];        /* bytes of the slot's step (light stages) */
     double link[NRES];           /* byte time per link resource */
+    double dlink[NRES];          /* the part of it in direct exchanges (or radix) along a
+                                    torus ring of more than 2 nodes (torus_spread) */
     double cpu;                  /* reductions and copies */
     double scpu[NSLOT];          /* the same by slot */
     int    gate_ph[NSLOT];       /* > 0: ... or has done that many phases of it (a
@@ -570,6 +572,9 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
         sc->cpu += ph->ph[i].cpu;
         sc->scpu[1 + stage] += ph->ph[i].cpu;
     }
+    if (m->ring[level] && m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) != A_RING)
+        for (int i = 0; i < ph->n; i++)
+            sc->dlink[sc->res[1 + stage][i]] += ph->ph[i].link;
 }
 
 static void add(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int level,
@@ -1083,6 +1088,14 @@ static void torus_rail(const mxh_cost_model_t *m, int c, int shared, mxh_cost_mo
     }
 }
 
+void mxh_cost_model_torus_rail(const mxh_cost_model_t *m, int c, mxh_cost_model_t *r)
+{
+    if (m->trails > 0 && c >= 0 && c < m->trails)
+        torus_rail(m, c, 1, r);
+    else
+        *r = *m;
+}
+
 /* 1 when rail @c runs as an earlier rail does (same group sizes and shares). */
 static int torus_seen(const mxh_cost_model_t *m, int c)
 {
@@ -1094,10 +1107,16 @@ static int torus_seen(const mxh_cost_model_t *m, int c)
 }
 
 /* Every rail's byte time per level over all fragments, each torus level at the whole
- * link's speed (the node level at NVLink's): @t[c][l]. 0, or -1 without memory. */
+ * link's speed (the node level at NVLink's): t[c][l], of which d[c][l] in direct
+ * exchanges along a ring of 3 or more nodes (torus_spread). */
+typedef struct {
+    double t[MXH_COST_RAILS][MXH_MAX_LEVELS];
+    double d[MXH_COST_RAILS][MXH_MAX_LEVELS];
+} torus_bytes_t;
+
+/* 0, or -1 without memory. */
 static int torus_bytes(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
-                       size_t frag_bytes, mxh_cost_variant_t variant,
-                       double (*t)[MXH_MAX_LEVELS])
+                       size_t frag_bytes, mxh_cost_variant_t variant, torus_bytes_t *tb)
 {
     size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
     size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
@@ -1108,34 +1127,61 @@ static int torus_bytes(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
         return -1;
     }
     mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+    memset(tb, 0, sizeof(*tb));
     for (int c = 0; c < m->trails; c++) {
-        memset(t[c], 0, sizeof(t[c]));
         torus_rail(m, c, 0, r);
         for (size_t f = 0; f < nf; f++) {
             if (f == 0 || sizes[f] != sizes[f - 1])
                 frag_cost(r, coll, sizes[f], tsize, variant, (int)nf, sc);
-            for (int l = 0; l < m->nlevels; l++)
-                t[c][l] += sc->link[l];
+            for (int l = 0; l < m->nlevels; l++) {
+                tb->t[c][l] += sc->link[l];
+                tb->d[c][l] += sc->dlink[l];
+            }
         }
     }
     free(sizes), free(sc), free(r);
     return 0;
 }
 
-/* The floor of a torus schedule from torus_bytes' @t: the busiest torus link direction
- * (every rail's bytes on it), NIC (a rail's bytes over its dimensions) or NVLink. */
-static double torus_floor(const mxh_cost_model_t *m, double (*t)[MXH_MAX_LEVELS])
+/* Where rail @c's level @l puts its byte time @t (of which @d direct) on the six torus
+ * link directions (2 x dimension, + then -): @w[i]. A ring sends every byte to the
+ * next node over its own direction. A direct exchange along a ring of p nodes sends
+ * each peer its part by the shortest way round (p2p.c), the peer at distance k over
+ * k links, a tie (p even) the + way (gen_platform.py's routes): of its p - 1 parts the
+ * + direction carries S + p/2 link crossings, the - direction S (S = 1 + ... +
+ * floor((p - 1) / 2)): on a ring of 4 the whole byte time on + and a third on -, where
+ * the ring puts the whole on its one direction. Returns 0 where the level is not on
+ * the torus. */
+static int torus_spread(const mxh_cost_model_t *m, int c, int l, double t, double d, double *w)
 {
-    double load[6] = {0}, most = 0;
+    int e = m->tlink[c][l], p = m->tgsize[c][l];
+    memset(w, 0, 6 * sizeof(*w));
+    if (e < 0)
+        return 0;
+    w[e] += t - d;
+    if (d > 0 && p > 2) {
+        int half = (p - 1) / 2, S = half * (half + 1) / 2;
+        w[e & ~1] += d * (S + (p % 2 == 0 ? p / 2 : 0)) / (p - 1);
+        w[(e & ~1) + 1] += d * S / (p - 1);
+    }
+    return 1;
+}
+
+/* The floor of a torus schedule from torus_bytes' @tb: the busiest torus link direction
+ * (every rail's bytes on it), NIC (a rail's bytes over its dimensions) or NVLink. */
+static double torus_floor(const mxh_cost_model_t *m, const torus_bytes_t *tb)
+{
+    double load[6] = {0}, w[6], most = 0;
     for (int c = 0; c < m->trails; c++) {
         double nic = 0;
         for (int l = 0; l < m->nlevels; l++) {
-            if (m->tlink[c][l] < 0) {
-                most = t[c][l] > most ? t[c][l] : most;
+            if (!torus_spread(m, c, l, tb->t[c][l], tb->d[c][l], w)) {
+                most = tb->t[c][l] > most ? tb->t[c][l] : most;
                 continue;
             }
-            load[m->tlink[c][l]] += t[c][l];
-            nic += t[c][l] / m->tlink_beta * m->tnic_beta;
+            for (int i = 0; i < 6; i++)
+                load[i] += w[i];
+            nic += tb->t[c][l] / m->tlink_beta * m->tnic_beta;
         }
         most = nic > most ? nic : most;
     }
@@ -1149,32 +1195,38 @@ static double torus_floor(const mxh_cost_model_t *m, double (*t)[MXH_MAX_LEVELS]
  * it at that level (tbeta). A pipeline: every stage of every rail is in flight at once,
  * so a link direction is shared by all the rails' levels on it, each getting it in
  * proportion to its bytes (all finish together, as max-min does for flows that start
- * together and keep their rates): beta = the link's bytes over the level's bytes times
- * the link's beta, never less than the NIC's. */
+ * together and keep their rates): a level's bytes take as long as the busiest direction
+ * they cross (torus_spread) takes for all its bytes: beta = that direction's bytes over
+ * the level's bytes times the link's beta, never less than the NIC's. */
 static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                             size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {
-    double T = 0, (*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
-    double load[6] = {0};
+    double T = 0, load[6] = {0}, w[6];
+    torus_bytes_t *tb = malloc(sizeof(*tb));
     mxh_cost_model_t *r = malloc(sizeof(*r)), *pm = malloc(sizeof(*pm));
     size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0);
-    if (r == NULL || t == NULL || pm == NULL ||
-        torus_bytes(m, coll, count, tsize, frag_bytes, variant, t) != 0) {
-        free(r), free(t), free(pm);
+    if (r == NULL || tb == NULL || pm == NULL ||
+        torus_bytes(m, coll, count, tsize, frag_bytes, variant, tb) != 0) {
+        free(r), free(tb), free(pm);
         return -1;
     }
     *pm = *m;
     if (nf > 1) {
         for (int c = 0; c < m->trails; c++)
             for (int l = 0; l < m->nlevels; l++)
-                if (m->tlink[c][l] >= 0)
-                    load[m->tlink[c][l]] += t[c][l];
+                if (torus_spread(m, c, l, tb->t[c][l], tb->d[c][l], w))
+                    for (int i = 0; i < 6; i++)
+                        load[i] += w[i];
         for (int c = 0; c < m->trails; c++)
-            for (int l = 0; l < m->nlevels; l++)
-                if (m->tlink[c][l] >= 0 && t[c][l] > 0) {
-                    double b = m->tlink_beta * load[m->tlink[c][l]] / t[c][l];
-                    pm->tbeta[c][l] = b > m->tnic_beta ? b : m->tnic_beta;
-                }
+            for (int l = 0; l < m->nlevels; l++) {
+                double busiest = 0;
+                if (!torus_spread(m, c, l, tb->t[c][l], tb->d[c][l], w) || tb->t[c][l] <= 0)
+                    continue;
+                for (int i = 0; i < 6; i++)
+                    busiest = w[i] > 0 && load[i] > busiest ? load[i] : busiest;
+                double b = m->tlink_beta * busiest / tb->t[c][l];
+                pm->tbeta[c][l] = b > m->tnic_beta ? b : m->tnic_beta;
+            }
     }
     for (int c = 0; c < m->trails; c++) {
         if (torus_seen(pm, c))
@@ -1187,8 +1239,8 @@ static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c
         }
         T = tc > T ? tc : T;
     }
-    double f = T < 0 ? 0 : torus_floor(m, t);
-    free(r), free(t), free(pm);
+    double f = T < 0 ? 0 : torus_floor(m, tb);
+    free(r), free(tb), free(pm);
     return f > T ? f : T;
 }
 
@@ -1404,13 +1456,13 @@ double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
     if (!modelled(m, coll))
         return -1;
     if (m->trails > 0) { /* every rail's bytes on the busiest torus link, NIC or NVLink */
-        double(*t)[MXH_MAX_LEVELS] = malloc(sizeof(double[MXH_COST_RAILS][MXH_MAX_LEVELS]));
-        if (t == NULL || torus_bytes(m, coll, count, tsize, 0, MXH_COST_RS, t) != 0) {
-            free(t);
+        torus_bytes_t *tb = malloc(sizeof(*tb));
+        if (tb == NULL || torus_bytes(m, coll, count, tsize, 0, MXH_COST_RS, tb) != 0) {
+            free(tb);
             return -1;
         }
-        b = torus_floor(m, t);
-        free(t);
+        b = torus_floor(m, tb);
+        free(tb);
         return b;
     }
     /* the bytes of the fewest: network allreduces as reduce-scatter + allgather, not

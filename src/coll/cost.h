@@ -197,6 +197,12 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
  * reduce are not modelled there (plan.c runs their scatter shape on ring levels). */
 void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, int ndims,
                           const int *k, const int *order);
+/* The links rail @c of a torus split @m runs on, as the predictions see them: a grid of
+ * its group sizes, each dimension its own link resource at the torus latency and the
+ * rail's share of its link direction. What exec.c paces rail @c's exchanges by (the
+ * shared fields of @m put every network level on one NIC resource at the NIC's
+ * figures). @m itself where it is not a torus split or @c not one of its rails. */
+void mxh_cost_model_torus_rail(const mxh_cost_model_t *m, int c, mxh_cost_model_t *r);
 /* The same from a layout (grid = 0 unless it is one, or a torus split). */
 void mxh_cost_model_init(mxh_cost_model_t *m, const mxh_config_t *cfg, const mxh_layout_t *L);
 

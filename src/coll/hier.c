@@ -638,6 +638,13 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             mxh_cost_model_init(&h->pace_sel, &sel_cfg, h->layout);
             h->pace_by_model = &h->pace_sel;
         }
+        /* a torus: this rank's rail (its position in the node, the node level's coord) */
+        int rail = h->layout->torus_ndims > 0 && h->layout->nlevels > 0 &&
+                           h->layout->type[0] == MXH_LEVEL_NODE
+                       ? h->layout->coord[0][h->rank]
+                       : -1;
+        mxh_cost_model_torus_rail(&h->pace_model, rail, &h->pace_links[0]);
+        mxh_cost_model_torus_rail(&h->pace_sel, rail, &h->pace_links[1]);
     }
     h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);

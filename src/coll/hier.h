@@ -86,6 +86,9 @@ typedef struct mxh_hier {
     mxh_cost_model_t  pace_sel;                   /* the measured figures where the model
                                                      selects with a margin (hier.c) */
     const mxh_cost_model_t *pace_by_model;        /* &pace_sel then, else NULL */
+    mxh_cost_model_t  pace_links[2];              /* pace_model, pace_sel as this rank's
+                                                     links are (a torus: its rail's,
+                                                     mxh_cost_model_torus_rail) */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */
@@ -127,6 +130,15 @@ typedef struct mxh_hier {
 static inline const mxh_cost_model_t *mxh_hier_pace(const mxh_hier_t *h, const mxh_sched_t *s)
 {
     return s->by_model && h->pace_by_model != NULL ? h->pace_by_model : h->pace;
+}
+
+/* The links a paced schedule's exchanges are booked on (exec.c): mxh_hier_pace's as
+ * this rank's own links are, NULL: unpaced. */
+static inline const mxh_cost_model_t *mxh_hier_pace_links(const mxh_hier_t *h,
+                                                          const mxh_sched_t *s)
+{
+    const mxh_cost_model_t *m = mxh_hier_pace(h, s);
+    return m == NULL ? NULL : m == h->pace_by_model ? &h->pace_links[1] : &h->pace_links[0];
 }
 
 /* The link times a bcast's staggered steps post ahead by (exec.c stream_stagger): the

@@ -852,11 +852,28 @@ TEST(Cost, Torus3dShares)
     EXPECT_NEAR(64e9 / 3, 1 / m.tbeta[0][2], 1);
     EXPECT_NEAR(16e9, 1 / m.tbeta[0][3], 1);
     EXPECT_NEAR(1 / 370e9, m.tbeta[0][0], 1e-20);
-    // what exec.c's pacing books stays the NIC's: 2 us, 48 GB/s, one resource for every
-    // network level (as before the torus was modelled; the default path is unchanged)
+    // the shared fields stay the NIC's: 2 us, 48 GB/s, one resource for every network
+    // level (as before the torus was modelled)
     EXPECT_NEAR(2 * us, mxh_cost_latency(&m, 1, 1u << 20), 1e-12);
     EXPECT_NEAR((1u << 20) / 48e9, mxh_cost_link_time(&m, 3, 1u << 20, 1u << 20), 1e-12);
     EXPECT_EQ(m.res[1], m.res[3]);
+    // what exec.c's pacing books on a torus is the rank's rail as the predictions see it
+    // (mxh_cost_model_torus_rail): each dimension its own link at 3 us, its share of it
+    mxh_cost_model_t r0, r1;
+    mxh_cost_model_torus_rail(&m, 0, &r0);
+    mxh_cost_model_torus_rail(&m, 1, &r1);
+    EXPECT_EQ(0, r1.trails);
+    EXPECT_NE(r1.res[1], r1.res[2]);
+    EXPECT_NE(r1.res[2], r1.res[3]);
+    EXPECT_EQ(4, r1.gsize[1]); // rail 1 starts on x
+    EXPECT_EQ(2, r0.gsize[1]); // rail 0 on y
+    EXPECT_NEAR(3 * us, mxh_cost_latency(&r1, 1, 1u << 20), 1e-12);
+    EXPECT_NEAR((1u << 20) / 48e9, mxh_cost_link_time(&r1, 1, 1u << 20, 1u << 20), 1e-12);
+    EXPECT_NEAR((1u << 20) / (64e9 / 3), mxh_cost_link_time(&r0, 1, 1u << 20, 1u << 20), 1e-12);
+    EXPECT_NEAR((1u << 20) / 370e9, mxh_cost_link_time(&r1, 0, 1u << 20, 1u << 20), 1e-12);
+    mxh_cost_model_t same;
+    mxh_cost_model_torus_rail(&m, -1, &same); // not a rail: the model itself
+    EXPECT_EQ(8, same.trails);
     // the bound: each of a node's 4 usable link directions carries 2 x 30/16 of a rail's
     // 256 MiB / 8 (run_sim.py's torus_links: 2 x 15/16 x 256 MiB / 256 GB/s)
     const size_t n = 256u << 20;
@@ -883,6 +900,46 @@ TEST(Cost, Torus3dShares)
     EXPECT_EQ(MXH_ALGO_PIPELINE, algo);
     EXPECT_EQ(-1, mxh_cost_select(&sel, MXH_COLL_BCAST, n, MXH_ALGO_PIPELINE, cfg.frag_size,
                                   &algo, &frag));
+    mxh_layout_destroy(L);
+}
+
+// Direct exchanges along a torus ring (p2p.c: steps of up to 32 KiB on rings of 3 or
+// more) send the opposite node's part over two links, ties the + way: on a ring of 4 the
+// + direction carries the whole of a level's bytes and the - direction a third, whatever
+// the rail's ring direction. 4x2x2 nodes x 8 GPUs, allreduce 16 MiB: fragments of 512 KiB
+// put the second level's x steps (32 KiB) on direct exchanges; simulated (SimGrid,
+// benchmarks/sim torus3d, link-exact) 1 MiB fragments 174.78 us, 512 KiB 259.00, 256 KiB
+// 271.70, where the model without the two ways predicted 174.26, 167.33, 157.89 and picked
+// 256 KiB (RESULTS.md section 5, "Direct exchanges along a torus ring").
+TEST(Cost, TorusDirectExchanges)
+{
+    mxh_layout_t *L = torus_layout({4, 2, 2}, 8);
+    ASSERT_NE(nullptr, L);
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_t m;
+    mxh_cost_model_init(&m, &cfg, L);
+    const size_t n = 16u << 20;
+    double t1m   = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 1u << 20, MXH_COST_PLAN);
+    double t512k = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 512u << 10, MXH_COST_PLAN);
+    double t256k = mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 256u << 10, MXH_COST_PLAN);
+    EXPECT_NEAR(174.78 * us, t1m, 0.05 * 174.78 * us);
+    EXPECT_NEAR(259.00 * us, t512k, 0.15 * 259.00 * us);
+    EXPECT_NEAR(271.70 * us, t256k, 0.15 * 271.70 * us);
+    EXPECT_GT(t512k, 1.2 * t1m);
+    // the choice: no fragments whose torus steps go direct in a long pipeline
+    mxh_cost_sel_t sel;
+    mxh_cost_sel_init(&sel, &cfg, L, 0);
+    mxh_algo_t algo;
+    size_t frag;
+    EXPECT_EQ(0, mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, n, MXH_ALGO_PIPELINE, cfg.frag_size,
+                                 &algo, &frag));
+    EXPECT_EQ(MXH_ALGO_PIPELINE, algo);
+    EXPECT_GE(frag, 1u << 20);
+    // large steps ring: 8 MiB fragments unchanged (simulated 183.11 us)
+    EXPECT_NEAR(204.78 * us,
+                mxh_cost_predict(&m, MXH_COLL_ALLREDUCE, n / 4, 4, 8u << 20, MXH_COST_PLAN),
+                1e-2 * us);
     mxh_layout_destroy(L);
 }
 
