@@ -599,14 +599,23 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
                     (flat || mxh_measure_plausible(&m, &seen));
         int used   = model || (trust && flat) || h->config.cost_measure == 1;
+        /* a torus split: the model sees each rail as a grid of its own with shares of
+         * the links, and the fragment sizes it ranks within a few % of each other are
+         * ranked right no more than by chance (RESULTS.md section 5, "Direct exchanges
+         * along a torus ring"): there too only a margin overrides the thresholds */
+        int torus = trust && flat && !model && h->layout->torus_ndims > 0;
         char margin_how[256];
         snprintf(margin_how, sizeof(margin_how),
-                 "used where the model predicts its choice %.0f %% faster than the thresholds' "
-                 "(MPIX_HIER_COST_MODEL=auto: not flat in message size; pacing and the "
-                 "thresholds' choices keep the configured ones)",
+                 torus ? "used; selection by the model where it predicts its choice %.0f %% "
+                         "faster than the thresholds' (MPIX_HIER_COST_MODEL=auto on a torus "
+                         "split)"
+                       : "used where the model predicts its choice %.0f %% faster than the "
+                         "thresholds' (MPIX_HIER_COST_MODEL=auto: not flat in message size; "
+                         "pacing and the thresholds' choices keep the configured ones)",
                  MXH_COST_TRUST_MARGIN * 100);
         const char *how =
-            used    ? NULL
+            torus   ? margin_how
+            : used  ? NULL
             : trust ? margin_how
             : h->config.frag_given
                 ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
@@ -615,7 +624,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                   "plausible as a network's; the configured ones stay)";
         if (fitted)
             mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
-        if (trust && !flat) {
+        if (trust && (!flat || torus)) {
             margin  = MXH_COST_TRUST_MARGIN;
             sel_cfg = seen;
         }
