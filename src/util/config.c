@@ -150,8 +150,10 @@ const mxh_config_var_t mxh_config_vars[] = {
      "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
      "instead of MPIX_HIER_FRAG_SIZE (yes/no/auto). 'auto': where the network measured "
      "(MPIX_HIER_COST_MEASURE) is flat in message size (every size class within 1.5 times "
-     "the large messages' latency and bandwidth), with the measured figures; elsewhere, and "
-     "where nothing was measured, no.", 1},
+     "the large messages' latency and bandwidth), with the measured figures (on a torus split "
+     "the model's choice only where it predicts it at least 5 % faster than the thresholds'); "
+     "where it is not flat but plausible, the same margin with those figures; where nothing "
+     "was measured, and where MPIX_HIER_FRAG_SIZE is set, no.", 1},
     {"MPIX_HIER_COST_MEASURE", "auto",
      "Measure the cost model's parameters when a communicator's hierarchy is built: rank 0 "
      "exchanges messages of 8 B to 512 KiB with one member of each of its level groups (a "
