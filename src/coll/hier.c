@@ -603,19 +603,19 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
          * the links, and the fragment sizes it ranks within a few % of each other are
          * ranked right no more than by chance (RESULTS.md section 5, "Direct exchanges
          * along a torus ring"): there too only a margin overrides the thresholds */
-        int torus = trust && flat && !model && h->layout->torus_ndims > 0;
+        int torus_margin = trust && flat && !model && h->layout->torus_ndims > 0;
         char margin_how[256];
         snprintf(margin_how, sizeof(margin_how),
-                 torus ? "used; selection by the model where it predicts its choice %.0f %% "
-                         "faster than the thresholds' (MPIX_HIER_COST_MODEL=auto on a torus "
-                         "split)"
-                       : "used where the model predicts its choice %.0f %% faster than the "
-                         "thresholds' (MPIX_HIER_COST_MODEL=auto: not flat in message size; "
-                         "pacing and the thresholds' choices keep the configured ones)",
+                 torus_margin
+                     ? "used; selection by the model where it predicts its choice %.0f %% "
+                       "faster than the thresholds' (MPIX_HIER_COST_MODEL=auto on a torus split)"
+                     : "used where the model predicts its choice %.0f %% faster than the "
+                       "thresholds' (MPIX_HIER_COST_MODEL=auto: not flat in message size; "
+                       "pacing and the thresholds' choices keep the configured ones)",
                  MXH_COST_TRUST_MARGIN * 100);
         const char *how =
-            torus   ? margin_how
-            : used  ? NULL
+            torus_margin ? margin_how
+            : used       ? NULL
             : trust ? margin_how
             : h->config.frag_given
                 ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
@@ -624,7 +624,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                   "plausible as a network's; the configured ones stay)";
         if (fitted)
             mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
-        if (trust && (!flat || torus)) {
+        if (trust && (!flat || torus_margin)) {
             margin  = MXH_COST_TRUST_MARGIN;
             sel_cfg = seen;
         }
@@ -647,11 +647,10 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             mxh_cost_model_init(&h->pace_sel, &sel_cfg, h->layout);
             h->pace_by_model = &h->pace_sel;
         }
-        /* a torus: this rank's rail (its position in the node, the node level's coord) */
-        int rail = h->layout->torus_ndims > 0 && h->layout->nlevels > 0 &&
-                           h->layout->type[0] == MXH_LEVEL_NODE
-                       ? h->layout->coord[0][h->rank]
-                       : -1;
+        /* a torus: this rank's rail (its position in the node, the node level's coord;
+         * the only one where a node has one rank and no node level) */
+        int node = h->layout->nlevels > 0 && h->layout->type[0] == MXH_LEVEL_NODE;
+        int rail = h->layout->torus_ndims == 0 ? -1 : node ? h->layout->coord[0][h->rank] : 0;
         mxh_cost_model_torus_rail(&h->pace_model, rail, &h->pace_links[0]);
         mxh_cost_model_torus_rail(&h->pace_sel, rail, &h->pace_links[1]);
     }
