@@ -146,6 +146,25 @@ cuda_tests() {
     env MXH_TEST_BINDIR="$bin" MXH_TEST_LAYOUTS="$layouts" "$@" bash "$here/tests/cuda/run_cuda_tests.sh"
 }
 
+# with_mps CMD...: CMD with the CUDA MPS daemon running (one shared context for every
+# process on the GPU, as a node with MPS runs); pipe and log folders in a temporary folder
+with_mps() {
+    local ctl d rc=0
+    ctl=$(command -v nvidia-cuda-mps-control || true)
+    if [ -z "$ctl" ]; then
+        echo "nvidia-cuda-mps-control not found: MPS not measured"
+        return 3
+    fi
+    d=$(mktemp -d)
+    export CUDA_MPS_PIPE_DIRECTORY=$d/pipe CUDA_MPS_LOG_DIRECTORY=$d/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    "$ctl" -d || { echo "MPS daemon did not start"; return 4; }
+    "$@" || rc=$?
+    echo quit | "$ctl" || true
+    cat "$CUDA_MPS_LOG_DIRECTORY"/*.log 2>/dev/null | tail -n 20
+    return $rc
+}
+
 do_run() {
     local out=${3:-${OUT:-$here/gpu-results}}
     deadline=${MXH_GPU_DEADLINE:-540}
@@ -165,7 +184,7 @@ do_run() {
     fi
     setenv
     export pkg here logs
-    export -f cuda_tests
+    export -f cuda_tests with_mps
     # cross-process memory reads (CMA) may be refused in the device sandboxes
     export UCX_TLS=${UCX_TLS:-^cma}
     local need=2.36 have
@@ -204,6 +223,9 @@ do_run() {
         step ipc-phases-${n}ranks 40 $MPIEXEC -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 \
             -genv MXH_IPC_STATS 1 -n $n "$pkg/bin/mpix_gpu_bench" -b 64K -e 16M -n 20
     done
+    # the same under MPS: is the per-call floor the time slicing between the processes' contexts?
+    step ipc-phases-4ranks-mps 50 with_mps $MPIEXEC -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 \
+        -genv MXH_IPC_STATS 1 -n 4 "$pkg/bin/mpix_gpu_bench" -b 64K -e 16M -n 20
     step gpu-bench-2x2 40 $MPIEXEC -n 2 -env $H a "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10 : \
         -n 2 -env $H b "$pkg/bin/mpix_gpu_bench" -b 1M -e 64M -n 10
     step tests-full 300 cuda_tests full "1node-2 2x2 3+1" MXH_TEST_PARALLEL=3 MXH_TEST_RUN_TIMEOUT=280 \

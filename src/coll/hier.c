@@ -355,7 +355,8 @@ static void create_shm(mxh_hier_t *h)
     int want = h->config.ipc != 0;
     for (int r = 0; r < h->size && want && h->config.ipc < 0; r++)
         want = L->gpu_of[r] >= 0;
-    /* auto, ranks of one node on one GPU: only from MXH_IPC_SHARED_GPU_MIN bytes */
+    /* auto, ranks of one node on one GPU: only from MXH_IPC_SHARED_GPU_MIN bytes, unless
+     * both share it through MPS (one context: no time slicing, coll/ipc.h) */
     if (want && h->config.ipc < 0) {
         int g = 0, *first;
         for (int r = 0; r < h->size; r++)
@@ -365,13 +366,16 @@ static void create_shm(mxh_hier_t *h)
                 first[i] = -1;
             for (int r = 0; r < h->size && h->ipc_shared[0] < 0; r++) {
                 int *f = &first[(size_t)L->node_of[r] * (size_t)g + (size_t)L->gpu_of[r]];
-                if (*f >= 0) {
+                if (*f >= 0 && !(h->recs[*f].flags & h->recs[r].flags & MXH_REC_GPU_MPS)) {
                     h->ipc_shared[0] = *f;
                     h->ipc_shared[1] = r;
                     if (h->ipc_min < MXH_IPC_SHARED_GPU_MIN)
                         h->ipc_min = MXH_IPC_SHARED_GPU_MIN;
                 }
-                *f = r;
+                if (*f >= 0)
+                    h->ipc_mps = h->ipc_shared[0] < 0;
+                else
+                    *f = r;
             }
             free(first);
         }
@@ -674,6 +678,13 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                  "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks %d and %d share "
                  "GPU %d of their node\n",
                  h->ipc_min, h->ipc_shared[0], h->ipc_shared[1], h->layout->gpu_of[h->ipc_shared[0]]);
+        describe_add(h, &dlen, line);
+    } else if (h->ipc_mps) {
+        char line[256];
+        snprintf(line, sizeof(line),
+                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks of a node share "
+                 "a GPU through MPS\n",
+                 h->ipc_min);
         describe_add(h, &dlen, line);
     }
     if (h->config.exclude_rails != 0) {

@@ -103,6 +103,8 @@ typedef struct mxh_hier {
                                                      share a GPU, coll/ipc.h) */
     int               ipc_shared[2];              /* two ranks of a node on one GPU that
                                                      raised it (auto), else -1 */
+    int               ipc_mps;                    /* ranks of a node share a GPU, all
+                                                     through MPS: not raised */
     mxh_shm_t        *shm[MXH_MAX_LEVELS];        /* node-local levels, or NULL */
     unsigned          shm_levels;                 /* bit l: some rank has shm[l] (agreed) */
     MPI_Request       reqs[2 * MXH_MAX_LEVELS];   /* pipelined executor */

@@ -26,6 +26,7 @@ extern "C" {
 #define MXH_REC_GPU_DIRECT    0x04u /* inter-node GPU memory can go directly */
 #define MXH_REC_MPI_CUDA      0x08u /* MPICH reports CUDA-awareness */
 #define MXH_REC_NVLINK_INFO   0x10u /* NVLink information was available */
+#define MXH_REC_GPU_MPS       0x20u /* my GPU's contexts are shared through CUDA MPS */
 
 typedef struct mxh_record {
     char     node[MXH_NODE_NAME_MAX]; /* node identity: processor name or MPIX_HIER_HOSTNAME */

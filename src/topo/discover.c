@@ -131,6 +131,7 @@ typedef int (*cuda_count_fn)(int *);
 typedef int (*cuda_get_fn)(int *);
 typedef int (*cuda_busid_fn)(char *, int, int);
 typedef int (*cuda_p2p_attr_fn)(int *, int, int, int);
+typedef int (*cuda_dev_attr_fn)(int *, int, int);
 
 #define MXH_CUDA_P2P_ACCESS_SUPPORTED 2 /* cudaDevP2PAttrAccessSupported */
 #define MXH_CUDA_P2P_NATIVE_ATOMIC    3 /* cudaDevP2PAttrNativeAtomicSupported */
@@ -222,6 +223,26 @@ void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN])
         busid[0] = '\0';
 }
 
+/* cudaDevAttrMpsEnabled: by number, so that the library needs no CUDA header; an
+ * older runtime rejects it (cudaErrorInvalidValue), which reads as no MPS */
+#define MXH_CUDA_ATTR_MPS_ENABLED 133
+
+int mxh_discover_cuda_mps(void)
+{
+    void *lib = cuda_runtime();
+    int n = 0, dev = 0, on = 0;
+
+    if (lib == NULL)
+        return 0;
+    cuda_count_fn count   = (cuda_count_fn)dlsym(lib, "cudaGetDeviceCount");
+    cuda_get_fn get       = (cuda_get_fn)dlsym(lib, "cudaGetDevice");
+    cuda_dev_attr_fn attr = (cuda_dev_attr_fn)dlsym(lib, "cudaDeviceGetAttribute");
+    if (count && get && attr && count(&n) == 0 && n > 0 && get(&dev) == 0 &&
+        attr(&on, MXH_CUDA_ATTR_MPS_ENABLED, dev) == 0)
+        return on != 0;
+    return 0;
+}
+
 /* ---- record ---------------------------------------------------------------------- */
 
 static int parse_visible(const char *s, int ngpus, int8_t *out)
@@ -271,6 +292,8 @@ mxh_status_t mxh_discover_fill_record(const mxh_config_t *cfg, const mxh_machine
     mxh_discover_cuda_busid(busid);
     if (busid[0])
         how = "CUDA current device";
+    if (cfg->gpu_mps > 0 || (cfg->gpu_mps < 0 && busid[0] && mxh_discover_cuda_mps()))
+        rec->flags |= MXH_REC_GPU_MPS;
     if (!busid[0] && cfg->gpu_busid[0]) {
         if (mxh_busid_normalize(cfg->gpu_busid, busid) != 0) {
             mxh_error("MPIX_HIER_GPU_BUSID='%s' is not a PCI bus id (expected dddd:bb:dd.f)",

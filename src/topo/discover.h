@@ -29,6 +29,11 @@ mxh_status_t mxh_discover_fill_record(const mxh_config_t *cfg, const mxh_machine
  * is loaded with dlopen, so the library does not depend on CUDA. */
 void mxh_discover_cuda_busid(char busid[MXH_BUSID_LEN]);
 
+/* 1 when the contexts of CUDA's current device are shared through MPS (the device
+ * attribute cudaDevAttrMpsEnabled), else 0: no CUDA device or runtime, a runtime
+ * that does not know the attribute, or no MPS daemon. */
+int mxh_discover_cuda_mps(void);
+
 /* UCX and MPICH transport capabilities, queried once per process (MPI must be
  * initialized); sets the MXH_REC_* capability bits of @rec when given. */
 const mxh_caps_t *mxh_discover_caps(mxh_record_t *rec);

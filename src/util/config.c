@@ -41,6 +41,10 @@ const mxh_config_var_t mxh_config_vars[] = {
      "PCI bus id of the GPU this rank drives (e.g. 0000:07:00.0), for codes that select GPUs "
      "themselves and for tests. Default: CUDA's current device, else CUDA_VISIBLE_DEVICES / "
      "local index over the node's GPUs.", 0},
+    {"MPIX_HIER_GPU_MPS", "auto",
+     "Whether this rank's GPU contexts are shared through CUDA MPS (one context for the "
+     "processes on a GPU: ranks sharing it take the device node level from MPIX_HIER_IPC_MIN, "
+     "not 4 MiB): auto (CUDA's cudaDevAttrMpsEnabled of the current device), yes, no.", 0},
     {"MPIX_HIER_DISCOVER", "yes",
      "Discover GPUs, NICs and NVLink with hwloc/CUDA/UCX (no: rails are local indices, nodes "
      "are whole nodes).", 1},
@@ -88,8 +92,9 @@ const mxh_config_var_t mxh_config_vars[] = {
      "Smallest message (bytes of the whole vector) that tries the device node level; smaller "
      "ones are staged. Where the level exists every rank of the node, host buffers too, pays "
      "one shared-memory exchange per such call (0.1-0.5 us on 2 ranks) to agree. With "
-     "MPIX_HIER_IPC=auto, where two ranks of a node drive one GPU: at least 4 MiB (there "
-     "every call cost ~1.2 ms on an H200 shared by 4 processes).", 1},
+     "MPIX_HIER_IPC=auto, where two ranks of a node drive one GPU without MPS: at least "
+     "4 MiB (there every call cost ~1.2 ms on an H200 shared by 4 processes; 62-153 us "
+     "under MPS, MPIX_HIER_GPU_MPS).", 1},
     /* mpix_doctor's feedback (README: mpix_doctor) */
     {"MPIX_HIER_EXCLUDE_RAILS", "",
      "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
@@ -487,6 +492,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
     cfg->ipc             = -1;        /* auto */
+    cfg->gpu_mps         = -1;        /* auto */
     cfg->ipc_min         = 256 << 10; /* host cost of agreeing: RESULTS.md section 4 */
     cfg->metrics         = 1;
     /* H100 + NDR, as benchmarks/sim/gen_platform.py describes them (link-exact) */
@@ -568,6 +574,11 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
         return copy_str(cfg->nccl_topo_file, sizeof(cfg->nccl_topo_file), name, value);
     } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
         return copy_str(cfg->gpu_busid, sizeof(cfg->gpu_busid), name, value);
+    } else if (!strcmp(name, "MPIX_HIER_GPU_MPS")) {
+        if (!strcasecmp(value, "auto"))
+            cfg->gpu_mps = -1;
+        else
+            rc = parse_bool(value, &cfg->gpu_mps);
     } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
         rc = parse_bool(value, &cfg->discover);
     } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
@@ -734,6 +745,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
         snprintf(buf, len, "%s", cfg->nccl_topo_file);
     } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
         snprintf(buf, len, "%s", cfg->gpu_busid);
+    } else if (!strcmp(name, "MPIX_HIER_GPU_MPS")) {
+        snprintf(buf, len, "%s", cfg->gpu_mps < 0 ? "auto" : cfg->gpu_mps ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
         snprintf(buf, len, "%s", cfg->discover ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {

@@ -33,6 +33,7 @@ typedef struct mxh_config {
     char   hwloc_xml[MXH_CONFIG_STR_MAX];   /* MPIX_HIER_HWLOC_XML ("" = HWLOC_XMLFILE or live) */
     char   nccl_topo_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_NCCL_TOPO_FILE ("" = NCCL_TOPO_FILE) */
     char   gpu_busid[64];                   /* MPIX_HIER_GPU_BUSID */
+    int    gpu_mps;                         /* MPIX_HIER_GPU_MPS: -1 auto, 0 no, 1 yes */
     int    discover;                        /* MPIX_HIER_DISCOVER */
     int    algo[MXH_CONFIG_NCOLL];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
     size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */

@@ -215,6 +215,8 @@ run 2x2 test_colls_mem "$cm_tt" MXH_TEST_MEM=send=test,recv=test,delay=3 MXH_TES
     MPIX_HIER_FRAG_SIZE=256k -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
 run 1rank test_colls_mem 'Comms/Colls.*/world' MXH_TEST_MEM=send=test,recv=test,delay=3 \
     MXH_TEST_QUICK=1 -- -n 1 BIN
+# one rank: a device copy of the kind (coll.c self_device), blocking and nonblocking
+run 1rank test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=3 MXH_TEST_QUICK=1 -- -n 1 BIN
 run 2x2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=3 "$(nbcq 2x2)" -- \
     -n 2 -env $H a BIN : -n 2 -env $H b BIN
 run 1node-2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=4 MXH_TEST_QUICK=1 -- \

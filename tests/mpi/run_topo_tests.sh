@@ -14,7 +14,7 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 export MPIEXEC_TIMEOUT=${MXH_TEST_RUN_TIMEOUT:-300}
 export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIX_HIER_HWLOC_XML MPIX_HIER_NCCL_TOPO_FILE \
-      MPIX_HIER_GPU_BUSID NCCL_TOPO_FILE HWLOC_XMLFILE CUDA_VISIBLE_DEVICES MPIR_CVAR_NUM_CLIQUES
+      MPIX_HIER_GPU_BUSID MPIX_HIER_GPU_MPS NCCL_TOPO_FILE HWLOC_XMLFILE CUDA_VISIBLE_DEVICES MPIR_CVAR_NUM_CLIQUES
 command -v "${MPIEXEC%% *}" >/dev/null 2>&1 || { echo "SKIP: $MPIEXEC not found"; exit 77; }
 npass=0; nfail=0; failed=()
 
@@ -63,6 +63,16 @@ run g4dn-shared-nic MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail M
 run g4dn-shared-gpu MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail \
     MXH_TEST_EXPECT_SHARED_GPU="device node level (MPIX_HIER_IPC=auto) from 4194304 bytes: ranks 0 and 1 share GPU 0 of their node" -- \
     -n 2 -env $H a -env $G 0000:18:00.0 -env $R 0 $bin : -n 2 -env $H b -env $G 0000:19:00.0 -env $R 0 $bin
+# the same through CUDA MPS (one context per GPU, no time slicing): from MPIX_HIER_IPC_MIN
+run g4dn-shared-gpu-mps MPIX_HIER_HWLOC_XML="$g4" MPIX_HIER_GPU_MPS=yes MXH_TEST_EXPECT_LEVELS=node,rail \
+    MXH_TEST_EXPECT_SHARED_GPU="device node level (MPIX_HIER_IPC=auto) from 262144 bytes: ranks of a node share a GPU through MPS" -- \
+    -n 2 -env $H a -env $G 0000:18:00.0 -env $R 0 $bin : -n 2 -env $H b -env $G 0000:19:00.0 -env $R 0 $bin
+# MPS on node a only, and on one of node b's two ranks: b's pair is time-sliced
+run g4dn-shared-gpu-mps-partial MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail \
+    MXH_TEST_EXPECT_SHARED_GPU="device node level (MPIX_HIER_IPC=auto) from 4194304 bytes: ranks 2 and 3 share GPU 1 of their node" -- \
+    -n 2 -env $H a -env $G 0000:18:00.0 -env $R 0 -env MPIX_HIER_GPU_MPS yes $bin : \
+    -n 1 -env $H b -env $G 0000:19:00.0 -env $R 0 -env MPIX_HIER_GPU_MPS yes $bin : \
+    -n 1 -env $H b -env $G 0000:19:00.0 -env $R 0 -env MPIX_HIER_GPU_MPS no $bin
 # NCCL topology of OCI BM.GPU.H100.8: GPU 0f:00.0 -> mlx5_0 (rail 0), 2d:00.0 -> mlx5_3
 # (rail 2 of the 16 ports); one NVLink island (NVSwitches) per node.
 h100=$data/H100-topology.xml
