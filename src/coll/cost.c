@@ -1,4 +1,5 @@
 #include "coll/cost.h"
+#include "coll/measure.h"
 #include "coll/sched.h"
 
 #include <math.h>
@@ -55,7 +56,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->grid   = m->nlevels >= 1;
     m->gamma  = 1.0 / cfg->cost_reduce_bw;
     m->kappa  = 1.0 / cfg->cost_copy_bw;
-    m->ramp   = cfg->pipeline_ramp;
+    m->ramp   = mxh_sched_ramp_auto(cfg->pipeline_ramp, mxh_measure_factors_flat(cfg), 0);
     m->pace   = cfg->pipeline_pace != 0;
     m->pace_auto = cfg->pipeline_pace == 2;
     m->ahead  = cfg->pipeline_pace != 0;
@@ -133,6 +134,7 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
      * modelled. The torus lives in the t* fields, which only the predictions read
      * (torus_rail). */
     mxh_cost_model_grid(m, cfg, nl, type, gsize);
+    m->ramp = mxh_sched_ramp_auto(cfg->pipeline_ramp, 0, 1); /* halvings: not measured linear */
     /* gen_platform.py --b-torus default: the node's torus links (2 per dimension) carry
      * as much as its s NICs */
     double bt     = cfg->cost_torus_bw > 0 ? cfg->cost_torus_bw
@@ -450,26 +452,8 @@ static int block_coll(mxh_coll_t coll)
 size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                       size_t frag_bytes, size_t *sizes, size_t max)
 {
-    size_t per = block_coll(coll) ? (size_t)m->nranks : 1, n = 0;
-    if (count == 0 || tsize == 0)
-        return 0;
-    size_t fcnt = mxh_sched_frag_elems(count, tsize, per, frag_bytes);
-    size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
-    int kh = 0, kt = 0;
-    if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && m->ramp > 0) {
-        kh = mxh_sched_ramp_depth(m->ramp, fcnt, tsize * per);
-        kt = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, m->ramp), last, tsize * per);
-    }
-    size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
-    mxh_sched_ramp_pieces(fcnt, kh, head);
-    mxh_sched_ramp_pieces(last, kt, tail);
-    for (size_t u = 0; u < nuni; u++) {
-        int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;
-        for (int j = 0; j < np; j++, n++)
-            if (n < max)
-                sizes[n] = u == 0 ? head[j] : u == nuni - 1 ? tail[kt - j] : fcnt;
-    }
-    return n;
+    size_t per = block_coll(coll) ? (size_t)m->nranks : 1;
+    return mxh_sched_cut(coll, count, tsize, per, frag_bytes, m->ramp, sizes, max);
 }
 
 /* ---- schedules ---------------------------------------------------------------------- */
@@ -1492,36 +1476,45 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 {
     int n = 0;
     size_t per = block_coll(coll) ? (size_t)m->nranks : 1, work = count * tsize * per;
+    /* the ramps predicted: the model's, or both shapes where it picks (sched.h) */
+    int pick = m->ramp == MXH_SCHED_RAMP_PICK, nr = pick ? 2 : 1;
+    mxh_cost_model_t mr[2] = {*m, *m};
+    mr[0].ramp = mxh_sched_ramp_run(m->ramp);
+    mr[1].ramp = MXH_SCHED_RAMP_LINEAR;
     if (!modelled(m, coll))
         return 0;
-#define CAND(A, F, NF, V)                                                              \
+#define CAND(M, A, F, NF, U, V)                                                        \
     do {                                                                              \
         if (n < max) {                                                                \
             c[n].algo = (A), c[n].frag_bytes = (F), c[n].nfrag = (NF);                \
-            c[n].variant = (V);                                                       \
+            c[n].units = (U), c[n].ramp = (M)->ramp, c[n].variant = (V);              \
             c[n].t = mxh_cost_shape_modelled(coll, count, tsize, (F))                 \
-                         ? mxh_cost_predict(m, coll, count, tsize, (F), (V))          \
+                         ? mxh_cost_predict((M), coll, count, tsize, (F), (V))        \
                          : -1;                                                        \
             n++;                                                                      \
         }                                                                             \
     } while (0)
-    CAND(MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN);
+    CAND(&mr[0], MXH_ALGO_HIER, 0, 1, 1, MXH_COST_PLAN);
     if (coll == MXH_COLL_ALLREDUCE && m->nlevels >= 2)
         for (int v = MXH_COST_RS; v <= (m->spread ? MXH_COST_SPREAD : MXH_COST_HYBRID); v++)
             if (v != (int)plan_variant(m, count, tsize))
-                CAND(MXH_ALGO_HIER, 0, 1, (mxh_cost_variant_t)v);
+                CAND(&mr[0], MXH_ALGO_HIER, 0, 1, 1, (mxh_cost_variant_t)v);
     /* pipelines (select.c: at least two fragments of frag_bytes in the work) */
     size_t last_nf = 1, last_first = count;
     for (int k = 62; k >= 18; k--) {
         size_t fb = (size_t)1 << k, first;
         if (fb > work / 2)
             continue;
-        size_t nf = mxh_cost_frags(m, coll, count, tsize, fb, &first, 1);
+        size_t nf = mxh_cost_frags(&mr[0], coll, count, tsize, fb, &first, 1);
         if (nf > 4096)
             break;
         if (nf == last_nf && first == last_first)
             continue;
-        CAND(MXH_ALGO_PIPELINE, fb, nf, MXH_COST_PLAN);
+        size_t units = mxh_sched_cut(coll, count, tsize, per, fb, 0, NULL, 0);
+        CAND(&mr[0], MXH_ALGO_PIPELINE, fb, nf, units, MXH_COST_PLAN);
+        if (nr == 2)
+            CAND(&mr[1], MXH_ALGO_PIPELINE, fb, mxh_cost_frags(&mr[1], coll, count, tsize, fb, NULL, 0),
+                 units, MXH_COST_PLAN);
         last_nf    = nf;
         last_first = first;
     }
@@ -1533,7 +1526,8 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
  * a fragment count is a few per cent, and each fragment costs the ranks work it does not
  * count (posting, polling). On exact links, 16 x 8 GPUs, allreduce 256 MiB, the fastest
  * prediction is 512 fragments of 512 KiB (1318.14 us, 1.2 % under 8 MiB's) where the
- * next size down is 8 times slower: 4 MiB (1324.82) is chosen instead. */
+ * next size down is 8 times slower: 4 MiB (1324.82) is chosen instead. Counted in
+ * uniform fragments, so that of two ramps of one fragment size the faster wins. */
 #define CHOOSE_MARGIN 0.01
 
 /* At most this many fragments (ramp pieces included): each costs the ranks posting and
@@ -1554,8 +1548,8 @@ int mxh_cost_choose(const mxh_cost_cand_t *c, int n)
     for (int i = 0; i < n && best >= 0; i++)
         if (c[i].variant == MXH_COST_PLAN && c[i].t >= 0 && c[i].nfrag <= CHOOSE_MAX_FRAGS &&
             c[i].t <= c[best].t * (1 + CHOOSE_MARGIN) &&
-            (pick < 0 || c[i].nfrag < c[pick].nfrag ||
-             (c[i].nfrag == c[pick].nfrag && c[i].t < c[pick].t)))
+            (pick < 0 || c[i].units < c[pick].units ||
+             (c[i].units == c[pick].units && c[i].t < c[pick].t)))
             pick = i;
     return pick;
 }
@@ -1570,7 +1564,7 @@ void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_lay
 }
 
 int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t today_algo,
-                    size_t today_frag, mxh_algo_t *algo, size_t *frag)
+                    size_t today_frag, mxh_algo_t *algo, size_t *frag, int *ramp)
 {
     /* sizes in bytes: one-byte elements cut fragments of frag bytes as sched.c cuts
      * those of any element size (fragment sizes are multiples of the element) */
@@ -1580,6 +1574,7 @@ int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t
     if (s->memo[h].coll == (int)coll && s->memo[h].bytes == bytes) {
         *algo = s->memo[h].algo;
         *frag = s->memo[h].frag;
+        *ramp = s->memo[h].ramp;
         return s->memo[h].kept;
     }
     mxh_cost_cand_t c[64];
@@ -1589,12 +1584,15 @@ int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t
         return -1;
     *algo = c[b].algo;
     *frag = c[b].frag_bytes;
+    *ramp = c[b].ramp;
     if (s->margin > 0 && (today_algo == MXH_ALGO_HIER || today_algo == MXH_ALGO_PIPELINE)) {
+        /* the thresholds' schedule runs halvings where the model picks (sched.h) */
         size_t tf    = today_algo == MXH_ALGO_PIPELINE ? today_frag : 0;
         double today = mxh_cost_predict(&s->m, coll, bytes, 1, tf, MXH_COST_PLAN);
         if (today >= 0 && c[b].t > (1 - s->margin) * today) {
             *algo = today_algo;
             *frag = tf;
+            *ramp = mxh_sched_ramp_run(s->m.ramp);
             kept  = 1;
         }
     }
@@ -1602,6 +1600,7 @@ int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t
     s->memo[h].bytes = bytes;
     s->memo[h].algo  = *algo;
     s->memo[h].frag  = *frag;
+    s->memo[h].ramp  = *ramp;
     s->memo[h].kept  = kept;
     return kept;
 }

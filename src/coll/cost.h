@@ -290,6 +290,9 @@ typedef struct mxh_cost_cand {
     mxh_algo_t         algo;       /* MXH_ALGO_HIER (one fragment) or MXH_ALGO_PIPELINE */
     size_t             frag_bytes; /* pipeline: MPIX_HIER_FRAG_SIZE that gives it */
     size_t             nfrag;      /* fragments (ramp pieces included) */
+    size_t             units;      /* uniform fragments (without the ramps; hier: 1) */
+    int                ramp;       /* pipeline: the ramp it runs (sched.h; the model's
+                                      m->ramp, or both shapes where that is PICK) */
     mxh_cost_variant_t variant;
     double             t;          /* predicted seconds */
 } mxh_cost_cand_t;
@@ -331,6 +334,7 @@ typedef struct mxh_cost_sel {
         size_t     bytes;
         mxh_algo_t algo;
         size_t     frag;
+        int        ramp;
         int        kept; /* the thresholds' choice (margin) */
     } memo[MXH_COST_MEMO];
 } mxh_cost_sel_t;
@@ -339,10 +343,11 @@ void mxh_cost_sel_init(mxh_cost_sel_t *s, const mxh_config_t *cfg, const mxh_lay
                        double margin);
 /* The model's choice for @coll of @bytes per rank (the block for the block
  * collectives): hier (*@frag 0) or pipeline with fragments of *@frag bytes of the
- * whole vector. 0; 1 where the thresholds' choice (@today_algo, @today_frag) stays
- * (within the margin); -1 where the model does not apply (the thresholds decide). */
+ * whole vector and the ramp *@ramp (sched.h). 0; 1 where the thresholds' choice
+ * (@today_algo, @today_frag, halvings where the model picks) stays (within the margin);
+ * -1 where the model does not apply (the thresholds decide). */
 int mxh_cost_select(mxh_cost_sel_t *s, mxh_coll_t coll, size_t bytes, mxh_algo_t today_algo,
-                    size_t today_frag, mxh_algo_t *algo, size_t *frag);
+                    size_t today_frag, mxh_algo_t *algo, size_t *frag, int *ramp);
 
 #ifdef __cplusplus
 }

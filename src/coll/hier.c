@@ -590,6 +590,9 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
      * (MPIX_HIER_FRAG_SIZE) is kept: 'auto' does not override it. */
     char measured[512] = "";
     int model = h->config.cost_model == 1;
+    /* MPIX_HIER_PIPELINE_RAMP=auto: linear where the network measured flat in message
+     * size, or (not measured) the model is asked for with flat factors (sched.h) */
+    int ramp_flat = model && mxh_measure_factors_flat(&h->config);
     double margin = 0;
     mxh_config_t sel_cfg = h->config; /* what the model selects by */
     if ((h->config.cost_measure == 1 ||
@@ -600,6 +603,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_measure_run(h->comm, h->layout, h->rank, &m);
         int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
         int flat   = fitted && mxh_measure_flat(&m, &seen);
+        ramp_flat  = flat;
         int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
                     (flat || mxh_measure_plausible(&m, &seen));
         int used   = model || (trust && flat) || h->config.cost_measure == 1;
@@ -637,6 +641,8 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             h->config = sel_cfg = seen;
     }
     h->config.cost_model = model; /* resolved: what selection reads */
+    h->config.pipeline_ramp = sel_cfg.pipeline_ramp =
+        mxh_sched_ramp_auto(h->config.pipeline_ramp, ramp_flat, h->layout->torus_ndims > 0);
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;
@@ -840,6 +846,12 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
     /* kary exchanges on long rails (MPIX_HIER_KARY) where the model predicts them no
      * slower: the selecting model, else the pacing one (MPIX_HIER_FRAG_SIZE set) */
     const mxh_cost_model_t *km = h->cost != NULL ? &h->cost->m : mxh_hier_times(h);
+    mxh_cost_model_t kr; /* the picks below predict the schedule's own ramp */
+    if (km != NULL) {
+        kr      = *km;
+        kr.ramp = ramp;
+        km      = &kr;
+    }
     if (h->config.kary == 1 ||
         (h->config.kary == 2 && km != NULL &&
          mxh_cost_kary_pick(km, coll, count, tsize, frag, NULL, NULL)))
@@ -857,6 +869,7 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
     const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
     if (pace != NULL && s->nfrag > 1) {
         mxh_cost_model_t pk = *pace;
+        pk.ramp     = ramp;
         pk.kary     = s->kary;
         pk.rsag     = s->rsag;
         s->unpaced = !mxh_cost_pace_pick(&pk, coll, count, tsize, frag);

@@ -122,6 +122,11 @@ static int factors_within(const mxh_config_t *fitted, double rlat, double rbw)
     return 1;
 }
 
+int mxh_measure_factors_flat(const mxh_config_t *cfg)
+{
+    return factors_within(cfg, MXH_MEASURE_FLAT, MXH_MEASURE_FLAT);
+}
+
 int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
 {
     return net_measured(m) && fitted->cost_net_latency >= MXH_MEASURE_MIN_LATENCY &&
@@ -132,8 +137,7 @@ int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
 
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
 {
-    return net_measured(m) && fitted->cost_lat_n > 0 &&
-           factors_within(fitted, MXH_MEASURE_FLAT, MXH_MEASURE_FLAT);
+    return net_measured(m) && fitted->cost_lat_n > 0 && mxh_measure_factors_flat(fitted);
 }
 
 void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const char *how,

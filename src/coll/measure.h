@@ -68,6 +68,9 @@ int mxh_measure_fit(const mxh_measure_t *m, int torus, mxh_config_t *cfg);
  * bandwidth, nor a real fabric's eager/rendezvous steps). 0 without a network level. */
 #define MXH_MEASURE_FLAT 1.5
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted);
+/* The latency and bandwidth factors of @cfg (MPIX_HIER_COST_*_FACTOR) all within
+ * MXH_MEASURE_FLAT of 1 (none: 1). */
+int mxh_measure_factors_flat(const mxh_config_t *cfg);
 
 /* Pure: whether the fit describes a network rather than a disturbed measurement: a
  * network level measured, every fitted latency at least MXH_MEASURE_MIN_LATENCY and

@@ -1,5 +1,6 @@
 #include "coll/sched.h"
 #include "util/log.h"
+#include "util/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,78 @@ void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece)
         used += piece[j];
     }
     piece[k] = fcnt - used;
+}
+
+_Static_assert(MXH_SCHED_LINEAR_STEPS + 1 <= MXH_SCHED_MAX_PLANS, "plans of a linear ramp");
+_Static_assert(MXH_SCHED_RAMP_LINEAR == MXH_RAMP_LINEAR && MXH_SCHED_RAMP_AUTO == MXH_RAMP_AUTO,
+               "MPIX_HIER_PIPELINE_RAMP's values");
+
+/* Steps of a linear ramp over fragments of @fcnt elements (@piece_bytes each) in a
+ * message of @count: MXH_SCHED_LINEAR_STEPS, fewer where the message does not hold
+ * both ends and a full fragment between them (count >= fcnt * steps) or the smallest
+ * piece would be under MXH_SCHED_MIN_PIECE; below 2 none. */
+static int linear_steps(size_t count, size_t fcnt, size_t piece_bytes)
+{
+    int m = MXH_SCHED_LINEAR_STEPS;
+    while (m >= 2 && (count / fcnt < (size_t)m || fcnt / (size_t)m * piece_bytes < MXH_SCHED_MIN_PIECE))
+        m--;
+    return m < 2 ? 0 : m;
+}
+
+/* sizes[n++] = v where it fits; returns n + 1 */
+static size_t put(size_t *sizes, size_t max, size_t n, size_t v)
+{
+    if (sizes != NULL && n < max)
+        sizes[n] = v;
+    return n + 1;
+}
+
+size_t mxh_sched_cut(mxh_coll_t coll, size_t count, size_t tsize, size_t per, size_t frag_bytes,
+                     int ramp, size_t *sizes, size_t max)
+{
+    size_t n = 0;
+    if (count == 0 || tsize == 0)
+        return 0;
+    size_t fcnt = mxh_sched_frag_elems(count, tsize, per, frag_bytes);
+    size_t nuni = (count + fcnt - 1) / fcnt, last = count - (nuni - 1) * fcnt;
+    int big     = nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG;
+    ramp = mxh_sched_ramp_run(ramp);
+    if (big && ramp == MXH_SCHED_RAMP_LINEAR) {
+        int m = linear_steps(count, fcnt, tsize * per);
+        if (m > 0) {
+            /* j fcnt / m for j = 1 .. m - 1 at the start, the same reversed at the end
+             * (not for bcast), full fragments between them (the remainder last) */
+            int mt = mxh_sched_tail_ramp(coll, 1) ? m : 1;
+            size_t mid = count;
+            for (int j = 1; j < m; j++)
+                mid -= fcnt * (size_t)j / (size_t)m;
+            for (int j = 1; j < mt; j++)
+                mid -= fcnt * (size_t)j / (size_t)m;
+            for (int j = 1; j < m; j++)
+                n = put(sizes, max, n, fcnt * (size_t)j / (size_t)m);
+            for (; mid > 0; mid -= mid < fcnt ? mid : fcnt)
+                n = put(sizes, max, n, mid < fcnt ? mid : fcnt);
+            for (int j = mt - 1; j >= 1; j--)
+                n = put(sizes, max, n, fcnt * (size_t)j / (size_t)m);
+            return n;
+        }
+        ramp = 2; /* too short for it: halvings */
+    }
+    size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
+    int kh = 0, kt = 0;
+    if (big && ramp > 0) {
+        kh = mxh_sched_ramp_depth(ramp, fcnt, tsize * per);
+        kt = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, ramp), last, tsize * per);
+    }
+    mxh_sched_ramp_pieces(fcnt, kh, head);
+    mxh_sched_ramp_pieces(last, kt, tail);
+    /* without a ramp head[0] / tail[0] is the whole unit; the tail's pieces in reverse */
+    for (size_t u = 0; u < nuni; u++) {
+        int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;
+        for (int j = 0; j < np; j++)
+            n = put(sizes, max, n, u == 0 ? head[j] : u == nuni - 1 ? tail[kt - j] : fcnt);
+    }
+    return n;
 }
 
 size_t mxh_sched_frag_elems(size_t count, size_t tsize, size_t per, size_t frag_bytes)
@@ -128,39 +201,24 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
         goto err;
     }
     s->frag_count = fcnt;
-    s->last_count = count - (nuni - 1) * fcnt;
     if (nuni >= MXH_SCHED_THROUGH_FRAGS)
         s->plan_flags = MXH_PLAN_THROUGH;
 
-    /* the ramps: only for pipelines of big fragments */
-    int khead = 0, ktail = 0;
-    if (nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG && ramp > 0) {
-        khead = mxh_sched_ramp_depth(ramp, fcnt, tsize * per);
-        ktail = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, ramp), s->last_count, tsize * per);
-    }
-    s->nfrag      = (int)nuni + khead + ktail;
-    s->frag_start = malloc(((size_t)s->nfrag + 1) * sizeof(*s->frag_start));
-    s->frag_plan  = malloc((size_t)s->nfrag * sizeof(*s->frag_plan));
+    /* the fragments' sizes: uniform, the ramps cut at the ends (mxh_sched_cut) */
+    size_t nf = mxh_sched_cut(coll, count, tsize, per, frag_bytes, ramp, NULL, 0);
+    s->nfrag      = (int)nf;
+    s->frag_start = malloc((nf + 1) * sizeof(*s->frag_start));
+    s->frag_plan  = malloc(nf * sizeof(*s->frag_plan));
     if (s->frag_start == NULL || s->frag_plan == NULL) {
         st = MXH_ERR_NO_MEMORY;
         goto err;
     }
-    {
-        size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1], start = 0;
-        int f = 0;
-        mxh_sched_ramp_pieces(fcnt, khead, head);
-        mxh_sched_ramp_pieces(s->last_count, ktail, tail);
-        /* without a ramp head[0] / tail[0] is the whole unit */
-        for (size_t u = 0; u < nuni; u++) {
-            int npieces = u == 0 ? khead + 1 : u == nuni - 1 ? ktail + 1 : 1;
-            for (int j = 0; j < npieces; j++) {
-                /* the head grows, the tail shrinks (its pieces in reverse) */
-                s->frag_start[f++] = start;
-                start += u == 0 ? head[j] : u == nuni - 1 ? tail[ktail - j] : fcnt;
-            }
-        }
-        s->frag_start[f] = start;
-    }
+    /* the sizes go to frag_start[1..nf], then become offsets */
+    mxh_sched_cut(coll, count, tsize, per, frag_bytes, ramp, s->frag_start + 1, nf);
+    s->frag_start[0] = 0;
+    for (size_t f = 1; f <= nf; f++)
+        s->frag_start[f] += s->frag_start[f - 1];
+    s->last_count = s->frag_start[nf] - s->frag_start[nf - 1];
 
     /* plans[0]: the full fragment */
     st = plan_for(s, layout, rank, fcnt, &s->frag_plan[0]);

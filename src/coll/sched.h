@@ -15,6 +15,15 @@
  * last one likewise in reverse order, so the stages before and after the slowest
  * one wait for small pieces only, while each piece is still at most twice the one
  * before it (the next stage never starves while the slow one works).
+ * A linear ramp (MXH_SCHED_RAMP_LINEAR) grows by a constant step instead: pieces of
+ * 1/8, 2/8, ..., 7/8 of a fragment at the start (3.5 fragments' worth) and the same
+ * reversed at the end, so that each piece's faster stages take about as long as the
+ * previous piece's slowest one even where the stages are nearly equal (1024 GPUs: the
+ * node stage is 0.92 of the NIC's; the halvings left the NIC idle in the fill).
+ * Simulated on link-exact networks 0.1-3.9 % faster, under SimGrid's default model
+ * 2-11 % slower (small pieces pay its latency factors): where the measured network is
+ * flat in message size (hier.c) the cost model picks linear or halvings per schedule
+ * (MXH_SCHED_RAMP_PICK, coll/cost.c), elsewhere halvings.
  *
  * Work buffer layout: allreduce/bcast/reduce fragments are consecutive ranges of
  * the buffer. reduce_scatter_block/allgather fragments are fragment-major: the
@@ -37,6 +46,12 @@ extern "C" {
  * MXH_SCHED_MAX_RAMP halvings deep, pieces of at least MXH_SCHED_MIN_PIECE bytes. */
 #define MXH_SCHED_MAX_RAMP 4
 #define MXH_SCHED_MIN_PIECE (64u << 10)
+/* ramp values besides 0..MXH_SCHED_MAX_RAMP halvings (MPIX_HIER_PIPELINE_RAMP) */
+#define MXH_SCHED_RAMP_LINEAR (-1) /* linear: MXH_SCHED_LINEAR_STEPS - 1 pieces per end */
+#define MXH_SCHED_RAMP_AUTO   (-2) /* resolved by the hierarchy; as 2 where it is not */
+#define MXH_SCHED_RAMP_PICK   (-3) /* auto resolved on a flat network: the cost model picks
+                                      linear or 2 per schedule; as 2 where it does not */
+#define MXH_SCHED_LINEAR_STEPS 8
 
 /* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
  * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
@@ -51,12 +66,36 @@ static inline int mxh_sched_tail_ramp(mxh_coll_t coll, int ramp)
 {
     return coll == MXH_COLL_BCAST ? 0 : ramp;
 }
+/* MPIX_HIER_PIPELINE_RAMP=auto resolved: the model's pick where the network is flat in
+ * message size (@flat: measured so, or the configured factors are) and not a torus (not
+ * measured there), else 2 halvings; other values as they are. */
+static inline int mxh_sched_ramp_auto(int ramp, int flat, int torus)
+{
+    if (ramp != MXH_SCHED_RAMP_AUTO)
+        return ramp;
+    return flat && !torus ? MXH_SCHED_RAMP_PICK : 2;
+}
+/* The ramp a schedule runs when nothing picked one: auto and pick as 2 halvings. */
+static inline int mxh_sched_ramp_run(int ramp)
+{
+    return ramp == MXH_SCHED_RAMP_AUTO || ramp == MXH_SCHED_RAMP_PICK ? 2 : ramp;
+}
 /* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
  * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. (The cost model
  * cuts fragments with these too: coll/cost.c.) */
 void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece);
 
-/* full fragment, last fragment, and the ramps' piece sizes */
+/* The sizes of the fragments of a message, in elements of the count (per block for
+ * the block collectives, @per elements of the work vector per element, else 1), in
+ * order: uniform fragments of about @frag_bytes with the ramp @ramp cut at both ends
+ * (halvings or linear; none at bcast's end, mxh_sched_tail_ramp). Writes the first
+ * @max into @sizes (may be NULL) and returns how many there are. The one cut of
+ * sched.c and of the cost model (coll/cost.c). */
+size_t mxh_sched_cut(mxh_coll_t coll, size_t count, size_t tsize, size_t per, size_t frag_bytes,
+                     int ramp, size_t *sizes, size_t max);
+
+/* full fragment, last fragment, and the ramps' piece sizes (at most
+ * MXH_SCHED_LINEAR_STEPS - 1 distinct ones, shared by both ends) */
 #define MXH_SCHED_MAX_PLANS (2 + 2 * (MXH_SCHED_MAX_RAMP + 1))
 
 typedef struct mxh_sched {

@@ -1,5 +1,6 @@
 #include "coll/select.h"
 #include "coll/cost.h"
+#include "coll/sched.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +91,7 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
     mxh_choice_t c = {MXH_ALGO_MPI, 0, 0, 0, MXH_FB_NONE, 0};
     mxh_algo_t model_algo = MXH_ALGO_AUTO;
     size_t model_frag     = 0;
+    int model_ramp        = 0;
     mxh_algo_t forced =
         (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
 
@@ -122,7 +124,7 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
          * margin, predicts its choice enough faster than the thresholds') */
         if (cfg->cost_model == 1 && cost != NULL &&
             mxh_cost_select(cost, coll, bytes, c.algo, cfg->frag_size, &model_algo,
-                            &model_frag) == 0) {
+                            &model_frag, &model_ramp) == 0) {
             c.algo  = model_algo;
             c.model = 1;
         } else {
@@ -139,7 +141,9 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
     if (c.algo == MXH_ALGO_PIPELINE) {
         c.frag_bytes = model_algo == MXH_ALGO_PIPELINE ? model_frag : cfg->frag_size;
         c.depth      = cfg->pipeline_depth;
-        c.ramp       = cfg->pipeline_ramp;
+        /* the model's ramp where it chose; else MPIX_HIER_PIPELINE_RAMP (auto: 2) */
+        c.ramp = model_algo == MXH_ALGO_PIPELINE ? model_ramp
+                                                 : mxh_sched_ramp_run(cfg->pipeline_ramp);
     }
     return c;
 }

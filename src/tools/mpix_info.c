@@ -26,6 +26,7 @@
 #include "coll/cost.h"
 #include "coll/hier.h"
 #include "coll/metrics.h"
+#include "coll/sched.h"
 #include "topo/caps.h"
 #include "topo/discover.h"
 #include "topo/machine.h"
@@ -566,8 +567,8 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     c0.cost_model = 0;
     mxh_choice_t today = mxh_select(&c0, &shape, coll, count * ts, count * ts * per);
     size_t tf = today.algo == MXH_ALGO_PIPELINE ? today.frag_bytes : 0;
-    printf("  %-9s %-8s %-10s %9s %12s %8s\n", "algorithm", "plan", "fragment", "fragments",
-           "predicted us", "of bound");
+    printf("  %-9s %-8s %-10s %-7s %9s %12s %8s\n", "algorithm", "plan", "fragment", "ramp",
+           "fragments", "predicted us", "of bound");
     for (int i = 0; i < n; i++) {
         const mxh_cost_cand_t *k = &cand[i];
         char pt[32] = "not modelled", pb[16] = "-";
@@ -575,24 +576,33 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
             snprintf(pt, sizeof(pt), "%.2f", k->t * 1e6);
             snprintf(pb, sizeof(pb), "%.2f", bound / k->t);
         }
-        printf("  %-9s %-8s %-10s %9zu %12s %8s%s%s\n", mxh_algo_name(k->algo),
+        char rp[16] = "-";
+        if (k->algo == MXH_ALGO_PIPELINE)
+            snprintf(rp, sizeof(rp), k->ramp == MXH_SCHED_RAMP_LINEAR ? "linear" : "%d", k->ramp);
+        printf("  %-9s %-8s %-10s %-7s %9zu %12s %8s%s%s\n", mxh_algo_name(k->algo),
                variant_name(k->variant),
-               k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", k->nfrag, pt, pb,
+               k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", rp, k->nfrag, pt, pb,
                i == best ? "  <- model" : "",
                k->variant == MXH_COST_PLAN &&
                        (today.algo == MXH_ALGO_PIPELINE || today.algo == MXH_ALGO_HIER) &&
                        k->nfrag == mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0) &&
+                       (k->algo == MXH_ALGO_HIER || k->ramp == today.ramp) &&
                        (k->algo == MXH_ALGO_HIER) == (tf == 0)
                    ? "  <- today"
                    : "");
     }
     if (best >= 0)
-        printf("model: %s%s%s, %zu fragment(s): %.2f us (%.2f of the bound)\n",
+        printf("model: %s%s%s%s, %zu fragment(s): %.2f us (%.2f of the bound)\n",
                mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
                cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
+               cand[best].algo == MXH_ALGO_PIPELINE
+                   ? (cand[best].ramp == MXH_SCHED_RAMP_LINEAR ? ", linear ramp" : ", halving ramp")
+                   : "",
                cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
+    mxh_cost_model_t today_m = m; /* the thresholds' schedule runs halvings where m picks */
     if (best >= 0) {
         double tk = -1, td = -1;
+        m.ramp = cand[best].ramp; /* the picks below predict the chosen schedule */
         int k = mxh_cost_kary_pick(&m, coll, count, ts, cand[best].frag_bytes, &tk, &td);
         if (k || (tk > 0 && td > 0 && tk != td))
             printf("model, long network levels: kary exchanges %.2f us, direct %.2f us (%+.2f %%):"
@@ -611,13 +621,13 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     }
     double tt = (today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE) &&
                         mxh_cost_shape_modelled(coll, count, ts, tf)
-                    ? mxh_cost_predict(&m, coll, count, ts, tf, MXH_COST_PLAN)
+                    ? mxh_cost_predict(&today_m, coll, count, ts, tf, MXH_COST_PLAN)
                     : -1;
     printf("today: %s%s%s (MPIX_HIER_FRAG_SIZE): ", mxh_algo_name(today.algo),
            tf ? ", fragments of " : "", tf ? fmt_bytes(tf, a, sizeof(a)) : "");
     if (tt > 0)
         printf("%zu fragment(s), %.2f us (%.2f of the bound)\n",
-               mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
+               mxh_cost_frags(&today_m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
     else
         printf("not modelled\n");
     if (cfg->cost_model == 2 && cfg->frag_given)

@@ -73,10 +73,12 @@ const mxh_config_var_t mxh_config_vars[] = {
      "stream point to point, 2 x stages - 2 for schedules of more than 3 stages; 1: no "
      "overlap).",
      1},
-    {"MPIX_HIER_PIPELINE_RAMP", "2",
-     "Pipelines of fragments of 1m or more fill and drain with small pieces: the first "
-     "fragment is cut into pieces of 1/2^k, 1/2^k, ..., 1/2 of it (k = this value, at most 4), "
-     "the last likewise in reverse; 0: uniform fragments.",
+    {"MPIX_HIER_PIPELINE_RAMP", "auto",
+     "Pipelines of fragments of 1m or more fill and drain with small pieces: k (at most 4): "
+     "the first fragment is cut into pieces of 1/2^k, 1/2^k, ..., 1/2 of it, the last likewise "
+     "in reverse; linear: pieces of 1/8, 2/8, ..., 7/8 of a fragment at the start and the same "
+     "reversed at the end; 0: uniform fragments; auto: linear where the measured network is "
+     "flat in message size (not on a torus), else 2.",
      1},
     {"MPIX_HIER_SHM", "yes",
      "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
@@ -484,7 +486,7 @@ void mxh_config_init_defaults(mxh_config_t *cfg)
     cfg->discover        = 1;
     cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
     cfg->pipeline_depth  = 0;
-    cfg->pipeline_ramp   = 2; /* simulated, benchmarks/RESULTS.md */
+    cfg->pipeline_ramp   = MXH_RAMP_AUTO; /* simulated, benchmarks/RESULTS.md */
     cfg->pipeline_pace   = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->kary            = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
     cfg->rsag            = 2; /* auto; the same */
@@ -594,7 +596,12 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
         rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
-        rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
+        if (!strcasecmp(value, "auto"))
+            cfg->pipeline_ramp = MXH_RAMP_AUTO;
+        else if (!strcasecmp(value, "linear"))
+            cfg->pipeline_ramp = MXH_RAMP_LINEAR;
+        else
+            rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
         if (!strcasecmp(value, "auto"))
             cfg->pipeline_pace = 2;
@@ -778,7 +785,12 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
         snprintf(buf, len, "%d", cfg->pipeline_depth);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
-        snprintf(buf, len, "%d", cfg->pipeline_ramp);
+        if (cfg->pipeline_ramp == MXH_RAMP_AUTO)
+            snprintf(buf, len, "auto");
+        else if (cfg->pipeline_ramp == MXH_RAMP_LINEAR)
+            snprintf(buf, len, "linear");
+        else
+            snprintf(buf, len, "%d", cfg->pipeline_ramp);
     } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
         snprintf(buf, len, "%s", cfg->pipeline_pace == 2 ? "auto" : cfg->pipeline_pace ? "yes" : "no");
     } else if (!strcmp(name, "MPIX_HIER_KARY")) {

@@ -16,6 +16,9 @@ extern "C" {
 #define MXH_CONFIG_NCOLL   9 /* collectives, in mxh_coll_t order */
 #define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
 #define MXH_CONFIG_FACTORS 16 /* entries of a cost factor table */
+/* MPIX_HIER_PIPELINE_RAMP besides 0..4 halvings (coll/sched.h: MXH_SCHED_RAMP_*) */
+#define MXH_RAMP_LINEAR (-1)
+#define MXH_RAMP_AUTO   (-2)
 
 /* Names of the collectives and algorithms as MPIX_HIER_ALGO spells them. */
 extern const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL];
@@ -38,7 +41,8 @@ typedef struct mxh_config {
     int    algo[MXH_CONFIG_NCOLL];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
     size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
-    int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP (0 = uniform fragments) */
+    int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP: halvings (0 = uniform
+                                               fragments), MXH_RAMP_LINEAR or _AUTO */
     int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE: streams space the
                                                exchanges of different fragments on a link
                                                (0 no, 1 yes, 2 auto: the cost model picks

@@ -1106,7 +1106,8 @@ TEST(PipelineRamp, BigMessagesMatchMpich)
 {
     // ramp 4 without shared memory: the streamed executor, whose copies in and
     // out of 1 MiB fragments go in pieces of 128 KiB between polls
-    for (const char *ramp : {"0", "2", "4", "4noshm"}) {
+    // linear: 3 MiB and a bit in 1 MiB fragments ramps in thirds (sched.c linear_steps)
+    for (const char *ramp : {"0", "2", "4", "4noshm", "linear", "linearnoshm"}) {
         MPI_Comm comm;
         MPI_Info info;
         MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -1114,7 +1115,9 @@ TEST(PipelineRamp, BigMessagesMatchMpich)
         MPI_Info_create(&info);
         MPI_Info_set(info, "mpix_hier_algo", "pipeline");
         MPI_Info_set(info, "mpix_hier_frag_size", "1m");
-        MPI_Info_set(info, "mpix_hier_pipeline_ramp", std::string(ramp, 1).c_str());
+        std::string value(ramp);
+        value = value.substr(0, value.find("noshm"));
+        MPI_Info_set(info, "mpix_hier_pipeline_ramp", value.c_str());
         if (strstr(ramp, "noshm"))
             MPI_Info_set(info, "mpix_hier_shm", "no");
         ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_init(comm, info)) << ramp;

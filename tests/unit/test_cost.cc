@@ -176,6 +176,7 @@ TEST(Cost, KaryPick)
 {
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp = 2; // the halvings these figures were simulated with
     mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
     int big[3] = {8, 32, 4}, small[2] = {8, 16};
     mxh_cost_model_t m, s;
@@ -516,6 +517,7 @@ TEST(Cost, ReduceStaggeredWhereTheNicBinds)
 {
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp = 2; // the halvings these figures were simulated with
     mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
     mxh_cost_model_t m;
     cfg.cost_node_latency  = 0.605e-6;
@@ -677,6 +679,7 @@ TEST(Cost, AutoPace)
 {
     mxh_config_t cfg;
     mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp = 2; // the halvings these figures were simulated with
     ASSERT_EQ(2, cfg.pipeline_pace);
     mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
     int small[2] = {8, 16}, big[3] = {8, 32, 4};
@@ -770,6 +773,74 @@ TEST(Cost, FragmentsAsScheduled)
     mxh_layout_destroy(L);
 }
 
+// MPIX_HIER_PIPELINE_RAMP: auto lets the model pick linear or halvings per schedule where
+// the factors are flat (none: link-exact), and is halvings where they are not or on a
+// torus; the model cuts as sched.c does
+TEST(Cost, RampAuto)
+{
+    mxh_config_t cfg;
+    char buf[32];
+    mxh_config_init_defaults(&cfg);
+    ASSERT_EQ(MXH_RAMP_AUTO, cfg.pipeline_ramp);
+    mxh_level_type_t type[2] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL};
+    int g[2] = {8, 16}, k[3] = {4, 2, 2}, order[3] = {0, 1, 2};
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 2, type, g);
+    EXPECT_EQ(MXH_SCHED_RAMP_PICK, m.ramp);
+    const size_t n = (size_t)64 << 20, frag = (size_t)8 << 20;
+    // both shapes among the candidates, one fragment size apart in pieces, not in units
+    mxh_cost_cand_t cand[64];
+    int nc = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, n, 4, cand, 64), seen = 0;
+    for (int i = 0; i < nc; i++)
+        if (cand[i].algo == MXH_ALGO_PIPELINE && cand[i].frag_bytes == frag) {
+            EXPECT_EQ(32u, cand[i].units);
+            EXPECT_EQ(cand[i].ramp == 2 ? 36u : 39u, cand[i].nfrag);
+            seen |= cand[i].ramp == 2 ? 1 : cand[i].ramp == MXH_SCHED_RAMP_LINEAR ? 2 : 4;
+        }
+    EXPECT_EQ(3, seen);
+    // the selection returns the ramp of its choice
+    std::vector<mxh_record_t> recs(128);
+    for (int r = 0; r < 128; r++) {
+        mxh_record_init(&recs[r]);
+        snprintf(recs[r].node, sizeof(recs[r].node), "n%d", r / 8);
+    }
+    mxh_layout_t *L = NULL;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 128, 0x7, &L));
+    static mxh_cost_sel_t sel;
+    mxh_algo_t algo = MXH_ALGO_AUTO;
+    size_t sf       = 0;
+    int ramp        = 0;
+    mxh_cost_sel_init(&sel, &cfg, L, 0);
+    ASSERT_EQ(0, mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, n * 4, MXH_ALGO_PIPELINE, frag, &algo,
+                                 &sf, &ramp));
+    EXPECT_EQ(MXH_ALGO_PIPELINE, algo);
+    EXPECT_TRUE(ramp == 2 || ramp == MXH_SCHED_RAMP_LINEAR) << ramp;
+    mxh_layout_destroy(L);
+    m.ramp = MXH_SCHED_RAMP_LINEAR;
+    std::vector<size_t> a(64), b(64);
+    size_t na = mxh_cost_frags(&m, MXH_COLL_ALLREDUCE, n, 4, frag, a.data(), a.size());
+    EXPECT_EQ(7u + 25 + 7, na);
+    EXPECT_EQ(na, mxh_sched_cut(MXH_COLL_ALLREDUCE, n, 4, 1, frag, MXH_SCHED_RAMP_LINEAR, b.data(),
+                                b.size()));
+    EXPECT_EQ(a, b);
+    mxh_cost_model_torus(&m, &cfg, 4, 3, k, order);
+    EXPECT_EQ(2, m.ramp);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_LAT_FACTOR", "0:0.17;65536:1", "test"));
+    mxh_cost_model_grid(&m, &cfg, 2, type, g);
+    EXPECT_EQ(2, m.ramp);
+    EXPECT_EQ(32u + 2 + 2, mxh_cost_frags(&m, MXH_COLL_ALLREDUCE, n, 4, frag, NULL, 0));
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_PIPELINE_RAMP", "linear", "test"));
+    mxh_cost_model_grid(&m, &cfg, 2, type, g);
+    EXPECT_EQ(MXH_SCHED_RAMP_LINEAR, m.ramp);
+    mxh_config_get_string(&cfg, "MPIX_HIER_PIPELINE_RAMP", buf, sizeof(buf));
+    EXPECT_STREQ("linear", buf);
+    EXPECT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_PIPELINE_RAMP", "3", "test"));
+    mxh_cost_model_grid(&m, &cfg, 2, type, g);
+    EXPECT_EQ(3, m.ramp);
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_PIPELINE_RAMP", "5", "test"));
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_PIPELINE_RAMP", "quadratic", "test"));
+}
+
 // A torus of nodes (records with coordinates: one level per dimension, rings, per-rail
 // orders over torus links) is not modelled, even where its levels form a grid by size.
 // nodes on a torus of lengths @dims (node n at n mod X, n / X mod Y, ...), g ranks each,
@@ -801,8 +872,9 @@ int select_on(const mxh_config_t &cfg, const mxh_layout_t *L, mxh_coll_t coll, s
               double margin, mxh_algo_t *algo, size_t *frag)
 {
     mxh_cost_sel_t sel;
+    int ramp = 0;
     mxh_cost_sel_init(&sel, &cfg, L, margin);
-    return mxh_cost_select(&sel, coll, n, MXH_ALGO_PIPELINE, cfg.frag_size, algo, frag);
+    return mxh_cost_select(&sel, coll, n, MXH_ALGO_PIPELINE, cfg.frag_size, algo, frag, &ramp);
 }
 
 TEST(Cost, TorusRing)
@@ -1032,22 +1104,29 @@ TEST(Cost, NotModelled)
 
 TEST(Cost, ChooseFewestFragmentsNearTheFastest)
 {
+    // {algo, fragment, fragments, uniform fragments, ramp, variant, time}
     mxh_cost_cand_t c[7] = {
-        {MXH_ALGO_HIER, 0, 1, MXH_COST_PLAN, 9e-6},
-        {MXH_ALGO_HIER, 0, 1, MXH_COST_LATENCY, 1e-6},  // not a plan the library builds
-        {MXH_ALGO_PIPELINE, 1 << 20, 4, MXH_COST_PLAN, 5e-6},
-        {MXH_ALGO_PIPELINE, 1 << 19, 8, MXH_COST_PLAN, 5e-6}, // a tie: fewer fragments win
-        {MXH_ALGO_PIPELINE, 1 << 18, 16, MXH_COST_PLAN, -1},  // not modelled
-        {MXH_ALGO_PIPELINE, 1 << 17, 32, MXH_COST_PLAN, 4.96e-6}, // 0.8 % faster: not enough
-        {MXH_ALGO_PIPELINE, 1 << 16, 64, MXH_COST_PLAN, 4.9e-6},  // 2 % faster: chosen
+        {MXH_ALGO_HIER, 0, 1, 1, 2, MXH_COST_PLAN, 9e-6},
+        {MXH_ALGO_HIER, 0, 1, 1, 2, MXH_COST_LATENCY, 1e-6}, // not a plan the library builds
+        {MXH_ALGO_PIPELINE, 1 << 20, 6, 4, 2, MXH_COST_PLAN, 5e-6},
+        {MXH_ALGO_PIPELINE, 1 << 19, 10, 8, 2, MXH_COST_PLAN, 5e-6}, // a tie: fewer win
+        {MXH_ALGO_PIPELINE, 1 << 18, 18, 16, 2, MXH_COST_PLAN, -1},  // not modelled
+        {MXH_ALGO_PIPELINE, 1 << 17, 34, 32, 2, MXH_COST_PLAN, 4.96e-6}, // 0.8 %: not enough
+        {MXH_ALGO_PIPELINE, 1 << 16, 66, 64, 2, MXH_COST_PLAN, 4.9e-6},  // 2 % faster: chosen
     };
     EXPECT_EQ(2, mxh_cost_choose(c, 5));
     EXPECT_EQ(2, mxh_cost_choose(c, 6));
     EXPECT_EQ(6, mxh_cost_choose(c, 7));
     EXPECT_EQ(0, mxh_cost_choose(c, 2));
     EXPECT_EQ(-1, mxh_cost_choose(c + 4, 1));
-    mxh_cost_cand_t many = {MXH_ALGO_PIPELINE, 1 << 15, 256, MXH_COST_PLAN, 1e-6};
+    mxh_cost_cand_t many = {MXH_ALGO_PIPELINE, 1 << 15, 258, 256, 2, MXH_COST_PLAN, 1e-6};
     EXPECT_EQ(-1, mxh_cost_choose(&many, 1)); // more than 128 fragments: never
+    // two ramps of one fragment size: the faster, though it has more pieces
+    mxh_cost_cand_t two[2] = {
+        {MXH_ALGO_PIPELINE, 1 << 20, 6, 4, 2, MXH_COST_PLAN, 5e-6},
+        {MXH_ALGO_PIPELINE, 1 << 20, 9, 4, MXH_SCHED_RAMP_LINEAR, MXH_COST_PLAN, 4.99e-6},
+    };
+    EXPECT_EQ(1, mxh_cost_choose(two, 2));
 
     // over real candidates: within 1 % of the smallest predicted time, and no candidate
     // that close has fewer fragments
@@ -1353,12 +1432,14 @@ TEST(Cost, SelectWithMargin)
             for (int again = 0; again < 2; again++) { // the second from the memo
                 mxh_algo_t algo;
                 size_t frag;
+                int ramp;
                 int r = mxh_cost_select(&sel, MXH_COLL_ALLREDUCE, all, MXH_ALGO_PIPELINE, today,
-                                        &algo, &frag);
+                                        &algo, &frag, &ramp);
                 int kept = margin > 0 && !k.taken;
                 EXPECT_EQ(kept, r) << k.gsize[1] << " " << margin;
                 EXPECT_EQ(MXH_ALGO_PIPELINE, algo);
                 EXPECT_EQ(kept ? today : c[b].frag_bytes, frag);
+                EXPECT_EQ(kept ? mxh_sched_ramp_run(sel.m.ramp) : c[b].ramp, ramp);
             }
             // through mxh_select_cost: which one chose it
             mxh_select_shape_t shape = {8 * k.gsize[1] * k.gsize[2], k.nl, 0};

@@ -1812,6 +1812,84 @@ TEST(Sched, RampCutsFirstAndLastFragment)
     }
 }
 
+TEST(Sched, LinearRampGrowsByEighths)
+{
+    LayoutPtr L;
+    Layout lay = make_layout({2, 2}, 0, 0);
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kAllLevels, &L.p));
+    const size_t M = (size_t)1 << 20;
+    const int lin  = MXH_SCHED_RAMP_LINEAR;
+    // 256 MiB of floats in 8 MiB fragments (2 Mi floats, F): F/8, 2F/8, ..., 7F/8 (3.5 F),
+    // 25 full fragments, then the same reversed
+    SchedPtr R;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 64 * M, -1, 4, 8 * M, 0, lin,
+                                       &R.p));
+    const size_t F = 2 * M;
+    std::vector<size_t> want;
+    for (size_t j = 1; j < 8; j++)
+        want.push_back(F * j / 8);
+    for (int i = 0; i < 25; i++)
+        want.push_back(F);
+    for (size_t j = 7; j >= 1; j--)
+        want.push_back(F * j / 8);
+    ASSERT_EQ((int)want.size(), R.p->nfrag);
+    for (int f = 0; f < R.p->nfrag; f++) {
+        EXPECT_EQ(want[f], mxh_sched_frag_count(R.p, f)) << "fragment " << f;
+        EXPECT_EQ(want[f], mxh_sched_plan(R.p, f)->count) << "fragment " << f;
+    }
+    EXPECT_EQ(8, R.p->nplans); // F and its seven eighths
+    EXPECT_EQ(64 * M, mxh_sched_frag_start(R.p, R.p->nfrag));
+    // the cost model cuts the same (coll/cost.c mxh_cost_frags -> mxh_sched_cut)
+    std::vector<size_t> cut(want.size() + 1);
+    EXPECT_EQ(want.size(), mxh_sched_cut(MXH_COLL_ALLREDUCE, 64 * M, 4, 1, 8 * M, lin,
+                                         cut.data(), cut.size()));
+    cut.pop_back();
+    EXPECT_EQ(want, cut);
+    // bcast: the head only; an odd count keeps its remainder last among the full ones
+    SchedPtr B, O;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_BCAST, 64 * M, 0, 4, 8 * M, 0, lin, &B.p));
+    EXPECT_EQ(7 + 29, B.p->nfrag); // 64 Mi - 3.5 F = 28.5 F
+    EXPECT_EQ(F / 2, mxh_sched_frag_count(B.p, B.p->nfrag - 1));
+    size_t odd = 64 * M + 12345;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_REDUCE, odd, 0, 4, 8 * M, 0, lin, &O.p));
+    EXPECT_EQ(odd, mxh_sched_frag_start(O.p, O.p->nfrag));
+    EXPECT_EQ(F / 8, mxh_sched_frag_count(O.p, 0));
+    EXPECT_EQ(F / 8, mxh_sched_frag_count(O.p, O.p->nfrag - 1));
+    EXPECT_EQ(12345u, mxh_sched_frag_count(O.p, O.p->nfrag - 8));
+    EXPECT_LE(O.p->nplans, MXH_SCHED_MAX_PLANS);
+    EXPECT_EQ("", check_sched_order(L.p, MXH_COLL_REDUCE, odd, 0, 4, 8 * M, 0, lin));
+    // 5 fragments' worth: 5 steps (jF/5 at each end, one full fragment between); 1: none
+    SchedPtr S, N;
+    const size_t G = 5 * M / 4; // 5 MiB fragments of floats: eighths and fifths exact
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, 5 * G, -1, 4, 5 * M, 0, lin,
+                                       &S.p));
+    std::vector<size_t> short_want = {G / 5, 2 * G / 5, 3 * G / 5, 4 * G / 5, G,
+                                      4 * G / 5, 3 * G / 5, 2 * G / 5, G / 5};
+    ASSERT_EQ((int)short_want.size(), S.p->nfrag);
+    for (int f = 0; f < S.p->nfrag; f++)
+        EXPECT_EQ(short_want[f], mxh_sched_frag_count(S.p, f)) << "fragment " << f;
+    ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, M, -1, 4, 8 * M, 0, lin, &N.p));
+    EXPECT_EQ(1, N.p->nfrag);
+    // block collectives: in elements per block
+    for (mxh_coll_t c : {MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
+        SchedPtr K;
+        ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 16 * M, -1, 4, 8 * M, 0, lin, &K.p));
+        EXPECT_EQ(7 + 25 + 7, K.p->nfrag);
+        EXPECT_EQ(F / 4 / 8, mxh_sched_frag_count(K.p, 0));
+        EXPECT_EQ(F / 4 / 8 * 4, mxh_sched_frag_offset(K.p, 1));
+        EXPECT_EQ("", check_sched_order(L.p, c, 4 * M + 7, -1, 4, 8 * M, 2, lin));
+    }
+    // auto: the model's pick where the network is flat and not a torus, else 2 halvings;
+    // a schedule asked for auto or pick runs halvings
+    EXPECT_EQ(MXH_SCHED_RAMP_PICK, mxh_sched_ramp_auto(MXH_SCHED_RAMP_AUTO, 1, 0));
+    EXPECT_EQ(2, mxh_sched_ramp_run(MXH_SCHED_RAMP_PICK));
+    EXPECT_EQ(2, mxh_sched_ramp_run(MXH_SCHED_RAMP_AUTO));
+    EXPECT_EQ(lin, mxh_sched_ramp_run(lin));
+    EXPECT_EQ(2, mxh_sched_ramp_auto(MXH_SCHED_RAMP_AUTO, 0, 0));
+    EXPECT_EQ(2, mxh_sched_ramp_auto(MXH_SCHED_RAMP_AUTO, 1, 1));
+    EXPECT_EQ(3, mxh_sched_ramp_auto(3, 1, 0));
+}
+
 TEST(Sched, IssueOrderAgreesOnEveryGroup)
 {
     std::mt19937 g(7);
