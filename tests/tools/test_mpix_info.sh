@@ -38,7 +38,9 @@ check "-c documents" '# default: .yes.; must be equal on all ranks' "$out"
 
 out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain allreduce 256M --nodes 16 --gpus 8 2>&1)
 check "explain bound" 'bound \(busiest link.s bytes, no latency\): 1310.72 us' "$out"
-check "explain candidates" '^  pipeline +plan +8 MiB +36 ' "$out"
+check "explain candidates" '^  pipeline +plan +8 MiB +2 +36 ' "$out"
+# auto on a flat network: both ramps of every fragment size (sched.h MXH_SCHED_RAMP_PICK)
+check "explain linear ramp" '^  pipeline +plan +8 MiB +linear +39 ' "$out"
 # the choice of the unpaced model; paced (what the default auto picks here) the model picks
 # 512 KiB fragments, which the simulation runs 10 % slower than 8 MiB with its 2 us poll
 # step and as fast at 0.25 us (benchmarks/RESULTS.md, "The cost model's paced third
@@ -65,8 +67,8 @@ check "explain not modelled" 'not modelled' "$out"
 # small allreduces on node x rail x spine: the spread plan (6 us: node, spine, node
 # latencies) beside the latency plan (7 us: node, rail, spine), MPIX_HIER_SPREAD=no its own
 out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR "$info" --explain allreduce 8 --nodes 128 --gpus 8 --leaves 4 2>&1)
-check "explain spread" '^  hier +plan +- +1 +6\.00 ' "$out"
-check "explain spread latency" '^  hier +latency +- +1 +7\.01 ' "$out"
+check "explain spread" '^  hier +plan +- +- +1 +6\.00 ' "$out"
+check "explain spread latency" '^  hier +latency +- +- +1 +7\.01 ' "$out"
 out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR MPIX_HIER_SPREAD=no "$info" --explain allreduce 8 --nodes 128 --gpus 8 --leaves 4 2>&1)
 check "explain spread off" '^today: hier .*7\.01 us' "$out"
 
