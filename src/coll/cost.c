@@ -1477,7 +1477,7 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
     int n = 0;
     size_t per = block_coll(coll) ? (size_t)m->nranks : 1, work = count * tsize * per;
     /* the ramps predicted: the model's, or both shapes where it picks (sched.h) */
-    int pick = m->ramp == MXH_SCHED_RAMP_PICK, nr = pick ? 2 : 1;
+    int nr = m->ramp == MXH_SCHED_RAMP_PICK ? 2 : 1;
     mxh_cost_model_t mr[2] = {*m, *m};
     mr[0].ramp = mxh_sched_ramp_run(m->ramp);
     mr[1].ramp = MXH_SCHED_RAMP_LINEAR;

@@ -36,7 +36,7 @@ void mxh_sched_destroy(mxh_sched_t *sched)
 
 /* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
  * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
-int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
+static int ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
 {
     int k = ramp < MXH_SCHED_MAX_RAMP ? ramp : MXH_SCHED_MAX_RAMP;
     while (k > 0 && ((fcnt >> k) == 0 || (fcnt >> k) * piece_bytes < MXH_SCHED_MIN_PIECE))
@@ -46,7 +46,7 @@ int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes)
 
 /* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
  * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. */
-void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece)
+static void ramp_pieces(size_t fcnt, int k, size_t *piece)
 {
     size_t used = 0;
     for (int j = 0; j < k; j++) {
@@ -114,11 +114,11 @@ size_t mxh_sched_cut(mxh_coll_t coll, size_t count, size_t tsize, size_t per, si
     size_t head[MXH_SCHED_MAX_RAMP + 1], tail[MXH_SCHED_MAX_RAMP + 1];
     int kh = 0, kt = 0;
     if (big && ramp > 0) {
-        kh = mxh_sched_ramp_depth(ramp, fcnt, tsize * per);
-        kt = mxh_sched_ramp_depth(mxh_sched_tail_ramp(coll, ramp), last, tsize * per);
+        kh = ramp_depth(ramp, fcnt, tsize * per);
+        kt = ramp_depth(mxh_sched_tail_ramp(coll, ramp), last, tsize * per);
     }
-    mxh_sched_ramp_pieces(fcnt, kh, head);
-    mxh_sched_ramp_pieces(last, kt, tail);
+    ramp_pieces(fcnt, kh, head);
+    ramp_pieces(last, kt, tail);
     /* without a ramp head[0] / tail[0] is the whole unit; the tail's pieces in reverse */
     for (size_t u = 0; u < nuni; u++) {
         int np = u == 0 ? kh + 1 : u == nuni - 1 ? kt + 1 : 1;

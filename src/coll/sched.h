@@ -53,9 +53,6 @@ extern "C" {
                                       linear or 2 per schedule; as 2 where it does not */
 #define MXH_SCHED_LINEAR_STEPS 8
 
-/* Halvings of the ramp cut from a fragment of @fcnt elements (@piece_bytes per
- * element of the count): at most @ramp, pieces of at least MXH_SCHED_MIN_PIECE. */
-int mxh_sched_ramp_depth(int ramp, size_t fcnt, size_t piece_bytes);
 /* The ramp requested for the last fragment of @coll: none for bcast. Its tail pieces
  * share the rootless network stage (three fragments at a time, exec.c) with the last
  * full fragment, which then finished last (128 GPUs, 4 MiB fragments: that fragment's
@@ -80,10 +77,6 @@ static inline int mxh_sched_ramp_run(int ramp)
 {
     return ramp == MXH_SCHED_RAMP_AUTO || ramp == MXH_SCHED_RAMP_PICK ? 2 : ramp;
 }
-/* The k + 1 pieces of a ramp over @fcnt elements, smallest first: fcnt >> k twice,
- * then fcnt >> (k - 1), ..., and the rest (about fcnt / 2) last. (The cost model
- * cuts fragments with these too: coll/cost.c.) */
-void mxh_sched_ramp_pieces(size_t fcnt, int k, size_t *piece);
 
 /* The sizes of the fragments of a message, in elements of the count (per block for
  * the block collectives, @per elements of the work vector per element, else 1), in
