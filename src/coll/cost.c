@@ -1236,9 +1236,9 @@ static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c
  * parameters"). */
 #define PACE_MARGIN 0.01
 
-static int paced_wins(double tp, double tu)
+static int paced_wins(const mxh_cost_model_t *m, double tp, double tu)
 {
-    return tp < tu * (1 - PACE_MARGIN);
+    return tp < tu * (1 - (m->pace_margin > 0 ? m->pace_margin : PACE_MARGIN));
 }
 
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
@@ -1261,7 +1261,7 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
         c.pace      = 0;
         double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
-        return tp > 0 && tu > 0 && !paced_wins(tp, tu) ? tu : tp;
+        return tp > 0 && tu > 0 && !paced_wins(m, tp, tu) ? tu : tp;
     }
     if (m->trails > 0)
         return torus_predict(m, coll, count, tsize, frag_bytes, variant);
@@ -1305,7 +1305,7 @@ int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
     double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
     c.pace      = 0;
     double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
-    return !(tp > 0 && tu > 0 && !paced_wins(tp, tu));
+    return !(tp > 0 && tu > 0 && !paced_wins(m, tp, tu));
 }
 
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,

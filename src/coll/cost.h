@@ -120,6 +120,10 @@ typedef struct mxh_cost_model {
     int    pace;                     /* MPIX_HIER_PIPELINE_PACE (exec.c's pacing) */
     int    pace_auto;                /* MPIX_HIER_PIPELINE_PACE=auto: predictions of the
                                         pacing mxh_cost_pace_pick chooses */
+    double pace_margin;              /* auto paces where predicted this much faster than
+                                        unpaced (0: 1 %, the model's error there; hier.c
+                                        sets MXH_COST_TRUST_MARGIN where a level's members
+                                        are not equally far) */
     int    kary;                     /* network levels of more than 16 ranks exchange as
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
     int    rsag;                     /* small allreduce steps on the network levels

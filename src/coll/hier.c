@@ -590,6 +590,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
      * (MPIX_HIER_FRAG_SIZE) is kept: 'auto' does not override it. */
     char measured[512] = "";
     int model = h->config.cost_model == 1;
+    int uniform = 1; /* every level's members equally far (measure.h) */
     /* MPIX_HIER_PIPELINE_RAMP=auto: linear where the network measured flat in message
      * size, or (not measured) the model is asked for with flat factors (sched.h) */
     int ramp_flat = model && mxh_measure_factors_flat(&h->config);
@@ -603,6 +604,10 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         mxh_measure_run(h->comm, h->layout, h->rank, &m);
         int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
         int flat   = fitted && mxh_measure_flat(&m, &seen);
+        /* where a level's members are not equally far (a dragonfly group: the model's
+         * one latency per level fits neither; RESULTS.md section 5, "Tried, not kept:
+         * a dragonfly's far pairs") selection takes a margin, as on a torus */
+        uniform    = mxh_measure_uniform(&m);
         ramp_flat  = flat;
         int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
                     (flat || mxh_measure_plausible(&m, &seen));
@@ -611,18 +616,23 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
          * the links, and the fragment sizes it ranks within a few % of each other are
          * ranked right no more than by chance (RESULTS.md section 5, "Direct exchanges
          * along a torus ring"): there too only a margin overrides the thresholds */
-        int torus_margin = trust && flat && !model && h->layout->torus_ndims > 0;
+        int torus   = h->layout->torus_ndims > 0;
+        int by_margin = trust && flat && !model && (torus || !uniform);
         char margin_how[256];
         snprintf(margin_how, sizeof(margin_how),
-                 torus_margin
-                     ? "used; selection by the model where it predicts its choice %.0f %% "
-                       "faster than the thresholds' (MPIX_HIER_COST_MODEL=auto on a torus split)"
+                 by_margin
+                     ? (torus ? "used; selection by the model where it predicts its choice "
+                                "%.0f %% faster than the thresholds' (MPIX_HIER_COST_MODEL=auto "
+                                "on a torus split)"
+                              : "used; selection by the model where it predicts its choice "
+                                "%.0f %% faster than the thresholds' (MPIX_HIER_COST_MODEL=auto: "
+                                "a level's members not equally far)")
                      : "used where the model predicts its choice %.0f %% faster than the "
                        "thresholds' (MPIX_HIER_COST_MODEL=auto: not flat in message size; "
                        "pacing and the thresholds' choices keep the configured ones)",
                  MXH_COST_TRUST_MARGIN * 100);
         const char *how =
-            torus_margin ? margin_how
+            by_margin ? margin_how
             : used       ? NULL
             : trust ? margin_how
             : h->config.frag_given
@@ -632,7 +642,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                   "plausible as a network's; the configured ones stay)";
         if (fitted)
             mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
-        if (trust && (!flat || torus_margin)) {
+        if (trust && (!flat || by_margin)) {
             margin  = MXH_COST_TRUST_MARGIN;
             sel_cfg = seen;
         }
@@ -657,6 +667,11 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             mxh_cost_model_init(&h->pace_sel, &sel_cfg, h->layout);
             h->pace_by_model = &h->pace_sel;
         }
+        /* where a level's members are not equally far the model's pacing call takes
+         * the margin too (dragonfly, 128 GPUs, allgather 256 MiB: predicted paced 1.5 %
+         * faster, simulated 740.73 against 707.05 us unpaced) */
+        if (!uniform)
+            h->pace_model.pace_margin = h->pace_sel.pace_margin = MXH_COST_TRUST_MARGIN;
         /* a torus: this rank's rail (its position in the node, the node level's coord;
          * the only one where a node has one rank and no node level) */
         int node = h->layout->nlevels > 0 && h->layout->type[0] == MXH_LEVEL_NODE;

@@ -140,6 +140,14 @@ int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
     return net_measured(m) && fitted->cost_lat_n > 0 && mxh_measure_factors_flat(fitted);
 }
 
+int mxh_measure_uniform(const mxh_measure_t *m)
+{
+    for (int l = 0; l < m->nlevels; l++)
+        if (m->far[l] > 0 && m->t[l][0] > 0 && !within(m->far[l] / m->t[l][0], MXH_MEASURE_UNIFORM))
+            return 0;
+    return 1;
+}
+
 void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const char *how,
                           char *buf, size_t len)
 {
@@ -171,6 +179,10 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const
             PUT(";");
         }
     }
+    for (int l = 0; l < m->nlevels; l++)
+        if (m->far[l] > 0 && m->t[l][0] > 0 && !within(m->far[l] / m->t[l][0], MXH_MEASURE_UNIFORM))
+            PUT(" level %d %s not uniform (8 B: %.3g us to its first member, %.3g to its last);",
+                l, mxh_level_type_name(m->type[l]), m->t[l][0] * 1e6, m->far[l] * 1e6);
     PUT("\n");
 #undef PUT
 }

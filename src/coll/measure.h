@@ -9,7 +9,10 @@
  *   run  (MPI)   rank 0 ping-pongs messages of mxh_measure_sizes with one other
  *                member of its group at each level (a rank of its node, of its rail,
  *                across the spine); the fastest round trip of a few, halved, is the
- *                one-way time. Rank 0 broadcasts the times: every rank fits the same.
+ *                one-way time. It also ping-pongs 8 B with the last member of the
+ *                group, whose latency says whether the level is uniform (rails, a
+ *                torus ring: the same; a dragonfly group: a router farther than the
+ *                first member). Rank 0 broadcasts the times: every rank fits the same.
  *   fit  (pure)  per level, latency and bandwidth from the slope between two sizes
  *                of one class (8 B and 1 KiB alone); the classes follow the
  *                protocol steps of MPICH/UCX (eager, rendezvous) and of SimGrid's
@@ -50,6 +53,8 @@ typedef struct mxh_measure {
     double t[MXH_MAX_LEVELS][MXH_MEASURE_NSIZES]; /* one-way seconds; 0: not measured
                                                     (rank 0 alone in its group, or an
                                                     exchange failed) */
+    double far[MXH_MAX_LEVELS]; /* one-way seconds of 8 B to the last member of rank 0's
+                                   group (0: not measured, or the first is the last) */
 } mxh_measure_t;
 
 /* Pure: the parameters @m gives, written into @cfg (node latency and bandwidth from
@@ -82,6 +87,14 @@ int mxh_measure_factors_flat(const mxh_config_t *cfg);
 #define MXH_MEASURE_PLAUSIBLE_LAT 20.0
 #define MXH_MEASURE_PLAUSIBLE_BW  4.0
 int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted);
+
+/* Pure: whether every level's last member answers 8 B within MXH_MEASURE_UNIFORM of
+ * its first member's time (levels without both: uniform). A fabric whose members of one
+ * level sit at different distances (a dragonfly group's routers) breaks the model's one
+ * latency per level; MPIX_HIER_COST_MODEL=auto then selects with a margin, as on a
+ * torus (hier.c). */
+#define MXH_MEASURE_UNIFORM 1.25
+int mxh_measure_uniform(const mxh_measure_t *m);
 
 /* One line for the communicator's description: what was measured and fitted into
  * @cfg, and how the hierarchy uses it (@how, after a comma; NULL: as its parameters). */

@@ -16,13 +16,17 @@
 #define REPS   3
 #endif
 
-/* The first rank other than 0 in rank 0's group at level @l, or -1. */
-static int partner(const mxh_layout_t *L, int l)
+/* The first (@last: the last) rank other than 0 in rank 0's group at level @l, or -1. */
+static int partner(const mxh_layout_t *L, int l, int last)
 {
+    int found = -1;
     for (int r = 1; r < L->nranks; r++)
-        if (L->color[l][r] == L->color[l][0])
-            return r;
-    return -1;
+        if (L->color[l][r] == L->color[l][0]) {
+            found = r;
+            if (!last)
+                break;
+        }
+    return found;
 }
 
 /* Rank 0's side: the fastest round trip of REPS, halved (0: an exchange failed).
@@ -67,8 +71,15 @@ void mxh_measure_run(MPI_Comm comm, const mxh_layout_t *L, int rank, mxh_measure
     memset(m, 0, sizeof(*m));
     m->nlevels = L->nlevels < MXH_MAX_LEVELS ? L->nlevels : MXH_MAX_LEVELS;
     for (int l = 0; l < m->nlevels; l++) {
-        int peer = partner(L, l);
+        int peer = partner(L, l, 0), last = partner(L, l, 1);
         m->type[l] = L->type[l];
+        if (last != peer && (rank == 0 || rank == last)) {
+            char b8[8] = {0};
+            if (rank == 0)
+                m->far[l] = ping(comm, last, b8, sizeof(b8));
+            else
+                pong(comm, b8, sizeof(b8));
+        }
         if (peer < 0 || (rank != 0 && rank != peer))
             continue;
         if (buf == NULL)
@@ -82,7 +93,10 @@ void mxh_measure_run(MPI_Comm comm, const mxh_layout_t *L, int rank, mxh_measure
     }
     free(buf);
     if (MPI_Bcast(m->t, (int)(sizeof(m->t) / sizeof(double)), MPI_DOUBLE, 0, comm) !=
-        MPI_SUCCESS)
+            MPI_SUCCESS ||
+        MPI_Bcast(m->far, MXH_MAX_LEVELS, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
         memset(m->t, 0, sizeof(m->t));
+        memset(m->far, 0, sizeof(m->far));
+    }
 }
 
