@@ -605,8 +605,8 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
         int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
         int flat   = fitted && mxh_measure_flat(&m, &seen);
         /* where a level's members are not equally far (a dragonfly group: the model's
-         * one latency per level fits neither; RESULTS.md section 5, "Tried, not kept:
-         * a dragonfly's far pairs") selection takes a margin, as on a torus */
+         * one latency per level fits neither; RESULTS.md section 5, "A dragonfly's far
+         * members") selection takes a margin, as on a torus */
         uniform    = mxh_measure_uniform(&m);
         ramp_flat  = flat;
         int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
@@ -616,7 +616,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
          * the links, and the fragment sizes it ranks within a few % of each other are
          * ranked right no more than by chance (RESULTS.md section 5, "Direct exchanges
          * along a torus ring"): there too only a margin overrides the thresholds */
-        int torus   = h->layout->torus_ndims > 0;
+        int torus     = h->layout->torus_ndims > 0;
         int by_margin = trust && flat && !model && (torus || !uniform);
         char margin_how[256];
         snprintf(margin_how, sizeof(margin_how),
@@ -633,8 +633,8 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                  MXH_COST_TRUST_MARGIN * 100);
         const char *how =
             by_margin ? margin_how
-            : used       ? NULL
-            : trust ? margin_how
+            : used    ? NULL
+            : trust   ? margin_how
             : h->config.frag_given
                 ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
                   "configured ones stay)"

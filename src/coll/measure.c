@@ -140,10 +140,17 @@ int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
     return net_measured(m) && fitted->cost_lat_n > 0 && mxh_measure_factors_flat(fitted);
 }
 
+/* level @l's last member within MXH_MEASURE_UNIFORM of its first (or not both measured) */
+static int level_uniform(const mxh_measure_t *m, int l)
+{
+    return !(m->far[l] > 0 && m->t[l][0] > 0) ||
+           within(m->far[l] / m->t[l][0], MXH_MEASURE_UNIFORM);
+}
+
 int mxh_measure_uniform(const mxh_measure_t *m)
 {
     for (int l = 0; l < m->nlevels; l++)
-        if (m->far[l] > 0 && m->t[l][0] > 0 && !within(m->far[l] / m->t[l][0], MXH_MEASURE_UNIFORM))
+        if (!level_uniform(m, l))
             return 0;
     return 1;
 }
@@ -180,7 +187,7 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const
         }
     }
     for (int l = 0; l < m->nlevels; l++)
-        if (m->far[l] > 0 && m->t[l][0] > 0 && !within(m->far[l] / m->t[l][0], MXH_MEASURE_UNIFORM))
+        if (!level_uniform(m, l))
             PUT(" level %d %s not uniform (8 B: %.3g us to its first member, %.3g to its last);",
                 l, mxh_level_type_name(m->type[l]), m->t[l][0] * 1e6, m->far[l] * 1e6);
     PUT("\n");
