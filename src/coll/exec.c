@@ -265,7 +265,7 @@ static int src_step(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx)
         if (s->count == 0)
             continue;
         if ((s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLREDUCE) &&
-            mxh_p2p_usable(s) && shm_step_form(s, ctx) == NULL && s->offset == 0 &&
+            mxh_p2p_usable(s, ctx->extent) && shm_step_form(s, ctx) == NULL && s->offset == 0 &&
             s->count == plan->work_count)
             return i;
         return -1;
@@ -279,11 +279,11 @@ static int src_step(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx)
  * whose part of a small fragment is empty skips the step), and the choice of
  * the stream executor must be the same on every rank: the rounds and the
  * stream executors do not speak the same protocol. */
-static int p2p_structural(const mxh_step_t *s)
+static int p2p_structural(const mxh_step_t *s, size_t ext)
 {
     if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE)
         return s->gsize > 1;
-    return mxh_p2p_usable(s);
+    return mxh_p2p_usable(s, ext);
 }
 
 /* Whether step @s would run through shared memory on a rank that has a
@@ -327,7 +327,7 @@ static int stream_able(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx)
                 continue;
             if (shm_form_agreed(s, ctx) || shm_step_form(s, ctx) != NULL)
                 return 0;
-            if (s->gsize > 1 && !p2p_structural(s))
+            if (s->gsize > 1 && !p2p_structural(s, ctx->extent))
                 return 0;
         }
     return 1;
@@ -488,7 +488,7 @@ static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, 
                 return st;
             continue;
         }
-        if (mxh_p2p_usable(s)) {
+        if (mxh_p2p_usable(s, ctx->extent)) {
             mxh_p2p_env_t env = p2p_env(s, ctx);
             rc = mxh_p2p_run(s, &env, base, i == src_i ? src + s->offset * ctx->extent : NULL,
                              tmp, MXH_P2P_TAG + s->stage);
@@ -1320,7 +1320,7 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             char *stmp             = (char *)tmp + (size_t)step->stage * slot;
             if (shm_step_form(step, ctx))
                 continue; /* shared-memory step: below */
-            if (mxh_p2p_usable(step)) {
+            if (mxh_p2p_usable(step, ctx->extent)) {
                 mxh_p2p_env_t env = p2p_env(step, ctx);
                 rc = mxh_p2p_start(&ops[nops++], step, &env, sbase[k], NULL, stmp,
                                    MXH_P2P_TAG + step->stage);

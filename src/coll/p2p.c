@@ -183,7 +183,27 @@ static int kary_able(const mxh_step_t *s)
 
 /* ---- choice -------------------------------------------------------------------- */
 
-int mxh_p2p_usable(const mxh_step_t *s)
+/* A bcast or reduce step of the scatter shape small enough for one flat exchange
+ * (p2p.h: flat); the same on every member (the region and group are). Along a torus
+ * ring too: the farthest member is p / 2 hops away, MPI's tree pays log2 p exchanges
+ * of up to that many. */
+static int flat_step(const mxh_step_t *s, size_t ext)
+{
+    return (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) && !s->rootless &&
+           s->counts == NULL && s->gsize > 1 &&
+           s->gsize <= MXH_P2P_FLAT_P &&
+           (size_t)(s->gsize - 1) * s->count * ext <= MXH_P2P_FLAT_BYTES;
+}
+
+/* A bcast or reduce step on a network level (not a torus ring) of 4 to
+ * MXH_P2P_DIRECT_P ranks: point to point at every size, flat or direct (one or two
+ * latencies, where MPI's trees pay log2 p and its large reduce 2 log2 p). */
+static int net_rooted(const mxh_step_t *s)
+{
+    return s->net && !s->ring && s->gsize >= 4 && s->gsize <= MXH_P2P_DIRECT_P;
+}
+
+int mxh_p2p_usable(const mxh_step_t *s, size_t ext)
 {
     switch (s->type) {
     case MXH_STEP_REDUCE_SCATTER:
@@ -194,7 +214,8 @@ int mxh_p2p_usable(const mxh_step_t *s)
         return s->gsize > 1;
     case MXH_STEP_BCAST:
     case MXH_STEP_REDUCE:
-        return s->gsize > 1 && s->count >= MXH_P2P_TREE_COUNT;
+        return s->gsize > 1 &&
+               (s->count >= MXH_P2P_TREE_COUNT || flat_step(s, ext) || net_rooted(s));
     case MXH_STEP_SEND:
     case MXH_STEP_RECV:
         return 1;
@@ -249,6 +270,8 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t bytes = s->count * ext;
 
+    if (flat_step(s, ext))
+        return MXH_P2P_FLAT;
     /* the allreduce after a spread exchange reduces in class order: radix, one digit */
     if (s->ports && s->type == MXH_STEP_ALLREDUCE)
         return MXH_P2P_RADIX_AR;
@@ -316,8 +339,8 @@ mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
 
 const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo)
 {
-    static const char *const names[] = {"ring", "rhd", "direct", "radix", "kary"};
-    return algo <= MXH_P2P_KARY ? names[algo] : "?";
+    static const char *const names[] = {"ring", "rhd", "direct", "radix", "kary", "flat"};
+    return algo <= MXH_P2P_FLAT ? names[algo] : "?";
 }
 
 /* rhd: the parts range [lo, hi) before reduce-scatter exchange k, and its partner
@@ -345,12 +368,12 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
     int fac[32], p = s->gsize;
     size_t need = 0, off, cnt;
 
-    if (s->type == MXH_STEP_SPREAD && mxh_p2p_usable(s))
+    if (s->type == MXH_STEP_SPREAD && mxh_p2p_usable(s, ext))
         return (size_t)spread_nrecv(s) * s->count;
     /* a reduce step of any size: the stream executor runs small ones point to point
      * too (exec.c p2p_structural), and the direct reduce-scatter's p - 1 parts of
      * ceil(count / p) may exceed the region's count elements */
-    if (!(s->type == MXH_STEP_REDUCE ? s->gsize > 1 : mxh_p2p_usable(s)) ||
+    if (!(s->type == MXH_STEP_REDUCE ? s->gsize > 1 : mxh_p2p_usable(s, ext)) ||
         single_exchange(s) || s->type == MXH_STEP_ALLGATHER || s->type == MXH_STEP_BCAST)
         return 0;
     switch (mxh_p2p_choose(s, ext)) {
@@ -378,6 +401,8 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         else
             part(s, s->me, &off, &cnt);
         return (size_t)(p - 1) * cnt;
+    case MXH_P2P_FLAT: /* the root's p - 1 contributions */
+        return s->type == MXH_STEP_REDUCE ? (size_t)(p - 1) * s->count : 0;
     case MXH_P2P_KARY: {
         /* my share of the range from f - 1 peers, in every reduce-scatter exchange */
         int n = factors(p, kary_radix, fac);
@@ -600,6 +625,25 @@ static int root_post(mxh_p2p_op_t *op, int scatter)
     return rc;
 }
 
+/* flat: the whole region from the root to every member (bcast), or from every
+ * member into the root's slots of tmp, in rank order without the root (reduce) */
+static int flat_post(mxh_p2p_op_t *op)
+{
+    const mxh_step_t *s = op->s;
+    int p = s->gsize, me = s->me, root = s->root, rc = MPI_SUCCESS, bc = s->type == MXH_STEP_BCAST;
+
+    if (me != root)
+        return bc ? post_pair(op, root, op->base, s->count, NULL, 0)
+                  : post_pair(op, root, NULL, 0, op->src, s->count);
+    for (int i = 1; i < p && rc == MPI_SUCCESS; i++) {
+        int x = (me + i) % p;
+        rc = bc ? post_pair(op, x, NULL, 0, op->base, s->count)
+                : post_pair(op, x, at(op, op->tmp, (size_t)(x < me ? x : x - 1) * s->count),
+                            s->count, NULL, 0);
+    }
+    return rc;
+}
+
 static int post(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
@@ -607,7 +651,7 @@ static int post(mxh_p2p_op_t *op)
     op->nreq   = 0;
     op->xbytes = 0;
     op->xmsg   = 0;
-    switch (s->type) {
+    switch (op->algo == MXH_P2P_FLAT ? -1 : (int)s->type) {
     case MXH_STEP_SCATTER:
         return root_post(op, 1);
     case MXH_STEP_GATHER:
@@ -640,6 +684,8 @@ static int post(mxh_p2p_op_t *op)
         return radix_post(op);
     case MXH_P2P_KARY:
         return kary_post(op);
+    case MXH_P2P_FLAT:
+        return flat_post(op);
     }
     return MPI_ERR_INTERN;
 }
@@ -734,6 +780,17 @@ static int complete(mxh_p2p_op_t *op)
                 in[n++] = at(op, op->tmp, (size_t)(x < me ? x : x - 1) * cnt);
         return reduce_n(op, in, n, at(op, op->base, off), cnt);
     }
+    case MXH_P2P_FLAT: {
+        /* the root: mine, then the others' in rank order, fused */
+        const void *in[MXH_P2P_FLAT_P];
+        int n = 1;
+        if (me != s->root)
+            return MPI_SUCCESS;
+        in[0] = op->src;
+        for (int x = 0; x < p - 1; x++)
+            in[n++] = at(op, op->tmp, (size_t)x * s->count);
+        return reduce_n(op, in, n, op->base, s->count);
+    }
     case MXH_P2P_KARY: {
         /* my share: mine, then the others' in digit order from mine, fused */
         const void *in[MXH_P2P_KARY_RADIX];
@@ -818,6 +875,10 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
         if (op->algo == MXH_P2P_RADIX_AR) {
             op->nfac = radix_factors(p, op->fac);
             op->nrs  = op->nsub = op->nfac;
+        }
+        if (op->algo == MXH_P2P_FLAT) { /* one exchange; a reduce's reads src */
+            op->nrs  = s->type == MXH_STEP_REDUCE;
+            op->nsub = 1;
         }
     }
     /* only the reduce-scatter phases read src; elsewhere the input moves in first */

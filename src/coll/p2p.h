@@ -30,6 +30,12 @@
  *           in schedules where the cost model predicts it no slower (step.kary), where
  *           direct keeps 2(p - 1) requests of every fragment in flight on every rank
  *           (RESULTS.md section 5, "Fewer messages on long rails").
+ *   flat    small bcast and reduce steps of up to MXH_P2P_FLAT_P ranks (not a
+ *           pipeline's rootless ones): the root sends the whole region to
+ *           every other member (reduce: receives every member's and reduces them,
+ *           its own first, then the others' in rank order): one latency where MPI's
+ *           binomial tree pays log2 p in sequence, (p - 1) copies of the region
+ *           through the root's NIC, at most MXH_P2P_FLAT_BYTES
  *   radix   small allreduce: the group is factored p = f1 * f2 * ... (each at most
  *           MXH_P2P_RADIX); in step i every rank exchanges its whole vector with
  *           the f_i - 1 ranks that differ from it only in digit i and reduces the
@@ -57,7 +63,16 @@ extern "C" {
 #define MXH_P2P_KARY_P    16          /* network groups larger than this: kary */
 #define MXH_P2P_KARY_RADIX 8          /* largest kary factor */
 #define MXH_P2P_TREE_COUNT 16384      /* bcast/reduce steps of fewer elements go to MPI
-                                         (its trees: log p latencies) */
+                                         (its trees: log p latencies), except on
+                                         network levels of 4 ranks or more */
+/* Flat bcast/reduce steps: groups of up to this many ranks (each root posts p - 1
+ * messages: on a real NIC some tenths of a microsecond each, against a latency of
+ * microseconds per level of the tree it replaces) ... */
+#define MXH_P2P_FLAT_P    32
+/* ... whose p - 1 copies of the region are at most this many bytes (through the
+ * root's NIC: 1.4 us at 48 GB/s, where each latency the tree adds costs 2-4 us).
+ * RESULTS.md section 5, "Small bcast and reduce: one exchange on the network". */
+#define MXH_P2P_FLAT_BYTES (64u << 10)
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 
 typedef enum mxh_p2p_algo {
@@ -65,7 +80,8 @@ typedef enum mxh_p2p_algo {
     MXH_P2P_RHD,
     MXH_P2P_DIRECT,
     MXH_P2P_RADIX_AR,
-    MXH_P2P_KARY
+    MXH_P2P_KARY,
+    MXH_P2P_FLAT
 } mxh_p2p_algo_t;
 
 typedef struct mxh_p2p_env {
@@ -106,7 +122,7 @@ typedef struct mxh_p2p_op {
  * allreduce, scatter and gather on a group of more than one rank; send and
  * receive; bcast (scatter from the root + allgather) and reduce (reduce-scatter
  * + gather to the root) of at least MXH_P2P_TREE_COUNT elements. */
-int mxh_p2p_usable(const mxh_step_t *s);
+int mxh_p2p_usable(const mxh_step_t *s, size_t ext);
 
 /* The algorithm for step @s with @ext-byte elements (a pure function of the
  * step: identical on every member of the group). */

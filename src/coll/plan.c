@@ -1,4 +1,5 @@
 #include "coll/plan.h"
+#include "coll/p2p.h"
 #include "util/log.h"
 
 #include <stdarg.h>
@@ -355,6 +356,144 @@ static int holder_in_group(const mxh_layout_t *L, unsigned char **h, int level, 
         if (h[level][x] && same_group(L, level, x, me))
             return x;
     return -1;
+}
+
+/* ---- rooted: the chain of small bcasts and reduces -------------------------------- */
+
+/* The chain (cost: one flat exchange per level, p2p.h): a bcast of the whole region
+ * at every network level from the root outwards (its rail, then the spine from each
+ * rail member; on a torus the dimensions in the root's rail's order), then in every
+ * node from the rank on the root's node position; a reduce the mirror. One latency
+ * per level, where a scatter and an allgather (gather and reduce-scatter) take two per
+ * level below the top. Where the node's copies are too many, the node level scatters
+ * first (reduce: reduce-scatters) and the chain carries each node position's piece
+ * over the network levels from the root's node, the node all-gathers last (gathers to
+ * the root): one network exchange per level still. Where every chained level's step
+ * is flat (at most MXH_P2P_FLAT_P ranks, its p - 1 copies within
+ * MXH_PLAN_CHAIN_BYTES), no level has leaders, and the steps form a tree: no group
+ * holds the data twice when its step comes, and every rank holds it at the end. Never
+ * for pipelines. The same answer on every rank (global facts of the layout).
+ * Simulated, RESULTS.md section 5, "Small bcast and reduce: one exchange per level". */
+
+/* Whether the chain from level @c (0: the whole region everywhere; 1: the node's
+ * pieces over the network levels) applies to @count elements of @tsize bytes. */
+static int chain_applies(const builder_t *b, size_t count, size_t tsize, int c)
+{
+    const mxh_layout_t *L = b->L;
+    int nl = L->nlevels;
+    size_t region = count;
+    if (tsize == 0 || (b->flags & MXH_PLAN_THROUGH) || nl < 2 || nl - c < 1)
+        return 0;
+    for (int l = 0; l < nl; l++) {
+        int p = 0, pmin = INT32_MAX;
+        for (int x = 0; x < L->nranks; x++) {
+            p    = L->gsize[l][x] > p ? L->gsize[l][x] : p;
+            pmin = L->gsize[l][x] < pmin ? L->gsize[l][x] : pmin;
+        }
+        if (L->kind[l] == MXH_LEVEL_KIND_LEADER)
+            return 0;
+        if (l < c) { /* scattered: the largest piece goes on */
+            region = (region + (size_t)pmin - 1) / (size_t)pmin;
+            continue;
+        }
+        if (p > MXH_P2P_FLAT_P || (size_t)(p - 1) * region * tsize > MXH_PLAN_CHAIN_BYTES)
+            return 0;
+    }
+    return 1;
+}
+
+static int build_rooted_chain(builder_t *b, size_t count, size_t tsize, int root, int bcast)
+{
+    const mxh_layout_t *L = b->L;
+    int nl = L->nlevels, n = L->nranks, top = nl - 1, c, ok = 1, nk;
+    int order[MXH_MAX_LEVELS], troot[MXH_MAX_LEVELS];
+    unsigned char *hold = NULL;
+    int *cnt = NULL;
+    size_t off = 0, cnt_me = count;
+
+    if (chain_applies(b, count, tsize, 0))
+        c = 0;
+    else if (chain_applies(b, count, tsize, 1))
+        c = 1;
+    else
+        return 0;
+    if ((hold = calloc((size_t)n, 1)) == NULL) {
+        b->status = MXH_ERR_NO_MEMORY;
+        return 1;
+    }
+    /* the bcast's order: the network levels outwards, then the node (c = 0) */
+    nk = nl - c;
+    for (int k = 0; k < nk; k++)
+        order[k] = k + 1 < nl ? k + 1 : 0;
+    for (int x = 0; x < n; x++) /* c = 1: every rank of the root's node holds its piece */
+        hold[x] = x == root || (c == 1 && same_group(L, 0, x, root));
+    for (int k = 0; k < nk && ok; k++) {
+        int l = order[k];
+        troot[k] = -1;
+        free(cnt);
+        if ((cnt = calloc((size_t)L->ngroups[l], sizeof(int))) == NULL) {
+            b->status = MXH_ERR_NO_MEMORY;
+            break;
+        }
+        for (int x = 0; x < n; x++)
+            if (hold[x] && ++cnt[L->color[l][x]] > 1)
+                ok = 0; /* a group with two holders: not a tree */
+            else if (hold[x] && same_group(L, l, x, b->me))
+                troot[k] = L->coord[l][x]; /* my group's holder at this step */
+        for (int x = 0; x < n; x++)
+            hold[x] |= cnt[L->color[l][x]] > 0;
+        /* c = 1: every group carries one node position's piece (rails, torus rings):
+         * cnt becomes each group's position + 1 */
+        if (c == 1) {
+            memset(cnt, 0, sizeof(int) * (size_t)L->ngroups[l]);
+            for (int x = 0; x < n && ok; x++) {
+                int *g = &cnt[L->color[l][x]];
+                if (*g == 0)
+                    *g = L->coord[0][x] + 1;
+                ok = *g == L->coord[0][x] + 1;
+            }
+        }
+    }
+    for (int x = 0; x < n && ok; x++)
+        ok = hold[x];
+    if (ok && b->status == MXH_OK && c == 1) { /* my node piece; the node's first step */
+        even_region(L, b->me, 1, count, &off, &cnt_me);
+        b->down = 0;
+        if (bcast && same_group(L, 0, b->me, root)) {
+            mxh_step_t *st = add_step(b, MXH_STEP_SCATTER, 0, 0, count);
+            split_even(b, st);
+            if (st)
+                st->root = L->coord[0][root];
+        } else if (!bcast) {
+            split_even(b, add_step(b, MXH_STEP_REDUCE_SCATTER, 0, 0, count));
+        }
+    }
+    for (int i = 0; i < nk && ok && b->status == MXH_OK; i++) {
+        int k = bcast ? i : nk - 1 - i, l = order[k];
+        /* stages ascend: bcast up to the top then the node's down; reduce the node's
+         * up, the top, then the levels below it down */
+        b->down = bcast ? l == 0 && top > 0 : l != 0 && l != top;
+        if (troot[k] < 0)
+            continue;
+        mxh_step_t *st =
+            add_step(b, bcast ? MXH_STEP_BCAST : MXH_STEP_REDUCE, l, off, cnt_me);
+        if (st)
+            st->root = troot[k];
+    }
+    if (ok && b->status == MXH_OK && c == 1) { /* the node's last step */
+        b->down = 1;
+        if (bcast) {
+            split_even(b, add_step(b, MXH_STEP_ALLGATHER, 0, 0, count));
+        } else if (same_group(L, 0, b->me, root)) {
+            mxh_step_t *st = add_step(b, MXH_STEP_GATHER, 0, 0, count);
+            split_even(b, st);
+            if (st)
+                st->root = L->coord[0][root];
+        }
+    }
+    free(cnt);
+    free(hold);
+    return ok || b->status != MXH_OK;
 }
 
 static void build_bcast(builder_t *b, size_t count, int root)
@@ -745,12 +884,14 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
         }
         break;
     case MXH_COLL_BCAST:
-        b.plan->work_count = count;
-        build_bcast(&b, count, root);
-        break;
     case MXH_COLL_REDUCE:
         b.plan->work_count = count;
-        build_reduce(&b, count, root);
+        if (!build_rooted_chain(&b, count, tsize, root, coll == MXH_COLL_BCAST)) {
+            if (coll == MXH_COLL_BCAST)
+                build_bcast(&b, count, root);
+            else
+                build_reduce(&b, count, root);
+        }
         break;
     case MXH_COLL_REDUCE_SCATTER_BLOCK:
         b.plan->work_count = count * (size_t)layout->nranks;

@@ -172,7 +172,7 @@ void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, si
                            mxh_p2p_algo_name(mxh_p2p_choose(&st.s, sizeof(int))));
     // below MXH_P2P_TREE_COUNT only the stream executor runs bcast/reduce point to
     // point (every fragment's step, whatever its size)
-    if (!mxh_p2p_usable(&st.s) && count >= MXH_P2P_TREE_COUNT) {
+    if (!mxh_p2p_usable(&st.s, sizeof(int)) && count >= MXH_P2P_TREE_COUNT) {
         ck.fail(what + ": not usable");
         return;
     }
@@ -232,11 +232,23 @@ void check_all(mxh_test::Checker &ck, MPI_Comm comm)
         for (int root = 0; root < p; root++)
             for (bool rootless : {false, true}) {
                 check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false, rootless);
+                check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false, rootless, true);
                 check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, rootless);
                 for (bool separate : {false, true})
                     check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, rootless, true,
                                  separate);
             }
+    // flat on the network: up to MXH_P2P_FLAT_BYTES in the p - 1 copies,
+    // and the first count above it (direct)
+    if (p > 1)
+        for (size_t count : {(size_t)MXH_P2P_FLAT_BYTES / sizeof(int) / (size_t)(p - 1),
+                             (size_t)MXH_P2P_FLAT_BYTES / sizeof(int) / (size_t)(p - 1) + 1})
+            for (int root = 0; root < p; root++)
+                for (bool separate : {false, true}) {
+                    check_rooted(ck, comm, MXH_STEP_BCAST, count, root, false, false, true);
+                    check_rooted(ck, comm, MXH_STEP_REDUCE, count, root, false, false, true,
+                                 separate);
+                }
     for (size_t count : {(size_t)1, (size_t)7, (size_t)1021})
         for (int root = 0; root < p; root++)
             for (int uneven = 0; uneven < 2; uneven++) {
@@ -390,6 +402,53 @@ TEST_F(P2p, ChoiceCoversEveryAlgorithm)
     big.s.type  = MXH_STEP_REDUCE_SCATTER;
     big.s.gsize = 8;
     EXPECT_EQ(mxh_p2p_choose(&big.s, 4), MXH_P2P_DIRECT);
+}
+
+// Small bcast and reduce steps on the network: flat (one exchange with the root)
+// up to MXH_P2P_FLAT_P ranks and MXH_P2P_FLAT_BYTES in the root's p - 1
+// copies, on any level; not the rootless steps of pipelines. Above that direct on
+// network groups of 4 or more at every size (not along a torus ring), where MPI's trees
+// were used below MXH_P2P_TREE_COUNT (and still are inside the node and on rings).
+TEST_F(P2p, SmallNetworkBcastAndReduceGoFlat)
+{
+    for (mxh_step_type_t type : {MXH_STEP_BCAST, MXH_STEP_REDUCE}) {
+        Step st = make_step(MXH_STEP_ALLREDUCE, MPI_COMM_SELF, 1, false);
+        st.s.type  = type;
+        st.s.gsize = 16;
+        st.s.net   = 1;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        EXPECT_TRUE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.count = MXH_P2P_FLAT_BYTES / 4 / 15;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.count++; /* over the copies' limit: direct (two latencies) */
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_DIRECT);
+        EXPECT_TRUE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.gsize = 3; /* a tree of 3 has two latencies too: MPI's, above flat */
+        EXPECT_TRUE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.count = MXH_P2P_TREE_COUNT - 1;
+        EXPECT_FALSE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.count = 1;
+        st.s.gsize = MXH_P2P_FLAT_P + 1;
+        EXPECT_NE(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.gsize = MXH_P2P_FLAT_P;
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.rootless = 1;
+        EXPECT_NE(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.rootless = 0;
+        st.s.ring     = 1; /* along a torus ring: flat, not direct above it */
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.count = MXH_P2P_TREE_COUNT - 1; /* over flat: MPI's tree on a ring */
+        EXPECT_FALSE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.count = 1;
+        st.s.ring  = 0;
+        st.s.net  = 0; /* inside a node: flat too (a chain's node step) */
+        EXPECT_EQ(mxh_p2p_choose(&st.s, 4), MXH_P2P_FLAT);
+        st.s.count = MXH_P2P_TREE_COUNT - 1; /* above: MPI's tree, as before */
+        EXPECT_FALSE(mxh_p2p_usable(&st.s, sizeof(int)));
+        st.s.count = 1;
+        st.s.net   = 1;
+        EXPECT_EQ(std::string(mxh_p2p_algo_name(mxh_p2p_choose(&st.s, 4))), "flat");
+    }
 }
 
 // Network levels (a rail, the spine): direct at every size up to

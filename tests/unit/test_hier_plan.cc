@@ -519,6 +519,11 @@ void check_all_colls(const Layout &lay, int mask, const std::vector<size_t> &cou
         for (int root = 0; root < n; root += (all_roots ? 1 : std::max(1, n / 3))) {
             EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root)) << "bcast count " << c << " root " << root;
             EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root)) << "reduce count " << c << " root " << root;
+            // the element size known: the chain for small ones on grid layouts
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, 4))
+                << "bcast (4-byte elements) count " << c << " root " << root;
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root, 4))
+                << "reduce (4-byte elements) count " << c << " root " << root;
             // the pipelines' shape: the root's groups move the whole region
             EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, 0, MXH_PLAN_THROUGH))
                 << "through bcast count " << c << " root " << root;
@@ -1054,7 +1059,8 @@ TEST(Plan, LargeRegularCluster)
 // The pipelines' bcast and reduce (MXH_PLAN_THROUGH) on 2 nodes x 4: the root's
 // node moves the whole region at the node level (bcast on the way up, reduce on
 // the way down) and has no allgather / reduce-scatter there; the other node keeps
-// them. Without the flag the root's node scatters and all-gathers.
+// them. Without the flag the root's node scatters and all-gathers (10000 floats: above
+// the small sizes' chain).
 TEST(Plan, ThroughShapeOnTheRootsPath)
 {
     Layout lay = make_layout({4, 4}, 0, 0);
@@ -1064,7 +1070,7 @@ TEST(Plan, ThroughShapeOnTheRootsPath)
     auto types = [&](mxh_coll_t coll, int rank, unsigned flags) {
         mxh_plan_t *p = nullptr;
         std::string t;
-        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 1000, 1, 4, flags, &p));
+        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 10000, 1, 4, flags, &p));
         for (int i = 0; p && i < p->nsteps; i++)
             t += std::string(i ? " " : "") + mxh_step_type_name(p->steps[i].type) + "/" +
                  std::to_string(p->steps[i].level) + ":" + std::to_string(p->steps[i].count);
@@ -1072,12 +1078,63 @@ TEST(Plan, ThroughShapeOnTheRootsPath)
         return t;
     };
     // root 1 on node 0; rank 2 shares its node, rank 6 is on node 1
-    EXPECT_EQ("bcast/0:1000 bcast/1:250", types(MXH_COLL_BCAST, 2, MXH_PLAN_THROUGH));
-    EXPECT_EQ("bcast/1:250 allgather/0:1000", types(MXH_COLL_BCAST, 6, MXH_PLAN_THROUGH));
-    EXPECT_EQ("scatter/0:1000 bcast/1:250 allgather/0:1000", types(MXH_COLL_BCAST, 2, 0));
-    EXPECT_EQ("reduce/1:250 reduce/0:1000", types(MXH_COLL_REDUCE, 2, MXH_PLAN_THROUGH));
-    EXPECT_EQ("reduce_scatter/0:1000 reduce/1:250", types(MXH_COLL_REDUCE, 6, MXH_PLAN_THROUGH));
-    EXPECT_EQ("reduce_scatter/0:1000 reduce/1:250 gather/0:1000", types(MXH_COLL_REDUCE, 2, 0));
+    EXPECT_EQ("bcast/0:10000 bcast/1:2500", types(MXH_COLL_BCAST, 2, MXH_PLAN_THROUGH));
+    EXPECT_EQ("bcast/1:2500 allgather/0:10000", types(MXH_COLL_BCAST, 6, MXH_PLAN_THROUGH));
+    EXPECT_EQ("scatter/0:10000 bcast/1:2500 allgather/0:10000", types(MXH_COLL_BCAST, 2, 0));
+    EXPECT_EQ("reduce/1:2500 reduce/0:10000", types(MXH_COLL_REDUCE, 2, MXH_PLAN_THROUGH));
+    EXPECT_EQ("reduce_scatter/0:10000 reduce/1:2500", types(MXH_COLL_REDUCE, 6, MXH_PLAN_THROUGH));
+    EXPECT_EQ("reduce_scatter/0:10000 reduce/1:2500 gather/0:10000", types(MXH_COLL_REDUCE, 2, 0));
+}
+
+// Small bcast and reduce (the element size known): the chain, the whole region at
+// every level, one step each (p2p.h flat). 4 leaf groups x 2 nodes x 2 GPUs, root 5
+// (leaf 1, node 0, GPU 1): its rail (ranks 5, 7), then the spine from each of them,
+// then every node from its GPU 1; reduce the mirror. Above MXH_PLAN_CHAIN_BYTES of
+// copies per level the node scatters first and the chain carries its pieces; above
+// that, and without the element size, the scatter shape.
+TEST(Plan, ChainForSmallBcastAndReduce)
+{
+    Layout lay = make_layout({2, 2, 2, 2, 2, 2, 2, 2}, 2, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kAllLevels, &L.p));
+    ASSERT_EQ(3, L.p->nlevels);
+    auto types = [&](mxh_coll_t coll, int rank, size_t count, size_t tsize) {
+        mxh_plan_t *p = nullptr;
+        std::string t;
+        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, count, 5, tsize, 0, &p));
+        for (int i = 0; p && i < p->nsteps; i++)
+            t += std::string(i ? " " : "") + mxh_step_type_name(p->steps[i].type) + "/" +
+                 std::to_string(p->steps[i].level) + "@" + std::to_string(p->steps[i].root);
+        mxh_plan_destroy(p);
+        return t;
+    };
+    EXPECT_EQ("bcast/1@0 bcast/2@1 bcast/0@1", types(MXH_COLL_BCAST, 5, 10, 4));
+    EXPECT_EQ("bcast/1@0 bcast/2@1 bcast/0@1", types(MXH_COLL_BCAST, 7, 10, 4));
+    EXPECT_EQ("bcast/2@1 bcast/0@1", types(MXH_COLL_BCAST, 15, 10, 4)); // leaf 3, GPU 1
+    EXPECT_EQ("bcast/0@1", types(MXH_COLL_BCAST, 14, 10, 4));           // GPU 0
+    EXPECT_EQ("reduce/0@1 reduce/2@1 reduce/1@0", types(MXH_COLL_REDUCE, 7, 10, 4));
+    EXPECT_EQ("reduce/0@1", types(MXH_COLL_REDUCE, 0, 10, 4));
+    // 32 KiB of copies per level at most: 3 x 2730 floats, not 3 x 2731
+    const size_t whole = MXH_PLAN_CHAIN_BYTES / 4 / 3, pieces = 2 * whole;
+    EXPECT_EQ("bcast/1@0 bcast/2@1 bcast/0@1", types(MXH_COLL_BCAST, 5, whole, 4));
+    // above: the node scatters (reduce-scatters) first, the chain carries the pieces
+    EXPECT_EQ("scatter/0@1 bcast/1@0 bcast/2@1 allgather/0@0",
+              types(MXH_COLL_BCAST, 5, whole + 1, 4));
+    EXPECT_EQ("scatter/0@1 bcast/1@0 bcast/2@1 allgather/0@0", types(MXH_COLL_BCAST, 4, pieces, 4));
+    EXPECT_EQ("bcast/2@1 allgather/0@0", types(MXH_COLL_BCAST, 14, pieces, 4));
+    EXPECT_EQ("reduce_scatter/0@0 reduce/2@1 reduce/1@0 gather/0@1",
+              types(MXH_COLL_REDUCE, 5, pieces, 4));
+    EXPECT_EQ("reduce_scatter/0@0 reduce/2@1", types(MXH_COLL_REDUCE, 14, pieces, 4));
+    // above that the scatter shape, as without the element size
+    EXPECT_EQ("scatter/0@1 scatter/1@0 bcast/2@1 allgather/1@0 allgather/0@0",
+              types(MXH_COLL_BCAST, 5, pieces + 2, 4));
+    EXPECT_EQ("scatter/0@1 scatter/1@0 bcast/2@1 allgather/1@0 allgather/0@0",
+              types(MXH_COLL_BCAST, 5, 10, 0));
+    for (int root : {0, 5, 9, 14})
+        for (size_t c : {(size_t)1, (size_t)10, whole, whole + 1, pieces, pieces + 2}) {
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_BCAST, c, root, 4)) << c << " root " << root;
+            EXPECT_EQ("", simulate(L.p, MXH_COLL_REDUCE, c, root, 4)) << c << " root " << root;
+        }
 }
 
 // Which steps of the through shape the stream executor staggers (a fragment waits
@@ -1093,7 +1150,7 @@ TEST(Plan, StaggeredSteps)
     auto staggered = [&](mxh_coll_t coll, int rank, unsigned flags) {
         mxh_plan_t *p = nullptr;
         std::string t;
-        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 1000, 1, 4, flags, &p));
+        EXPECT_EQ(MXH_OK, mxh_plan_create_flags(L.p, rank, coll, 10000, 1, 4, flags, &p));
         for (int i = 0; p && i < p->nsteps; i++)
             t += std::to_string(mxh_step_staggered(&p->steps[i]));
         mxh_plan_destroy(p);
