@@ -433,45 +433,6 @@ static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
     return MXH_OK;
 }
 
-/* Bytes of records one MPI_Allgather moves at most, all ranks' together: MPICH (and
- * SMPI's MPICH selector) gathers a larger exchange around a ring of p - 1 steps, a
- * smaller one by recursive doubling or Bruck's in log2 p (its short-message limit is
- * 80 KiB). 1024 ranks' records (592 B each) took 1023 steps; SMPI spent 17 CPU-seconds
- * simulating them (RESULTS.md section 5, "A 1024-rank setup's CPU"). */
-#define MXH_RECORDS_CALL_BYTES (64u << 10)
-
-/* Every rank's record into @all (NULL: take part and keep nothing), in slices of
- * MXH_RECORDS_CALL_BYTES / @size bytes of each: the same calls on every rank (a function
- * of @size only). A slice lands in every record through a resized type. */
-static int allgather_records(const mxh_record_t *mine, mxh_record_t *all, int size,
-                             MPI_Comm comm)
-{
-    size_t rec = sizeof(*mine), len = MXH_RECORDS_CALL_BYTES / (size_t)(size > 0 ? size : 1);
-    int rc = MPI_SUCCESS;
-
-    if (len >= rec) /* one call */
-        return MPI_Allgather(mine, (int)rec, MPI_BYTE, all, all ? (int)rec : 0, MPI_BYTE, comm);
-    if (len < 8)
-        len = 8;
-    for (size_t off = 0; off < rec && rc == MPI_SUCCESS; off += len) {
-        size_t n = rec - off < len ? rec - off : len;
-        MPI_Datatype slice = MPI_DATATYPE_NULL, lane = MPI_DATATYPE_NULL;
-        rc = MPI_Type_contiguous((int)n, MPI_BYTE, &slice);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Type_create_resized(slice, 0, (MPI_Aint)rec, &lane);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Type_commit(&lane);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Allgather((const char *)mine + off, (int)n, MPI_BYTE,
-                               all ? (char *)all + off : NULL, all ? 1 : 0, lane, comm);
-        if (lane != MPI_DATATYPE_NULL)
-            MPI_Type_free(&lane);
-        if (slice != MPI_DATATYPE_NULL)
-            MPI_Type_free(&slice);
-    }
-    return rc;
-}
-
 static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
 {
     mxh_hier_t *h;
@@ -532,13 +493,15 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     if (h->recs == NULL) {
         /* must still take part in the exchange */
         mxh_record_t *tmp = malloc(sizeof(mxh_record_t) * (size_t)h->size);
-        allgather_records(&mine, tmp, h->size, h->comm);
+        MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, tmp, tmp ? (int)sizeof(mine) : 0,
+                      MPI_BYTE, h->comm);
         free(tmp);
         hier_destroy(h);
         mxh_error("cannot allocate %d records", h->size);
         return MXH_ERR_NO_MEMORY;
     }
-    if (allgather_records(&mine, h->recs, h->size, h->comm) != MPI_SUCCESS) {
+    if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, h->recs, (int)sizeof(mine), MPI_BYTE,
+                      h->comm) != MPI_SUCCESS) {
         hier_destroy(h);
         mxh_error("MPI_Allgather of the rank records failed");
         return MXH_ERR_MPI;
