@@ -71,7 +71,7 @@ extern "C" {
 #define MXH_P2P_FLAT_P    32
 /* ... whose p - 1 copies of the region are at most this many bytes (through the
  * root's NIC: 1.4 us at 48 GB/s, where each latency the tree adds costs 2-4 us).
- * RESULTS.md section 5, "Small bcast and reduce: one exchange on the network". */
+ * RESULTS.md section 5, "Small bcast and reduce: one exchange per level". */
 #define MXH_P2P_FLAT_BYTES (64u << 10)
 #define MXH_P2P_MAXREQ    (2 * MXH_P2P_DIRECT_P)
 
@@ -121,7 +121,9 @@ typedef struct mxh_p2p_op {
 /* Steps the point-to-point algorithms can run: reduce-scatter, allgather,
  * allreduce, scatter and gather on a group of more than one rank; send and
  * receive; bcast (scatter from the root + allgather) and reduce (reduce-scatter
- * + gather to the root) of at least MXH_P2P_TREE_COUNT elements. */
+ * + gather to the root) of at least MXH_P2P_TREE_COUNT elements, on network levels
+ * of 4 to MXH_P2P_DIRECT_P ranks (not torus rings) at every size, and flat ones (@ext:
+ * the element size, which their limit counts in bytes). */
 int mxh_p2p_usable(const mxh_step_t *s, size_t ext);
 
 /* The algorithm for step @s with @ext-byte elements (a pure function of the

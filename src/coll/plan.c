@@ -382,7 +382,7 @@ static int chain_applies(const builder_t *b, size_t count, size_t tsize, int c)
     const mxh_layout_t *L = b->L;
     int nl = L->nlevels;
     size_t region = count;
-    if (tsize == 0 || (b->flags & MXH_PLAN_THROUGH) || nl < 2 || nl - c < 1)
+    if (tsize == 0 || (b->flags & MXH_PLAN_THROUGH) || nl < 2)
         return 0;
     for (int l = 0; l < nl; l++) {
         int p = 0, pmin = INT32_MAX;

@@ -124,9 +124,9 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * level, for one more NVLink latency. See benchmarks/RESULTS.md section 5. */
 #define MXH_PLAN_SPREAD_NET_BYTES (64u << 10)
 
-/* Small bcasts and reduces on grid layouts take the chain (plan.c rooted_chain: the
- * whole region at every level, one flat exchange each) while every level's p - 1
- * copies of it stay within this. Simulated (16 x 8 GPUs, rail of 16, exact links,
+/* Small bcasts and reduces take the chain (plan.c build_rooted_chain: the whole region
+ * at every level, one flat exchange each, or the node's pieces over the network levels)
+ * while every chained level's p - 1 copies stay within this. Simulated (16 x 8 GPUs, rail of 16, exact links,
  * scatter shape -> chain): 2 KiB 4.19 -> 3.75 us, 4 KiB 4.27 -> 4.43 (SimGrid's default
  * model: 8.19 -> 6.03, 8.45 -> 7.47); RESULTS.md section 5, "Small bcast and reduce". */
 #define MXH_PLAN_CHAIN_BYTES (32u << 10)
