@@ -433,6 +433,57 @@ static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
     return MXH_OK;
 }
 
+/* Every rank's record on every rank: see hier.h. MPICH's allgather of more than 512 KB
+ * (592 B x 1024 ranks) is a ring of p - 1 steps, p(p - 1) messages: 17 CPU-seconds of
+ * every 1024-rank simulation (RESULTS.md section 5, "A 1024-rank setup's CPU"); below
+ * 80 KB it takes recursive doubling or Bruck, log2 p steps. A resized receive type
+ * instead of the contiguous scratch broke SMPI 3.32's allgather at 1024 ranks. */
+mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, size_t slice,
+                                  MPI_Comm comm)
+{
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    size_t len = slice / (size_t)size;
+    if (len == 0)
+        len = 1;
+    if (len >= bytes) {
+        void *tmp = all ? all : malloc(bytes * (size_t)size);
+        int rc = MPI_Allgather(mine, (int)bytes, MPI_BYTE, tmp, tmp ? (int)bytes : 0, MPI_BYTE,
+                               comm);
+        if (tmp != all)
+            free(tmp);
+        if (rc != MPI_SUCCESS) {
+            mxh_error("MPI_Allgather of the rank records failed");
+            return MXH_ERR_MPI;
+        }
+        return MXH_OK;
+    }
+    unsigned char *scratch = malloc(len * (size_t)size);
+    int ok = 1, have = scratch != NULL;
+    for (size_t off = 0; off < bytes; off += len) {
+        size_t n = bytes - off < len ? bytes - off : len;
+        /* a rank without scratch still calls, receiving nothing (its build fails) */
+        int rc = MPI_Allgather((const unsigned char *)mine + off, (int)n, MPI_BYTE, scratch,
+                               have ? (int)n : 0, MPI_BYTE, comm);
+        if (rc != MPI_SUCCESS)
+            ok = 0;
+        if (all != NULL && have)
+            for (int r = 0; r < size; r++)
+                memcpy((unsigned char *)all + (size_t)r * bytes + off, scratch + (size_t)r * n,
+                       n);
+    }
+    free(scratch);
+    if (!ok) {
+        mxh_error("MPI_Allgather of the rank records failed");
+        return MXH_ERR_MPI;
+    }
+    if (!have && all != NULL) {
+        mxh_error("cannot allocate %zu bytes to gather the rank records", len * (size_t)size);
+        return MXH_ERR_NO_MEMORY;
+    }
+    return MXH_OK;
+}
+
 static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
 {
     mxh_hier_t *h;
@@ -490,21 +541,15 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                     sizeof(msg));
 
     h->recs = malloc(sizeof(mxh_record_t) * (size_t)h->size);
+    st = mxh_allgather_sliced(&mine, h->recs, sizeof(mine), MXH_RECORDS_SLICE_BYTES, h->comm);
     if (h->recs == NULL) {
-        /* must still take part in the exchange */
-        mxh_record_t *tmp = malloc(sizeof(mxh_record_t) * (size_t)h->size);
-        MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, tmp, tmp ? (int)sizeof(mine) : 0,
-                      MPI_BYTE, h->comm);
-        free(tmp);
         hier_destroy(h);
         mxh_error("cannot allocate %d records", h->size);
         return MXH_ERR_NO_MEMORY;
     }
-    if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, h->recs, (int)sizeof(mine), MPI_BYTE,
-                      h->comm) != MPI_SUCCESS) {
+    if (st != MXH_OK) {
         hier_destroy(h);
-        mxh_error("MPI_Allgather of the rank records failed");
-        return MXH_ERR_MPI;
+        return st;
     }
 
     /* collective verdicts: identical on every rank */

@@ -199,6 +199,13 @@ void mxh_hier_grow_free(mxh_grow_buf_t *b);
 /* Staging mirror @which (0 input, 1 output) of at least @bytes for memory of
  * @ops's kind (its staging allocator: pinned host memory for CUDA). */
 void *mxh_hier_stage(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int which, size_t bytes);
+/* The rank records' exchange: @bytes from every rank of @comm into @all (rank order;
+ * NULL: this rank takes part and drops them), in MPI_Allgathers of at most @slice bytes
+ * in all (bytes [off, off + len) of every rank's part at a time, len = @slice / size),
+ * so that MPI's allgather stays logarithmic where the whole would take its ring. */
+#define MXH_RECORDS_SLICE_BYTES (64 * 1024)
+mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, size_t slice,
+                                  MPI_Comm comm);
 /* Hierarchical algorithms usable on this communicator at all. */
 int mxh_hier_active(const mxh_hier_t *hier);
 /* Algorithm for a call (pure, identical on every rank). */

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "checker.hh"
+#include "coll/hier.h"
 #include "coll/p2p.h"
 
 using mxh_test::fmt;
@@ -496,6 +497,45 @@ TEST_F(P2p, NetworkLevelsGoDirect)
     small.s.net = 0;
     small.s.gsize = 4;
     EXPECT_EQ(mxh_p2p_choose(&small.s, 4), MXH_P2P_RADIX_AR);
+}
+
+// The rank records' exchange in slices (hier.c: one MPI_Allgather while the records
+// total at most the slice, else several of bytes [off, off + len) of every record)
+// gives what one MPI_Allgather gives: every slice size from one byte per rank to the
+// whole, records of 1 to 600 bytes, on the world and on a split of it.
+TEST(Records, SlicedAllgatherMatchesMpich)
+{
+    int wrank, wsize;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wsize - wrank, &half);
+    for (MPI_Comm comm : {MPI_COMM_WORLD, half}) {
+        int me, p;
+        MPI_Comm_rank(comm, &me);
+        MPI_Comm_size(comm, &p);
+        for (size_t bytes : {size_t(1), size_t(7), size_t(64), size_t(592), size_t(600)}) {
+            std::vector<unsigned char> mine(bytes);
+            for (size_t i = 0; i < bytes; i++)
+                mine[i] = (unsigned char)(wrank * 131 + i * 7 + 1);
+            std::vector<unsigned char> want(bytes * p), got(bytes * p, 0xAB);
+            MPI_Allgather(mine.data(), (int)bytes, MPI_BYTE, want.data(), (int)bytes, MPI_BYTE,
+                          comm);
+            for (size_t slice : {size_t(1), size_t(p), size_t(3 * p + 1), size_t(100), bytes * p - 1,
+                                 bytes * p, size_t(MXH_RECORDS_SLICE_BYTES)}) {
+                std::fill(got.begin(), got.end(), 0xAB);
+                ASSERT_EQ(MXH_OK, mxh_allgather_sliced(mine.data(), got.data(), bytes, slice, comm));
+                EXPECT_EQ(want, got) << "bytes " << bytes << " slice " << slice << " ranks " << p;
+            }
+            /* a rank that drops them still takes part: the others complete */
+            ASSERT_EQ(MXH_OK, mxh_allgather_sliced(mine.data(), me == 0 ? nullptr : got.data(),
+                                                   bytes, 2 * p, comm));
+            if (me != 0) {
+                EXPECT_EQ(want, got) << "bytes " << bytes << " ranks " << p;
+            }
+        }
+    }
+    MPI_Comm_free(&half);
 }
 
 } // namespace
