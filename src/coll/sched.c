@@ -61,12 +61,12 @@ _Static_assert(MXH_SCHED_RAMP_LINEAR == MXH_RAMP_LINEAR && MXH_SCHED_RAMP_AUTO =
                "MPIX_HIER_PIPELINE_RAMP's values");
 
 /* Steps of a linear ramp over fragments of @fcnt elements (@piece_bytes each) in a
- * message of @count: MXH_SCHED_LINEAR_STEPS, fewer where the message does not hold
- * both ends and a full fragment between them (count >= fcnt * steps) or the smallest
- * piece would be under MXH_SCHED_MIN_PIECE; below 2 none. */
-static int linear_steps(size_t count, size_t fcnt, size_t piece_bytes)
+ * message of @count: @steps (mxh_sched_linear_steps), fewer where the message does not
+ * hold both ends and a full fragment between them (count >= fcnt * steps) or the
+ * smallest piece would be under MXH_SCHED_MIN_PIECE; below 2 none. */
+static int linear_steps(size_t count, size_t fcnt, size_t piece_bytes, int steps)
 {
-    int m = MXH_SCHED_LINEAR_STEPS;
+    int m = steps;
     while (m >= 2 && (count / fcnt < (size_t)m || fcnt / (size_t)m * piece_bytes < MXH_SCHED_MIN_PIECE))
         m--;
     return m < 2 ? 0 : m;
@@ -91,7 +91,7 @@ size_t mxh_sched_cut(mxh_coll_t coll, size_t count, size_t tsize, size_t per, si
     int big     = nuni >= 2 && frag_bytes >= MXH_SCHED_BIG_FRAG;
     ramp = mxh_sched_ramp_run(ramp);
     if (big && ramp == MXH_SCHED_RAMP_LINEAR) {
-        int m = linear_steps(count, fcnt, tsize * per);
+        int m = linear_steps(count, fcnt, tsize * per, mxh_sched_linear_steps(coll));
         if (m > 0) {
             /* j fcnt / m for j = 1 .. m - 1 at the start, the same reversed at the end
              * (not for bcast), full fragments between them (the remainder last) */

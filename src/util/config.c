@@ -76,9 +76,10 @@ const mxh_config_var_t mxh_config_vars[] = {
     {"MPIX_HIER_PIPELINE_RAMP", "auto",
      "Pipelines of fragments of 1m or more fill and drain with small pieces: k (at most 4): "
      "the first fragment is cut into pieces of 1/2^k, 1/2^k, ..., 1/2 of it, the last likewise "
-     "in reverse; linear: pieces of 1/8, 2/8, ..., 7/8 of a fragment at the start and the same "
-     "reversed at the end; 0: uniform fragments; auto: where the measured network is flat in "
-     "message size (not on a torus) the cost model picks linear or 2 per schedule, else 2.",
+     "in reverse; linear: pieces of 1/8, 2/8, ..., 7/8 of a fragment (allgather: sixths) at the "
+     "start and the same reversed at the end; 0: uniform fragments; auto: where the measured "
+     "network is flat in message size (not on a torus) the cost model picks linear or 2 per "
+     "schedule, else 2.",
      1},
     {"MPIX_HIER_SHM", "yes",
      "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "

@@ -1927,13 +1927,20 @@ TEST(Sched, LinearRampGrowsByEighths)
         EXPECT_EQ(short_want[f], mxh_sched_frag_count(S.p, f)) << "fragment " << f;
     ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, MXH_COLL_ALLREDUCE, M, -1, 4, 8 * M, 0, lin, &N.p));
     EXPECT_EQ(1, N.p->nfrag);
-    // block collectives: in elements per block
+    // block collectives: in elements per block; allgather's ramp in sixths
+    // (mxh_sched_linear_steps): 5 pieces per end (2.5 fragments' worth, less the
+    // floors' 2 elements), 27 full fragments and the 4 elements left
     for (mxh_coll_t c : {MXH_COLL_REDUCE_SCATTER_BLOCK, MXH_COLL_ALLGATHER}) {
         SchedPtr K;
+        int m = c == MXH_COLL_ALLGATHER ? 6 : 8;
+        EXPECT_EQ(m, mxh_sched_linear_steps(c));
         ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 0, c, 16 * M, -1, 4, 8 * M, 0, lin, &K.p));
-        EXPECT_EQ(7 + 25 + 7, K.p->nfrag);
-        EXPECT_EQ(F / 4 / 8, mxh_sched_frag_count(K.p, 0));
-        EXPECT_EQ(F / 4 / 8 * 4, mxh_sched_frag_offset(K.p, 1));
+        EXPECT_EQ(m == 8 ? 7 + 25 + 7 : 5 + 28 + 5, K.p->nfrag);
+        EXPECT_EQ(F / 4 / m, mxh_sched_frag_count(K.p, 0));
+        EXPECT_EQ(F / 4 / m * 4, mxh_sched_frag_offset(K.p, 1));
+        EXPECT_EQ(F / 4 * (m - 1) / m, mxh_sched_frag_count(K.p, m - 2));
+        EXPECT_EQ(F / 4 / m, mxh_sched_frag_count(K.p, K.p->nfrag - 1));
+        EXPECT_EQ(16 * M, mxh_sched_frag_start(K.p, K.p->nfrag));
         EXPECT_EQ("", check_sched_order(L.p, c, 4 * M + 7, -1, 4, 8 * M, 2, lin));
     }
     // auto: the model's pick where the network is flat and not a torus, else 2 halvings;
