@@ -446,19 +446,10 @@ mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, siz
     size_t len = slice / (size_t)size;
     if (len == 0)
         len = 1;
-    if (len >= bytes) {
-        void *tmp = all ? all : malloc(bytes * (size_t)size);
-        int rc = MPI_Allgather(mine, (int)bytes, MPI_BYTE, tmp, tmp ? (int)bytes : 0, MPI_BYTE,
-                               comm);
-        if (tmp != all)
-            free(tmp);
-        if (rc != MPI_SUCCESS) {
-            mxh_error("MPI_Allgather of the rank records failed");
-            return MXH_ERR_MPI;
-        }
-        return MXH_OK;
-    }
-    unsigned char *scratch = malloc(len * (size_t)size);
+    if (len > bytes)
+        len = bytes;
+    /* one slice lands in @all itself; several go through a contiguous scratch */
+    unsigned char *scratch = len == bytes && all != NULL ? all : malloc(len * (size_t)size);
     int ok = 1, have = scratch != NULL;
     for (size_t off = 0; off < bytes; off += len) {
         size_t n = bytes - off < len ? bytes - off : len;
@@ -467,12 +458,13 @@ mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, siz
                                have ? (int)n : 0, MPI_BYTE, comm);
         if (rc != MPI_SUCCESS)
             ok = 0;
-        if (all != NULL && have)
+        if (all != NULL && have && scratch != (unsigned char *)all)
             for (int r = 0; r < size; r++)
                 memcpy((unsigned char *)all + (size_t)r * bytes + off, scratch + (size_t)r * n,
                        n);
     }
-    free(scratch);
+    if (scratch != (unsigned char *)all)
+        free(scratch);
     if (!ok) {
         mxh_error("MPI_Allgather of the rank records failed");
         return MXH_ERR_MPI;

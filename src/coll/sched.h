@@ -16,10 +16,9 @@
  * one wait for small pieces only, while each piece is still at most twice the one
  * before it (the next stage never starves while the slow one works).
  * A linear ramp (MXH_SCHED_RAMP_LINEAR) grows by a constant step instead: pieces of
- * 1/8, 2/8, ..., 7/8 of a fragment (allgather: sixths, mxh_sched_linear_steps) at the
- * start (3.5 fragments' worth) and the same
- * reversed at the end, so that each piece's faster stages take about as long as the
- * previous piece's slowest one even where the stages are nearly equal (1024 GPUs: the
+ * 1/8, 2/8, ..., 7/8 of a fragment at the start (3.5 fragments' worth; allgather:
+ * sixths, mxh_sched_linear_steps) and the same reversed at the end, so that each
+ * piece's faster stages take about as long as the previous piece's slowest one even where the stages are nearly equal (1024 GPUs: the
  * node stage is 0.92 of the NIC's; the halvings left the NIC idle in the fill).
  * Simulated on link-exact networks 0.1-3.9 % faster, under SimGrid's default model
  * 2-11 % slower (small pieces pay its latency factors): where the measured network is
@@ -57,7 +56,7 @@ extern "C" {
 /* Steps of @coll's linear ramp (pieces of 1/m .. (m-1)/m of a fragment at each end):
  * 8, allgather 6. Simulated at 256 MiB (RESULTS.md section 5, "The linear ramp's step
  * count"): allgather 6 against 8: 714.71 / 718.04 us at 1024 GPUs, 669.70 / 670.66 at
- * 128 (halvings 6 on one end only: 717.70, 718.84); reduce_scatter_block 717.14 / 714.01
+ * 128 (sixths at one end only: 717.70, 718.84 at 1024); reduce_scatter_block 717.14 / 714.01
  * at 1024, 684.85 / 674.65 at 128; allreduce and reduce 0.3 / 0.7 % slower at 128. The
  * cost model ranks none of these differences (its pipeline has no per-piece term that
  * separates them); at most MXH_SCHED_LINEAR_STEPS. */
