@@ -158,6 +158,10 @@ def smpirun(a, prefix, nranks, prog, env_extra, log, selector="mpich", fold=Fals
     test_opts = ["--cfg=smpi/test:%g" % a.test_time, "--cfg=smpi/grow-injected-times:no"]
     opts = SMPI_OPTS if getattr(a, "net_model", "exact") == "exact" else \
         [o for o in SMPI_OPTS if o not in EXACT_OPTS]
+    thresh = getattr(a, "detached_thresh", 0)
+    if thresh:
+        opts = [o if not o.startswith("--cfg=smpi/send-is-detached-thresh:") else
+                "--cfg=smpi/send-is-detached-thresh:%d" % thresh for o in opts]
     cmd = ["smpirun", "-np", str(nranks), "-platform", prefix + ".xml",
            "-hostfile", prefix + ".hosts"] + opts + \
           ["--cfg=smpi/coll-selector:%s" % selector] + test_opts + prog
@@ -705,6 +709,9 @@ def add_sim_args(ap):
                    help="do not preload smpi_fold.so (SMPI's temporary buffers private "
                         "per rank: real memory, real copies)")
     s.add_argument("--timeout", type=int, default=3600, help="seconds per smpirun")
+    s.add_argument("--detached-thresh", type=int, default=0, metavar="BYTES",
+                   help="smpi/send-is-detached-thresh (default 0: no detached sends; "
+                        "SimGrid's own default is 65536)")
     s.add_argument("--net-model", choices=("exact", "default"), default="exact",
                    help="exact: link-exact (latency + size/bandwidth, no factors; default); "
                         "default: SMPI's calibrated TCP-like model")

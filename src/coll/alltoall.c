@@ -274,7 +274,7 @@ static int post(reqs_t *q, int send, const char *buf, size_t bytes, int peer, in
             mxh_error("hierarchical alltoall: more requests than counted");
             return MPI_ERR_INTERN;
         }
-        rc = send ? MPI_Isend(buf, k, MPI_BYTE, peer, tag, comm, &q->req[q->n])
+        rc = send ? mxh_isend(buf, k, MPI_BYTE, peer, tag, comm, &q->req[q->n])
                   : MPI_Irecv((char *)(uintptr_t)buf, k, MPI_BYTE, peer, tag, comm, &q->req[q->n]);
         if (rc != MPI_SUCCESS) {
             mxh_error("hierarchical alltoall: MPI_%s of %d bytes (peer %d) failed (MPI error %d)",

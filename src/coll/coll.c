@@ -823,7 +823,7 @@ static mxh_status_t v_rebalance(mxh_coll_args_t *a, const size_t *P, const size_
         if (q == me)
             memmove(dst + (lo - Mr[me]) * ts, src + (lo - Ms[me]) * ts, (hi - lo) * ts);
         else
-            rc = MPI_Isend(src + (lo - Ms[me]) * ts, (int)(hi - lo), a->vdt, q, MXH_V_EVEN_TAG,
+            rc = mxh_isend(src + (lo - Ms[me]) * ts, (int)(hi - lo), a->vdt, q, MXH_V_EVEN_TAG,
                            comm, &reqs[nreq++]);
     }
     if (nreq > 0) {

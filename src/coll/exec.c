@@ -145,7 +145,7 @@ static int mpi_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base, 
         }
         break;
     case MXH_STEP_SEND:
-        rc = MPI_Send(base, cnt, dt, s->root, MXH_EXEC_TAG, comm);
+        rc = mxh_send(base, cnt, dt, s->root, MXH_EXEC_TAG, comm);
         break;
     case MXH_STEP_RECV:
         rc = MPI_Recv(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, MPI_STATUS_IGNORE);
@@ -192,7 +192,7 @@ static int start_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *base
         return MPI_Igatherv(mine, s->counts[s->me], dt, NULL, NULL, NULL, dt, s->root, comm,
                             req);
     case MXH_STEP_SEND:
-        return MPI_Isend(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, req);
+        return mxh_isend(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, req);
     case MXH_STEP_RECV:
         return MPI_Irecv(base, cnt, dt, s->root, MXH_EXEC_TAG, comm, req);
     case MXH_STEP_SPREAD: /* point to point only (mxh_p2p_usable) */

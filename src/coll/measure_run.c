@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "coll/measure_run.h"
+#include "sim/sim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static double ping(MPI_Comm comm, int peer, char *buf, size_t bytes)
     int n = buf != NULL ? (int)bytes : 0;
     for (int k = 0; k < WARMUP + REPS; k++) {
         double t0 = MPI_Wtime(), dt;
-        if (MPI_Send(buf, n, MPI_BYTE, peer, MEASURE_TAG, comm) != MPI_SUCCESS ||
+        if (mxh_send(buf, n, MPI_BYTE, peer, MEASURE_TAG, comm) != MPI_SUCCESS ||
             MPI_Recv(buf, n, MPI_BYTE, peer, MEASURE_TAG, comm, MPI_STATUS_IGNORE) !=
                 MPI_SUCCESS)
             return 0;
@@ -59,7 +60,7 @@ static void pong(MPI_Comm comm, char *buf, size_t bytes)
             got = 0; /* truncated (no buffer here): rank 0 gets an empty reply */
         else
             MPI_Get_count(&st, MPI_BYTE, &got);
-        MPI_Send(buf, got, MPI_BYTE, 0, MEASURE_TAG, comm);
+        mxh_send(buf, got, MPI_BYTE, 0, MEASURE_TAG, comm);
     }
 }
 

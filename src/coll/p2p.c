@@ -434,7 +434,7 @@ static int post_pair(mxh_p2p_op_t *op, int peer, char *rbuf, size_t rcnt, const 
         rc = MPI_Irecv(rbuf, (int)rcnt, op->env.dt, peer, op->tag, op->env.comm,
                        &op->req[op->nreq++]);
     if (rc == MPI_SUCCESS && scnt) {
-        rc = MPI_Isend(sbuf, (int)scnt, op->env.dt, peer, op->tag, op->env.comm,
+        rc = mxh_isend(sbuf, (int)scnt, op->env.dt, peer, op->tag, op->env.comm,
                        &op->req[op->nreq++]);
         op->xbytes += scnt * op->env.ext;
         if (scnt * op->env.ext > op->xmsg)
