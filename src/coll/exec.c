@@ -1259,8 +1259,22 @@ static int ops_wait(mxh_p2p_op_t *ops, int nops)
 static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                                 void *tmp);
 
+static mxh_status_t exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
+                               void *tmp);
+
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                             void *tmp)
+{
+    mxh_status_t st;
+
+    mxh_sim_pipeline(sched->nfrag > 1 ? 1 : 0);
+    st = exec_sched(sched, ctx, work, tmp);
+    mxh_sim_pipeline(sched->nfrag > 1 ? -1 : 0);
+    return st;
+}
+
+static mxh_status_t exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
+                               void *tmp)
 {
     mxh_status_t st;
 

@@ -49,6 +49,9 @@ static void sim_init(void)
     sim_copy_bw   = env_gbps("MPIX_HIER_SIM_COPY_BW", sim_copy_bw);
 }
 
+/* mxh_sim_pipeline's depth (per rank where SMPI privatizes our globals). */
+int mxh_sim_in_pipeline;
+
 /* Reserved tag of the zero-byte message to itself that mxh_sim_testsome waits
  * for last (MPI_COMM_SELF: nothing else of the library uses it). */
 #define SIM_POLL_TAG 32765

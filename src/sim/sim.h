@@ -70,32 +70,63 @@ void mxh_sim_free(void *p);
 MPI_Op mxh_sim_mpi_op(MPI_Op op);
 #endif
 
-/* The library's sends. In the simulation synchronous (MPI_Issend, MPI_Ssend): SMPI
- * detaches a standard send below smpi/send-is-detached-thresh (65536 bytes unless
- * the run sets it), and SimGrid 3.32 keeps a detached send in its sender's activity
- * list for good, which every later completion of that rank walks; a synchronous
- * send is never detached. It completes when its receive has the data, as every
- * send does with the threshold at 0 (run_sim.py's setting), so the simulated times
- * do not depend on that option (benchmarks/RESULTS.md section 5, "Sends that
- * SimGrid does not keep"). */
+/* The library's sends. In the simulation, above MXH_SIM_EAGER_BYTES, synchronous
+ * (MPI_Issend, MPI_Ssend): SMPI detaches a standard send below
+ * smpi/send-is-detached-thresh (65536 bytes unless the run sets it), and SimGrid
+ * 3.32 keeps a detached send in its sender's activity list for good, which every
+ * later completion of that rank walks; a synchronous send is never detached. It
+ * completes when its receive has the data, as every send does with the threshold
+ * at 0 (run_sim.py's setting), so the simulated times do not depend on that option
+ * (benchmarks/RESULTS.md section 5, "Sends that SimGrid does not keep"). Up to
+ * MXH_SIM_EAGER_BYTES a standard send, which SMPI may detach: MPICH over UCX sends
+ * such messages eagerly (the sender is done once it has posted), and synchronous
+ * they held a small reduce's senders until the root had received (SimGrid's
+ * default threshold, 128 GPUs, 8 B: 3.08 -> 10.05 us). Not in a pipeline
+ * (mxh_sim_pipeline): its many small sends (ramp pieces, the 4 KiB spine messages
+ * at 1024 GPUs) would fill the lists, 1.5x to more than 2x the CPU of a run
+ * ("Small sends eager"). */
+#define MXH_SIM_EAGER_BYTES 8192
+
+#ifdef MXH_SIMGRID
+extern int mxh_sim_in_pipeline;
+static inline int mxh_sim_eager(int count, MPI_Datatype dt)
+{
+    int size = 0;
+    return mxh_sim_in_pipeline == 0 && MPI_Type_size(dt, &size) == MPI_SUCCESS &&
+           (long long)count * size <= MXH_SIM_EAGER_BYTES;
+}
+#endif
+
+/* Around a schedule's execution: @d = 1 when it enters a pipeline of several
+ * fragments, -1 when it leaves, 0 otherwise (the simulation's send choice above;
+ * nothing in the real build). */
+static inline void mxh_sim_pipeline(int d)
+{
+#ifdef MXH_SIMGRID
+    mxh_sim_in_pipeline += d;
+#else
+    (void)d;
+#endif
+}
+
 static inline int mxh_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                             MPI_Comm comm, MPI_Request *req)
 {
 #ifdef MXH_SIMGRID
-    return MPI_Issend(buf, count, dt, dest, tag, comm, req);
-#else
-    return MPI_Isend(buf, count, dt, dest, tag, comm, req);
+    if (!mxh_sim_eager(count, dt))
+        return MPI_Issend(buf, count, dt, dest, tag, comm, req);
 #endif
+    return MPI_Isend(buf, count, dt, dest, tag, comm, req);
 }
 
 static inline int mxh_send(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                            MPI_Comm comm)
 {
 #ifdef MXH_SIMGRID
-    return MPI_Ssend(buf, count, dt, dest, tag, comm);
-#else
-    return MPI_Send(buf, count, dt, dest, tag, comm);
+    if (!mxh_sim_eager(count, dt))
+        return MPI_Ssend(buf, count, dt, dest, tag, comm);
 #endif
+    return MPI_Send(buf, count, dt, dest, tag, comm);
 }
 
 /* MPI_Testsome (in the simulation mxh_sim_testsome, which leaves @stats alone). */
