@@ -1265,11 +1265,12 @@ static mxh_status_t exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *c
 mxh_status_t mxh_exec_sched(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx, void *work,
                             void *tmp)
 {
+    int          pipe = sched->nfrag > 1;
     mxh_status_t st;
 
-    mxh_sim_pipeline(sched->nfrag > 1 ? 1 : 0);
+    mxh_sim_pipeline(pipe);
     st = exec_sched(sched, ctx, work, tmp);
-    mxh_sim_pipeline(sched->nfrag > 1 ? -1 : 0);
+    mxh_sim_pipeline(-pipe);
     return st;
 }
 
