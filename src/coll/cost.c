@@ -272,6 +272,22 @@ int mxh_cost_net_binds(const mxh_cost_model_t *m, int level, size_t bytes, int p
            mxh_cost_link_time(m, 0, node_bytes, node_bytes / (size_t)(node_p - 1));
 }
 
+int mxh_cost_bcast_bare(const mxh_cost_model_t *m, mxh_coll_t coll, size_t frag_bytes)
+{
+    if (coll != MXH_COLL_BCAST || m->ramp != MXH_SCHED_RAMP_PICK || m->far_members ||
+        !m->grid || m->trails > 0 || m->nlevels < 2 || m->net[0] || m->gsize[0] < 2)
+        return 0;
+    /* the through shape (plan.c build_bcast): level l's step carries the node's share
+     * of the level below's region */
+    size_t region = frag_bytes;
+    for (int l = 1; l < m->nlevels; l++) {
+        region /= (size_t)m->gsize[l - 1];
+        if (m->net[l] && mxh_cost_net_binds(m, l, region, m->gsize[l], frag_bytes, m->gsize[0]))
+            return 0;
+    }
+    return 1;
+}
+
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
 {
     if (level < 0 || level >= m->nlevels)
@@ -1511,8 +1527,15 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         if (nf == last_nf && first == last_first)
             continue;
         size_t units = mxh_sched_cut(coll, count, tsize, per, fb, 0, NULL, 0);
-        CAND(&mr[0], MXH_ALGO_PIPELINE, fb, nf, units, MXH_COST_PLAN);
-        if (nr == 2)
+        if (mxh_cost_bcast_bare(m, coll, fb)) { /* no head ramp: the one candidate */
+            mxh_cost_model_t bare = *m;
+            bare.ramp             = 0;
+            CAND(&bare, MXH_ALGO_PIPELINE, fb, mxh_cost_frags(&bare, coll, count, tsize, fb, NULL, 0),
+                 units, MXH_COST_PLAN);
+        } else {
+            CAND(&mr[0], MXH_ALGO_PIPELINE, fb, nf, units, MXH_COST_PLAN);
+        }
+        if (nr == 2 && !mxh_cost_bcast_bare(m, coll, fb))
             CAND(&mr[1], MXH_ALGO_PIPELINE, fb, mxh_cost_frags(&mr[1], coll, count, tsize, fb, NULL, 0),
                  units, MXH_COST_PLAN);
         last_nf    = nf;

@@ -124,6 +124,9 @@ typedef struct mxh_cost_model {
                                         unpaced (0: 1 %, the model's error there; hier.c
                                         sets MXH_COST_TRUST_MARGIN where a level's members
                                         are not equally far) */
+    int    far_members;              /* a level's members not equally far (measure.h
+                                        mxh_measure_uniform; hier.c sets it): a bcast
+                                        keeps its head ramp (mxh_cost_bcast_bare) */
     int    kary;                     /* network levels of more than 16 ranks exchange as
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
     int    rsag;                     /* small allreduce steps on the network levels
@@ -225,6 +228,18 @@ double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg);
  * or more ranks. */
 int mxh_cost_net_binds(const mxh_cost_model_t *m, int level, size_t bytes, int p,
                        size_t node_bytes, int node_p);
+
+/* Whether a bcast in fragments of @frag_bytes runs without a head ramp where the model
+ * picks the ramp (MXH_SCHED_RAMP_PICK): a grid whose levels' members are equally far
+ * and whose root's node step binds the stream (no network level binds it, by
+ * mxh_cost_net_binds with the through shape's regions). The root's link is then the
+ * stream's limit from the first fragment on, and the ramp's pieces only add their
+ * latencies to it; where a network level or a far member binds, the pieces fill the
+ * later stages sooner. Simulated, 256 MiB (RESULTS.md section 5, "bcast without a head
+ * ramp where the root binds"): 128 GPUs on rails 781.58 -> 777.75 us, 1024 GPUs
+ * 822.79 -> 814.64; where the NIC binds (16 x 8 with 900 GB/s NVLink and 50 GB/s NICs)
+ * without it 719.76 against 697.10, on the dragonfly 965.41 against 960.15. */
+int mxh_cost_bcast_bare(const mxh_cost_model_t *m, mxh_coll_t coll, size_t frag_bytes);
 
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
  * and compute term (reductions) in *@link / *@cpu when not NULL. */

@@ -695,6 +695,7 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     h->shape.shm_comm = h->shm_all != NULL;
     if (h->config.cost_model) { /* a function of the layout and the configuration: agreed */
         mxh_cost_sel_init(&h->cost_sel, &sel_cfg, h->layout, margin);
+        h->cost_sel.m.far_members = !uniform;
         h->cost = &h->cost_sel;
     }
     if (h->config.pipeline_pace) {

@@ -596,7 +596,9 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
                cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
                cand[best].algo == MXH_ALGO_PIPELINE
-                   ? (cand[best].ramp == MXH_SCHED_RAMP_LINEAR ? ", linear ramp" : ", halving ramp")
+                   ? (cand[best].ramp == MXH_SCHED_RAMP_LINEAR ? ", linear ramp"
+                      : cand[best].ramp == 0                   ? ", no ramp"
+                                                               : ", halving ramp")
                    : "",
                cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
     mxh_cost_model_t today_m = m; /* the thresholds' schedule runs halvings where m picks */

@@ -506,6 +506,74 @@ TEST(Cost, BcastWhereTheNicBinds)
     EXPECT_NEAR(698.49 * us, t4, 0.05 * 698.49 * us);
 }
 
+// bcast drops its head ramp where the model picks ramps and the root's node step binds
+// (RESULTS.md section 5, "bcast without a head ramp where the root binds"): the rails of
+// the scale tables (370 GB/s NVLink, 48 GB/s NICs; 128 GPUs 781.58 -> 777.75 us, 1024
+// GPUs 822.79 -> 814.64), not where a NIC binds (16 x 8 with 900 GB/s NVLink: 697.10
+// with the ramp, 719.76 without), nor where a level's members are not equally far (the
+// dragonfly: 960.15 / 965.41), nor with the ramp set by hand, nor for other collectives.
+TEST(Cost, BcastWithoutHeadRampWhereTheRootBinds)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
+    const int rails[2] = {8, 16}, spine[3] = {8, 32, 4};
+    const size_t n = (size_t)256 << 20, frag = (size_t)4 << 20;
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, &cfg, 2, type, rails);
+    ASSERT_EQ(MXH_SCHED_RAMP_PICK, m.ramp);
+    EXPECT_EQ(1, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_REDUCE, frag));
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_ALLREDUCE, frag));
+    // every pipeline candidate of bcast is uniform fragments: one per size
+    mxh_cost_cand_t cand[64];
+    int nc = mxh_cost_candidates(&m, MXH_COLL_BCAST, n, 1, cand, 64), seen = 0;
+    for (int i = 0; i < nc; i++)
+        if (cand[i].algo == MXH_ALGO_PIPELINE) {
+            EXPECT_EQ(0, cand[i].ramp) << cand[i].frag_bytes;
+            EXPECT_EQ(cand[i].units, cand[i].nfrag) << cand[i].frag_bytes;
+            seen += cand[i].frag_bytes == frag;
+        }
+    EXPECT_EQ(1, seen);
+    int b = mxh_cost_choose(cand, nc);
+    ASSERT_GE(b, 0);
+    EXPECT_EQ(frag, cand[b].frag_bytes);
+    EXPECT_EQ(0, cand[b].ramp);
+    // allreduce keeps both ramps
+    nc   = mxh_cost_candidates(&m, MXH_COLL_ALLREDUCE, n / 4, 4, cand, 64);
+    seen = 0;
+    for (int i = 0; i < nc; i++)
+        if (cand[i].algo == MXH_ALGO_PIPELINE && cand[i].frag_bytes == frag)
+            seen |= cand[i].ramp == 2 ? 1 : cand[i].ramp == MXH_SCHED_RAMP_LINEAR ? 2 : 4;
+    EXPECT_EQ(3, seen);
+    // three levels (1024 GPUs: node, rails of 32, a spine of 4)
+    mxh_cost_model_grid(&m, &cfg, 3, type, spine);
+    EXPECT_EQ(1, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+    // a level's members not equally far (hier.c: the measurement's last member)
+    m.far_members = 1;
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+    // the NIC binds: 900 GB/s NVLink, 50 GB/s NICs; 32 x 4 with 450 GB/s NVLink
+    cfg.cost_node_latency = 0.605e-6;
+    cfg.cost_node_bw      = 900e9;
+    cfg.cost_net_latency  = 2.01e-6;
+    cfg.cost_net_bw       = 50e9;
+    mxh_cost_model_grid(&m, &cfg, 2, type, rails);
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+    nc = mxh_cost_candidates(&m, MXH_COLL_BCAST, n, 1, cand, 64);
+    for (int i = 0; i < nc; i++)
+        if (cand[i].algo == MXH_ALGO_PIPELINE)
+            EXPECT_NE(0, cand[i].ramp) << cand[i].frag_bytes;
+    const int four[3]     = {4, 16, 2};
+    cfg.cost_node_bw      = 450e9;
+    mxh_cost_model_grid(&m, &cfg, 3, type, four);
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+    // a ramp set by hand is the ramp
+    mxh_config_init_defaults(&cfg);
+    cfg.pipeline_ramp = 2;
+    mxh_cost_model_grid(&m, &cfg, 2, type, rails);
+    EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
+}
+
 // Reduce of 256 MiB where the NIC binds (the platforms of BcastWhereTheNicBinds;
 // RESULTS.md section 5, "Staggered on the network too"): 16 x 8 with 900 GB/s NVLink,
 // 8 MiB fragments, the rail's rootless reduce staggered: 809.45 us simulated (968.83
