@@ -1530,14 +1530,13 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         if (mxh_cost_bcast_bare(m, coll, fb)) { /* no head ramp: the one candidate */
             mxh_cost_model_t bare = *m;
             bare.ramp             = 0;
-            CAND(&bare, MXH_ALGO_PIPELINE, fb, mxh_cost_frags(&bare, coll, count, tsize, fb, NULL, 0),
-                 units, MXH_COST_PLAN);
+            CAND(&bare, MXH_ALGO_PIPELINE, fb, units, units, MXH_COST_PLAN);
         } else {
             CAND(&mr[0], MXH_ALGO_PIPELINE, fb, nf, units, MXH_COST_PLAN);
+            if (nr == 2)
+                CAND(&mr[1], MXH_ALGO_PIPELINE, fb,
+                     mxh_cost_frags(&mr[1], coll, count, tsize, fb, NULL, 0), units, MXH_COST_PLAN);
         }
-        if (nr == 2 && !mxh_cost_bcast_bare(m, coll, fb))
-            CAND(&mr[1], MXH_ALGO_PIPELINE, fb, mxh_cost_frags(&mr[1], coll, count, tsize, fb, NULL, 0),
-                 units, MXH_COST_PLAN);
         last_nf    = nf;
         last_first = first;
     }
