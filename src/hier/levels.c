@@ -394,15 +394,141 @@ static int level_arrays(mxh_layout_t *L, int l, int n)
     return L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL ? -1 : 0;
 }
 
+/* The grid of the nodes' torus coordinates. */
+typedef struct torus_grid {
+    int      nd;        /* dimensions of the records */
+    int      k[3];      /* distinct coordinates used along each dimension */
+    int      D, act[3]; /* the dimensions longer than 1 */
+    int     *pos;       /* [node * 3 + d]: index of the node's coordinate among those of d */
+    int     *lin;       /* [node]: its linear index in the grid */
+    int64_t  stride[3], prod;
+} torus_grid_t;
+
+/* Fills @tg's positions, lengths, strides and linear indices from the nodes' coordinates.
+ * Returns 1 when the nodes fill the grid, one node per coordinate, 0 when they do not,
+ * -1 when out of memory. */
+static int torus_grid(const mxh_layout_t *L, const mxh_record_t *recs, torus_grid_t *tg)
+{
+    int ret = -1, *idx = malloc(sizeof(int) * 32768), *seen = NULL;
+    int64_t prod = 1;
+
+    if (idx == NULL)
+        return -1;
+    for (int d = 0; d < tg->nd; d++) {
+        for (int v = 0; v < 32768; v++)
+            idx[v] = -1;
+        for (int v = 0; v < L->nnodes; v++) {
+            int c = recs[L->node_first_rank[v]].tcoord[d];
+            if (c < 0 || c > 32767) {
+                ret = 0;
+                goto out;
+            }
+            idx[c] = 0;
+        }
+        tg->k[d] = 0;
+        for (int v = 0; v < 32768; v++)
+            if (idx[v] == 0)
+                idx[v] = tg->k[d]++;
+        for (int v = 0; v < L->nnodes; v++)
+            tg->pos[v * 3 + d] = idx[recs[L->node_first_rank[v]].tcoord[d]];
+        tg->stride[d] = prod;
+        prod *= tg->k[d];
+    }
+    tg->prod = prod;
+    /* a full grid: every coordinate combination is one node */
+    if (prod != L->nnodes) {
+        mxh_debug("layout: %d nodes on a torus grid of %lld coordinates: no torus levels",
+                  L->nnodes, (long long)prod);
+        ret = 0;
+        goto out;
+    }
+    seen = calloc((size_t)prod, sizeof(int));
+    if (seen == NULL)
+        goto out;
+    for (int v = 0; v < L->nnodes; v++) {
+        tg->lin[v] = 0;
+        for (int d = 0; d < tg->nd; d++)
+            tg->lin[v] += tg->pos[v * 3 + d] * (int)tg->stride[d];
+        if (seen[tg->lin[v]]++) {
+            mxh_debug("layout: two nodes at one torus coordinate: no torus levels");
+            ret = 0;
+            goto out;
+        }
+    }
+    ret = 1;
+out:
+    free(idx);
+    free(seen);
+    return ret;
+}
+
+/* The levels of the torus @tg into @L: the node level when @s > 1 ranks per node (c0:
+ * each rank's rail position), then one ring level per active dimension, in each rail's
+ * order (sel[c]: rail c's choice in @tc). @keys: n int64_t of scratch. Returns 1, or -1
+ * when out of memory. */
+static int torus_build_levels(mxh_layout_t *L, const int *c0, int s, const torus_grid_t *tg,
+                              const torus_choices_t *tc, const int *sel, int64_t *keys)
+{
+    int n = L->nranks, D = tg->D;
+
+    L->torus_ndims  = D;
+    L->torus_nrails = s;
+    for (int j = 0; j < D; j++) {
+        L->torus_dim[j] = tg->act[j];
+        L->torus_k[j]   = tg->k[tg->act[j]];
+    }
+    L->torus_order = malloc(sizeof(int) * (size_t)s * 3);
+    if (L->torus_order == NULL)
+        return -1;
+    for (int c = 0; c < s; c++)
+        for (int j = 0; j < 3; j++)
+            L->torus_order[c * 3 + j] = j < D ? tc->dim[sel[c]][j] : -1;
+
+    L->nlevels = 0;
+    if (s > 1) {
+        int l = L->nlevels++;
+        L->type[l]    = MXH_LEVEL_NODE;
+        L->ngroups[l] = L->nnodes;
+        if (level_arrays(L, l, n))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            L->color[l][r] = L->node_of[r];
+            L->coord[l][r] = c0[r];
+            L->gsize[l][r] = s;
+        }
+    }
+    for (int j = 0; j < D; j++) {
+        int l = L->nlevels++;
+        L->type[l]  = MXH_LEVEL_RAIL;
+        L->ring[l]  = 1;
+        if (level_arrays(L, l, n))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
+            int d = tg->act[e & 3], kd = tg->k[d], p = tg->pos[v * 3 + d];
+            /* the group: my rail, my coordinates but along d */
+            keys[r]        = (int64_t)c0[r] * tg->prod + tg->lin[v] - (int64_t)p * tg->stride[d];
+            L->coord[l][r] = (e & 4) ? (kd - p) % kd : p;
+            L->gsize[l][r] = kd;
+        }
+        L->ngroups[l] = dense_ids(keys, n, L->color[l]);
+        if (L->ngroups[l] < 0)
+            return -1;
+    }
+    for (int l = 0; l < L->nlevels; l++)
+        L->kind[l] = l == L->nlevels - 1 ? MXH_LEVEL_KIND_TOP : MXH_LEVEL_KIND_SCATTER;
+    return 1;
+}
+
 /* Builds the levels of a torus into @L (node level when @s > 1 ranks per node, then one
  * level per dimension longer than 1). Returns 1 when built, 0 when the records do not
  * describe a full torus grid (the leaf-based levels apply), -1 when out of memory.
  * Needs a regular node level (c0: rail position of every rank, s per node). */
 static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0, int s)
 {
-    int n = L->nranks, nd = recs[0].tndims, k[3] = {1, 1, 1}, act[3], D = 0, ret = -1;
-    int *pos = NULL, *lin = NULL, *seen = NULL, *idx = NULL, *sel = NULL;
-    int64_t *keys = NULL, prod = 1, stride[3];
+    int n = L->nranks, nd = recs[0].tndims, ret = -1, *sel = NULL;
+    int64_t *keys = NULL;
+    torus_grid_t tg = {.nd = nd, .k = {1, 1, 1}};
     torus_choices_t tc;
 
     if (nd <= 0 || nd > MXH_REC_TORUS_DIMS)
@@ -415,121 +541,33 @@ static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0
             return 0;
         }
     }
-    /* positions: index of each node's coordinate among the distinct values of the dimension */
-    pos  = malloc(sizeof(int) * (size_t)L->nnodes * 3);
-    lin  = malloc(sizeof(int) * (size_t)L->nnodes);
-    idx  = malloc(sizeof(int) * 32768);
-    sel  = malloc(sizeof(int) * (size_t)(s > 0 ? s : 1));
-    keys = malloc(sizeof(int64_t) * (size_t)n);
-    if (pos == NULL || lin == NULL || idx == NULL || sel == NULL || keys == NULL)
+    tg.pos = malloc(sizeof(int) * (size_t)L->nnodes * 3);
+    tg.lin = malloc(sizeof(int) * (size_t)L->nnodes);
+    sel    = malloc(sizeof(int) * (size_t)(s > 0 ? s : 1));
+    keys   = malloc(sizeof(int64_t) * (size_t)n);
+    if (tg.pos == NULL || tg.lin == NULL || sel == NULL || keys == NULL)
         goto out;
-    for (int d = 0; d < nd; d++) {
-        for (int v = 0; v < 32768; v++)
-            idx[v] = -1;
-        for (int v = 0; v < L->nnodes; v++) {
-            int c = recs[L->node_first_rank[v]].tcoord[d];
-            if (c < 0 || c > 32767) {
-                ret = 0;
-                goto out;
-            }
-            idx[c] = 0;
-        }
-        k[d] = 0;
-        for (int v = 0; v < 32768; v++)
-            if (idx[v] == 0)
-                idx[v] = k[d]++;
-        for (int v = 0; v < L->nnodes; v++)
-            pos[v * 3 + d] = idx[recs[L->node_first_rank[v]].tcoord[d]];
-        stride[d] = prod;
-        prod *= k[d];
-    }
-    /* a full grid: every coordinate combination is one node */
-    if (prod != L->nnodes) {
-        mxh_debug("layout: %d nodes on a torus grid of %lld coordinates: no torus levels",
-                  L->nnodes, (long long)prod);
-        ret = 0;
+    ret = torus_grid(L, recs, &tg);
+    if (ret <= 0)
         goto out;
-    }
-    seen = calloc((size_t)prod, sizeof(int));
-    if (seen == NULL)
-        goto out;
-    for (int v = 0; v < L->nnodes; v++) {
-        lin[v] = 0;
-        for (int d = 0; d < nd; d++)
-            lin[v] += pos[v * 3 + d] * (int)stride[d];
-        if (seen[lin[v]]++) {
-            mxh_debug("layout: two nodes at one torus coordinate: no torus levels");
-            ret = 0;
-            goto out;
-        }
-    }
     for (int d = 0; d < nd; d++)
-        if (k[d] > 1)
-            act[D++] = d;
-    if (D == 0 || (s > 1) + D > MXH_MAX_LEVELS) {
+        if (tg.k[d] > 1)
+            tg.act[tg.D++] = d;
+    if (tg.D == 0 || (s > 1) + tg.D > MXH_MAX_LEVELS) {
         ret = 0;
         goto out;
     }
     {
         int ka[3];
-        for (int j = 0; j < D; j++)
-            ka[j] = k[act[j]];
-        torus_enum(&tc, D, ka);
+        for (int j = 0; j < tg.D; j++)
+            ka[j] = tg.k[tg.act[j]];
+        torus_enum(&tc, tg.D, ka);
     }
     torus_assign(&tc, s, sel);
-
-    L->torus_ndims  = D;
-    L->torus_nrails = s;
-    for (int j = 0; j < D; j++) {
-        L->torus_dim[j] = act[j];
-        L->torus_k[j]   = k[act[j]];
-    }
-    L->torus_order = malloc(sizeof(int) * (size_t)s * 3);
-    if (L->torus_order == NULL)
-        goto out;
-    for (int c = 0; c < s; c++)
-        for (int j = 0; j < 3; j++)
-            L->torus_order[c * 3 + j] = j < D ? tc.dim[sel[c]][j] : -1;
-
-    L->nlevels = 0;
-    if (s > 1) {
-        int l = L->nlevels++;
-        L->type[l]    = MXH_LEVEL_NODE;
-        L->ngroups[l] = L->nnodes;
-        if (level_arrays(L, l, n))
-            goto out;
-        for (int r = 0; r < n; r++) {
-            L->color[l][r] = L->node_of[r];
-            L->coord[l][r] = c0[r];
-            L->gsize[l][r] = s;
-        }
-    }
-    for (int j = 0; j < D; j++) {
-        int l = L->nlevels++;
-        L->type[l]  = MXH_LEVEL_RAIL;
-        L->ring[l]  = 1;
-        if (level_arrays(L, l, n))
-            goto out;
-        for (int r = 0; r < n; r++) {
-            int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
-            int d = act[e & 3], kd = k[d], p = pos[v * 3 + d];
-            /* the group: my rail, my coordinates but along d */
-            keys[r]        = (int64_t)c0[r] * prod + lin[v] - (int64_t)p * stride[d];
-            L->coord[l][r] = (e & 4) ? (kd - p) % kd : p;
-            L->gsize[l][r] = kd;
-        }
-        L->ngroups[l] = dense_ids(keys, n, L->color[l]);
-        if (L->ngroups[l] < 0)
-            goto out;
-    }
-    for (int l = 0; l < L->nlevels; l++)
-        L->kind[l] = l == L->nlevels - 1 ? MXH_LEVEL_KIND_TOP : MXH_LEVEL_KIND_SCATTER;
-    ret = 1;
+    ret = torus_build_levels(L, c0, s, &tg, &tc, sel, keys);
 out:
-    free(pos);
-    free(lin);
-    free(seen);
-    free(idx);
+    free(tg.pos);
+    free(tg.lin);
     free(sel);
     free(keys);
     return ret;
