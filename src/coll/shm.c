@@ -881,6 +881,33 @@ static inline void slice(size_t c, size_t j, size_t ns, size_t *lo, size_t *len)
     *len = b - a;
 }
 
+/* check_args, and per-rank @counts and @displs given and not negative; their total and
+ * largest count into @total_p and @max_p. Returns 0 (logged) when invalid. */
+static int check_vargs(const mxh_shm_t *shm, size_t tsize, const int *counts, const int *displs,
+                       const char *func, size_t *total_p, size_t *max_p)
+{
+    size_t total = 0, maxc = 0;
+
+    if (!check_args(shm, tsize, func))
+        return 0;
+    if (counts == NULL || displs == NULL) {
+        mxh_error("%s: counts/displs missing", func);
+        return 0;
+    }
+    for (int q = 0; q < shm->size; q++) {
+        if (counts[q] < 0 || displs[q] < 0) {
+            mxh_error("%s: negative count or displacement for rank %d", func, q);
+            return 0;
+        }
+        total += (size_t)counts[q];
+        if ((size_t)counts[q] > maxc)
+            maxc = (size_t)counts[q];
+    }
+    *total_p = total;
+    *max_p   = maxc;
+    return 1;
+}
+
 /* reduce_scatter: copy slice j of every part into my in slot, in rank order */
 static void rs_copy_in(mxh_shm_t *shm, const char *in, const int *counts, const int *displs,
                        size_t tsize, size_t j, size_t ns, uint64_t s, int skip_me)
@@ -902,22 +929,11 @@ mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, c
                                     const int *displs, MPI_Datatype dt, size_t tsize, MPI_Op op)
 {
     static const char func[] = "mxh_shm_reduce_scatter";
-    size_t total = 0;
+    size_t total, maxc;
     int failed = 0;
 
-    if (!check_args(shm, tsize, func))
+    if (!check_vargs(shm, tsize, counts, displs, func, &total, &maxc))
         return MXH_ERR_INVALID_PARAM;
-    if (counts == NULL || displs == NULL) {
-        mxh_error("%s: counts/displs missing", func);
-        return MXH_ERR_INVALID_PARAM;
-    }
-    for (int q = 0; q < shm->size; q++) {
-        if (counts[q] < 0 || displs[q] < 0) {
-            mxh_error("%s: negative count or displacement for rank %d", func, q);
-            return MXH_ERR_INVALID_PARAM;
-        }
-        total += (size_t)counts[q];
-    }
     if (total == 0)
         return MXH_OK;
     const int n = shm->size, me = shm->rank;
@@ -999,23 +1015,11 @@ mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, cons
                                const int *displs, MPI_Datatype dt, size_t tsize)
 {
     static const char func[] = "mxh_shm_allgather";
-    size_t maxc = 0;
+    size_t total, maxc;
 
     (void)dt;
-    if (!check_args(shm, tsize, func))
+    if (!check_vargs(shm, tsize, counts, displs, func, &total, &maxc))
         return MXH_ERR_INVALID_PARAM;
-    if (counts == NULL || displs == NULL) {
-        mxh_error("%s: counts/displs missing", func);
-        return MXH_ERR_INVALID_PARAM;
-    }
-    for (int q = 0; q < shm->size; q++) {
-        if (counts[q] < 0 || displs[q] < 0) {
-            mxh_error("%s: negative count or displacement for rank %d", func, q);
-            return MXH_ERR_INVALID_PARAM;
-        }
-        if ((size_t)counts[q] > maxc)
-            maxc = (size_t)counts[q];
-    }
     const int n = shm->size, me = shm->rank;
     const size_t cme = (size_t)counts[me];
     char *myout = (char *)out + (size_t)displs[me] * tsize;

@@ -602,12 +602,12 @@ static void layout_build_free(layout_build_t *b)
     free(b->node_size);
     free(b->node_off);
     free(b->rails_sorted);
-    free(b->isl_idx);
-    free(b->isl_pos);
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
         free(b->cand_color[t]);
         free(b->cand_coord[t]);
     }
+    free(b->isl_idx);
+    free(b->isl_pos);
 }
 
 /* Nodes in order of first appearance: node_of, local_index, node_size, node_first_rank.

@@ -340,39 +340,14 @@ mxh_status_t mxh_cluster_file_parse_file(const char *path, mxh_cluster_file_t **
         mxh_error("%s: cannot open cluster file: %s", path, strerror(errno));
         return MXH_ERR_IO;
     }
-    for (size_t cap = 0;;) {
-        if (len + 65536 + 1 > cap) {
-            char *t = realloc(text, cap = 2 * cap + 65536 + 1);
-            if (t == NULL) {
-                mxh_error("%s: out of memory reading cluster file", path);
-                st = MXH_ERR_NO_MEMORY;
-                goto out;
-            }
-            text = t;
-        }
-        size_t got = fread(text + len, 1, 65536, f);
-        len += got;
-        if (len > MXH_CLUSTER_FILE_MAX_BYTES) {
-            mxh_error("%s: cluster file is larger than the limit of %zu bytes", path,
-                      MXH_CLUSTER_FILE_MAX_BYTES);
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-        if (got < 65536) {
-            if (ferror(f)) {
-                mxh_error("%s: cannot read cluster file: %s", path, strerror(errno));
-                st = MXH_ERR_IO;
-                goto out;
-            }
-            break;
-        }
-    }
+    st = mxh_topo_read_text(f, path, "cluster file", MXH_CLUSTER_FILE_MAX_BYTES, &text, &len);
+    if (st != MXH_OK)
+        goto out;
     if (memchr(text, '\0', len) != NULL) {
         mxh_error("%s: cluster file contains a NUL byte (not a text file?)", path);
         st = MXH_ERR_PARSE;
         goto out;
     }
-    text[len] = '\0';
     st = mxh_cluster_file_parse_string(text, path, cf_p);
 out:
     free(text);

@@ -853,27 +853,16 @@ static void format_cycle(const mxh_topo_conf_t *conf, const int *stack, int dept
 }
 
 /* The Switches= graph of resolve_tree. Edges are numbered in (switch, position in its
- * Switches=) order. */
+ * Switches=) order; the arrays of the edges and of the switches are one allocation each. */
 typedef struct tree_edges {
     int  *esrc;    /* edge -> switch that lists the child */
-    int  *rev_off; /* n + 1: edges into each switch, as ranges of rev */
     int  *rev;     /* edge indices grouped by child */
+    char *drop;    /* edge -> dropped as a back-edge */
+    int  *rev_off; /* n + 1: edges into each switch, as ranges of rev */
     int  *dist;    /* each switch's distance down to a switch with nodes */
     int  *queue;   /* n: scratch of the distance search */
     int  *mark;    /* n: scratch */
-    char *drop;    /* edge -> dropped as a back-edge */
 } tree_edges_t;
-
-static void tree_edges_free(tree_edges_t *te)
-{
-    free(te->esrc);
-    free(te->rev);
-    free(te->drop);
-    free(te->rev_off);
-    free(te->dist);
-    free(te->queue);
-    free(te->mark);
-}
 
 /* Resolves every switch's Switches= names into children (defined, not itself) and counts
  * the edges into @nedges_p. */
@@ -921,16 +910,15 @@ static mxh_status_t tree_edges_build(const parser_t *ps, size_t nedges, tree_edg
     int n = conf->num_switches, e = 0;
     size_t ne = nedges ? nedges : 1;
 
-    te->esrc    = malloc(ne * sizeof(*te->esrc));
-    te->rev     = malloc(ne * sizeof(*te->rev));
+    te->esrc    = malloc(2 * ne * sizeof(*te->esrc));
     te->drop    = calloc(ne, 1);
-    te->rev_off = calloc((size_t)n + 1, sizeof(*te->rev_off));
-    te->dist    = malloc((size_t)n * sizeof(*te->dist));
-    te->queue   = malloc((size_t)n * sizeof(*te->queue));
-    te->mark    = malloc((size_t)n * sizeof(*te->mark));
-    if (!te->esrc || !te->rev || !te->drop || !te->rev_off || !te->dist || !te->queue ||
-        !te->mark)
+    te->rev_off = calloc(4 * (size_t)n + 1, sizeof(*te->rev_off));
+    if (!te->esrc || !te->drop || !te->rev_off)
         return MXH_ERR_NO_MEMORY;
+    te->rev   = te->esrc + ne;
+    te->dist  = te->rev_off + n + 1;
+    te->queue = te->dist + n;
+    te->mark  = te->queue + n;
 
     /* duplicates inside one Switches= (mark[child] = the switch listing it) */
     for (int i = 0; i < n; i++)
@@ -1132,7 +1120,9 @@ static mxh_status_t resolve_tree(parser_t *ps)
 out:
     if (st == MXH_ERR_NO_MEMORY)
         mxh_error("%s: out of memory resolving Switches=", ps->src);
-    tree_edges_free(&te);
+    free(te.esrc);
+    free(te.drop);
+    free(te.rev_off);
     return st;
 }
 
@@ -1221,12 +1211,51 @@ out:
     return MXH_OK;
 }
 
+mxh_status_t mxh_topo_read_text(FILE *f, const char *path, const char *what, size_t max,
+                                char **text_p, size_t *len_p)
+{
+    mxh_status_t st;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+
+    for (;;) {
+        if (grow((void **)&text, &cap, len + 65536 + 1, 1) != MXH_OK) {
+            mxh_error("%s: out of memory reading %s", path, what);
+            st = MXH_ERR_NO_MEMORY;
+            goto err;
+        }
+        size_t got = fread(text + len, 1, 65536, f);
+        len += got;
+        if (len > max) {
+            mxh_error("%s: %s is larger than the limit of %zu bytes", path, what, max);
+            st = MXH_ERR_PARSE;
+            goto err;
+        }
+        if (got < 65536) {
+            if (ferror(f)) {
+                mxh_error("%s: cannot read %s: %s", path, what, strerror(errno));
+                st = MXH_ERR_IO;
+                goto err;
+            }
+            break;
+        }
+    }
+    text[len] = '\0';
+    *text_p = text;
+    *len_p  = len;
+    return MXH_OK;
+
+err:
+    free(text);
+    return st;
+}
+
 mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p)
 {
     mxh_status_t st = MXH_OK;
     FILE *f = NULL;
     char *text = NULL;
-    size_t len = 0, cap = 0;
+    size_t len = 0;
     struct stat sb;
 
     if (conf_p == NULL || path == NULL) {
@@ -1246,30 +1275,9 @@ mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p
         st = MXH_ERR_PARSE;
         goto out;
     }
-    for (;;) {
-        if (grow((void **)&text, &cap, len + 65536 + 1, 1) != MXH_OK) {
-            mxh_error("%s: out of memory reading topology file", path);
-            st = MXH_ERR_NO_MEMORY;
-            goto out;
-        }
-        size_t got = fread(text + len, 1, 65536, f);
-        len += got;
-        if (len > MXH_TOPO_CONF_MAX_FILE_BYTES) {
-            mxh_error("%s: topology file is larger than the limit of %zu bytes", path,
-                      MXH_TOPO_CONF_MAX_FILE_BYTES);
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-        if (got < 65536) {
-            if (ferror(f)) {
-                mxh_error("%s: cannot read topology file: %s", path, strerror(errno));
-                st = MXH_ERR_IO;
-                goto out;
-            }
-            break;
-        }
-    }
-    text[len] = '\0';
+    st = mxh_topo_read_text(f, path, "topology file", MXH_TOPO_CONF_MAX_FILE_BYTES, &text, &len);
+    if (st != MXH_OK)
+        goto out;
     const char *nul = memchr(text, '\0', len);
     if (nul != NULL) {
         int line = 1;
