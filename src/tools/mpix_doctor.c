@@ -884,21 +884,9 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
     fflush(f);
 }
 
-static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, int nconf,
-                       const int *excl, int nexcl, double sweep, int nnodes)
+/* The JSON report's "rank_info": every rank's host, node, rail and interface. */
+static void json_rank_info(FILE *f)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "mpix_doctor: cannot write %s\n", path);
-        return;
-    }
-    fprintf(f, "{\n\"tool\": \"mpix_doctor\", \"schema_version\": 1, \"units\": {\"bw\": \"bytes/s\", "
-               "\"latency\": \"s\"},\n");
-    fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
-            nkeys, sweep);
-    fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
-               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
-            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
     fprintf(f, "\"rank_info\": [");
     for (int r = 0; r < np; r++) {
         fprintf(f, "%s\n  {\"rank\": %d, \"host\": ", r ? "," : "", r);
@@ -910,48 +898,52 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
         json_str(f, R[r].iface);
         fprintf(f, "}");
     }
-    fprintf(f, "],\n\"levels\": [");
-    int first = 1;
-    for (int k = 0; k < NLV; k++) {
-        level_t *L = &lv[k];
-        if (!L->active)
+}
+
+/* The JSON object of active level @k (@first: the first of the list). */
+static void json_level(FILE *f, const level_t *lv, int k, int first)
+{
+    const level_t *L = &lv[k];
+
+    fprintf(f, "%s\n {\"name\": \"%s\", \"rounds\": %d, \"bytes\": %zu, \"seconds\": %.3f, "
+               "\"median_bw\": %.6g, \"mad_bw\": %.6g, \"latency_median\": %.6g,\n",
+            first ? "" : ",", lv_names[k], L->rounds, L->bytes, L->seconds, L->st.median,
+            L->st.mad, L->lat_median);
+    fprintf(f, "  \"busbw\": {\"collective\": \"MPI_Allreduce\", \"ranks\": %d, \"bytes\": %zu, "
+               "\"expected\": %.6g, \"measured\": %.6g},\n",
+            L->bus_n, L->bus_bytes, L->bus_expected, L->bus_measured);
+    fprintf(f, "  \"ports\": [");
+    int pf = 1;
+    for (int q = 0; q < 2 * np; q++) {
+        const mxh_dr_port_t *p = &L->ports[q];
+        int r = q / 2;
+        if (p->nsamples == 0 && !p->outlier)
             continue;
-        fprintf(f, "%s\n {\"name\": \"%s\", \"rounds\": %d, \"bytes\": %zu, \"seconds\": %.3f, "
-                   "\"median_bw\": %.6g, \"mad_bw\": %.6g, \"latency_median\": %.6g,\n",
-                first ? "" : ",", lv_names[k], L->rounds, L->bytes, L->seconds, L->st.median,
-                L->st.mad, L->lat_median);
-        first = 0;
-        fprintf(f, "  \"busbw\": {\"collective\": \"MPI_Allreduce\", \"ranks\": %d, \"bytes\": %zu, "
-                   "\"expected\": %.6g, \"measured\": %.6g},\n",
-                L->bus_n, L->bus_bytes, L->bus_expected, L->bus_measured);
-        fprintf(f, "  \"ports\": [");
-        int pf = 1;
-        for (int q = 0; q < 2 * np; q++) {
-            const mxh_dr_port_t *p = &L->ports[q];
-            int r = q / 2;
-            if (p->nsamples == 0 && !p->outlier)
-                continue;
-            fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
-            json_str(f, R[r].host);
-            fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
-            json_str(f, iface_of(k, r));
-            fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
-                       "\"suspect\": %s}",
-                    dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
-                    p->outlier ? "true" : "false");
-            pf = 0;
-        }
-        fprintf(f, "],\n  \"transfers\": [");
-        for (int i = 0; i < L->nbw; i++)
-            fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->bw[i].src, (int)L->bw[i].dst,
-                    L->bw[i].bw);
-        fprintf(f, "],\n  \"latencies\": [");
-        for (int i = 0; i < L->nlat; i++)
-            fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->lat[i].src, (int)L->lat[i].dst,
-                    L->lat[i].bw);
-        fprintf(f, "]}");
+        fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
+        json_str(f, R[r].host);
+        fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
+        json_str(f, iface_of(k, r));
+        fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
+                   "\"suspect\": %s}",
+                dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
+                p->outlier ? "true" : "false");
+        pf = 0;
     }
-    fprintf(f, "],\n\"outliers\": [");
+    fprintf(f, "],\n  \"transfers\": [");
+    for (int i = 0; i < L->nbw; i++)
+        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->bw[i].src, (int)L->bw[i].dst,
+                L->bw[i].bw);
+    fprintf(f, "],\n  \"latencies\": [");
+    for (int i = 0; i < L->nlat; i++)
+        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->lat[i].src, (int)L->lat[i].dst,
+                L->lat[i].bw);
+    fprintf(f, "]}");
+}
+
+/* The JSON report's confirmed "outliers" (the list is open), their "findings" (one per
+ * port) and the suspects the confirmation "cleared". */
+static void json_outliers(FILE *f, const level_t *lv, const outlier_t *out, int nout)
+{
     for (int o = 0, n = 0; o < nout; o++) {
         const outlier_t *x = &out[o];
         if (!x->confirmed)
@@ -993,6 +985,33 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
                 n++ ? ", " : "", lv_names[x->level], x->rank, dir_name(x->level, x->dir),
                 x->median, x->confirm_bw, x->reference_bw);
     }
+}
+
+static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, int nconf,
+                       const int *excl, int nexcl, double sweep, int nnodes)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "mpix_doctor: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\n\"tool\": \"mpix_doctor\", \"schema_version\": 1, \"units\": {\"bw\": \"bytes/s\", "
+               "\"latency\": \"s\"},\n");
+    fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
+            nkeys, sweep);
+    fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
+               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
+            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
+    json_rank_info(f);
+    fprintf(f, "],\n\"levels\": [");
+    for (int k = 0, first = 1; k < NLV; k++) {
+        if (!lv[k].active)
+            continue;
+        json_level(f, lv, k, first);
+        first = 0;
+    }
+    fprintf(f, "],\n\"outliers\": [");
+    json_outliers(f, lv, out, nout);
     fprintf(f, "],\n\"exclude_rails\": [");
     for (int i = 0; i < nexcl; i++)
         fprintf(f, "%s%d", i ? ", " : "", excl[i]);
