@@ -295,21 +295,30 @@ static void copy(void *dst, const void *src, size_t n)
         mxh_copy(dst, src, n);
 }
 
-/* The body, once c->y holds the block sizes. @in_place: the data to send is
- * the copy at the front of a->data (@pre bytes), not at @sbuf. */
-static mxh_status_t run(mxh_hier_t *h, call_t *c, const char *sbuf, const size_t *sc,
-                        const size_t *sd, char *rbuf, const size_t *rc, const size_t *rd,
-                        int in_place, size_t pre)
-{
-    struct mxh_a2a *a = h->a2a;
-    const int N = a->nnodes, g = a->g, n = a->me_node, j = a->me_slot;
-    const int *at    = a->rank_at;
-    const uint64_t *y = c->y;
-    size_t s2_total = 0, r2_total = 0, nreq = 0;
-    reqs_t q;
-    char *s2, *r2;
+/* One call of run: its buffers and sizes, its requests and the phase-1 send window. */
+typedef struct run_ctx {
+    struct mxh_a2a *a;
+    call_t         *c;
+    const char     *sbuf;
+    const size_t   *sc, *sd;
+    char           *rbuf;
+    const size_t   *rc, *rd;
+    char           *s2, *r2; /* the phase-2 send and receive buffers */
+    reqs_t          q;
+    int             next_dm, in_flight; /* next destination node to send to, nodes in flight */
+} run_ctx_t;
 
-    /* the phase-2 buffers and the exact number of requests */
+/* The phase-2 message of every node (c->s2_*, c->r2_*), the pieces each waits for
+ * (c->pend1, c->pend2), the sizes of the phase-2 buffers and the exact number of
+ * requests. */
+static void run_sizes(run_ctx_t *r, size_t *s2_total, size_t *r2_total, size_t *nreq)
+{
+    const struct mxh_a2a *a = r->a;
+    call_t *c = r->c;
+    const int N = a->nnodes, g = a->g, n = a->me_node, j = a->me_slot, *at = a->rank_at;
+    const uint64_t *y = c->y;
+
+    *s2_total = *r2_total = *nreq = 0;
     for (int m = 0; m < N; m++) {
         c->s2_len[m] = c->r2_len[m] = c->s2_off[m] = c->r2_off[m] = 0;
         c->pend1[m] = c->pend2[m] = 0;
@@ -317,24 +326,34 @@ static mxh_status_t run(mxh_hier_t *h, call_t *c, const char *sbuf, const size_t
             continue;
         for (int i = 0; i < g; i++) {
             c->s2_len[m] += y[i * N + m];
-            c->r2_len[m] += rc[at[m * g + i]];
+            c->r2_len[m] += r->rc[at[m * g + i]];
             if (i != j)
                 c->pend1[m] += (int)pieces(y[i * N + m]);
         }
-        c->s2_off[m] = s2_total;
-        c->r2_off[m] = r2_total;
-        s2_total += align_up(c->s2_len[m]);
-        r2_total += align_up(c->r2_len[m]);
+        c->s2_off[m] = *s2_total;
+        c->r2_off[m] = *r2_total;
+        *s2_total += align_up(c->s2_len[m]);
+        *r2_total += align_up(c->r2_len[m]);
         c->pend2[m] = (int)pieces(c->r2_len[m]);
-        nreq += (size_t)c->pend1[m] + (size_t)c->pend2[m] + pieces(c->s2_len[m]);
+        *nreq += (size_t)c->pend1[m] + (size_t)c->pend2[m] + pieces(c->s2_len[m]);
     }
     for (int i = 0; i < g; i++) {
         if (i == j)
             continue;
-        nreq += pieces(rc[at[n * g + i]]);
+        *nreq += pieces(r->rc[at[n * g + i]]);
         for (int m = 0; m < N; m++)
-            nreq += pieces(sc[at[m * g + i]]);
+            *nreq += pieces(r->sc[at[m * g + i]]);
     }
+}
+
+/* The requests and the data buffer: [in-place copy (@pre bytes) | s2 | r2]; growing keeps
+ * the copy (in the simulation's model mode nothing is kept, and nothing is checked). */
+static mxh_status_t run_buffers(run_ctx_t *r, int in_place, size_t pre)
+{
+    struct mxh_a2a *a = r->a;
+    size_t s2_total, r2_total, nreq;
+
+    run_sizes(r, &s2_total, &r2_total, &nreq);
     if (nreq > INT_MAX / 2) {
         mxh_error("hierarchical alltoall: %zu messages", nreq);
         return MXH_ERR_UNSUPPORTED;
@@ -343,130 +362,188 @@ static mxh_status_t run(mxh_hier_t *h, call_t *c, const char *sbuf, const size_t
         mxh_error("hierarchical alltoall: out of memory (%zu requests)", nreq);
         return MXH_ERR_NO_MEMORY;
     }
-    q.req  = a->reqs.p;
-    q.what = (int *)(q.req + nreq + 1);
-    q.n    = 0;
-    q.cap  = (int)nreq;
-    /* data: [in-place copy (pre bytes) | s2 | r2]; growing keeps the copy (in
-     * the simulation's model mode nothing is kept, and nothing is checked) */
+    r->q.req  = a->reqs.p;
+    r->q.what = (int *)(r->q.req + nreq + 1);
+    r->q.n    = 0;
+    r->q.cap  = (int)nreq;
     if (mxh_hier_grow(&a->data, pre + s2_total + r2_total) == NULL) {
         mxh_error("hierarchical alltoall: out of memory (%zu bytes)", pre + s2_total + r2_total);
         return MXH_ERR_NO_MEMORY;
     }
     if (in_place)
-        sbuf = a->data.p;
-    s2 = (char *)a->data.p + pre;
-    r2 = s2 + s2_total;
+        r->sbuf = a->data.p;
+    r->s2 = (char *)a->data.p + pre;
+    r->r2 = r->s2 + s2_total;
+    return MXH_OK;
+}
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        if ((call) != MPI_SUCCESS)                                                  \
-            return MXH_ERR_MPI;                                                     \
-    } while (0)
+/* Posts the receives: phase 2 first (the messages land in place when they arrive), then
+ * phase 1 (tag: the destination node): blocks for other nodes into s2, grouped by node
+ * and ordered by source slot; the ones for me into rbuf. */
+static int run_post_recvs(run_ctx_t *r)
+{
+    const struct mxh_a2a *a = r->a;
+    const call_t *c = r->c;
+    const int N = a->nnodes, g = a->g, n = a->me_node, j = a->me_slot, *at = a->rank_at;
+    int rc;
 
-    /* phase 2 receives first: the messages land in place when they arrive */
     for (int d = 1; d < N; d++) {
         int v = (n + N - d) % N;
-        CHECK(post(&q, 0, r2 + c->r2_off[v], c->r2_len[v], v, 0, a->cross, N + v));
+        if ((rc = post(&r->q, 0, r->r2 + c->r2_off[v], c->r2_len[v], v, 0, a->cross, N + v)) !=
+            MPI_SUCCESS)
+            return rc;
     }
-    /* phase 1 receives (tag: the destination node): blocks for other nodes into
-     * s2, grouped by node and ordered by source slot; the ones for me into rbuf */
     for (int di = 1; di < g; di++) {
         int i = (j + g - di) % g;
         for (int dm = 0; dm < N; dm++) {
             int m = (n + dm) % N;
             if (m == n) {
                 int src = at[n * g + i];
-                CHECK(post(&q, 0, rbuf + rd[src], rc[src], i, m, a->node, -1));
-                continue;
+                rc = post(&r->q, 0, r->rbuf + r->rd[src], r->rc[src], i, m, a->node, -1);
+            } else {
+                size_t off = c->s2_off[m];
+                for (int k = 0; k < i; k++)
+                    off += c->y[k * N + m];
+                rc = post(&r->q, 0, r->s2 + off, c->y[i * N + m], i, m, a->node, m);
             }
-            size_t off = c->s2_off[m];
-            for (int k = 0; k < i; k++)
-                off += y[k * N + m];
-            CHECK(post(&q, 0, s2 + off, y[i * N + m], i, m, a->node, m));
+            if (rc != MPI_SUCCESS)
+                return rc;
         }
     }
-    /* phase 1 sends, straight from the send buffer, by destination node in
-     * rotated order (the ranks of a rail do not all feed one node first; my own
-     * node last: its blocks are final, no rail message waits for them), at most
-     * `window` nodes in flight */
-    int next_dm = 1, in_flight = 0;
-#define SEND_GROUPS()                                                                      \
-    while (in_flight < window && next_dm <= N) {                                           \
-        int m_ = (n + next_dm++) % N, n0_ = q.n;                                           \
-        for (int di = 1; di < g; di++) {                                                   \
-            int i_ = (j + di) % g, dst_ = at[m_ * g + i_];                                 \
-            CHECK(post(&q, 1, sbuf + sd[dst_], sc[dst_], i_, m_, a->node, 2 * N + m_));    \
-        }                                                                                  \
-        c->pends[m_] = q.n - n0_;                                                          \
-        in_flight += c->pends[m_] > 0;                                                     \
+    return MPI_SUCCESS;
+}
+
+/* Phase-1 sends, straight from the send buffer, by destination node in rotated order (the
+ * ranks of a rail do not all feed one node first; my own node last: its blocks are final,
+ * no rail message waits for them), until `window` nodes are in flight. */
+static int run_send_groups(run_ctx_t *r)
+{
+    const struct mxh_a2a *a = r->a;
+    const int N = a->nnodes, g = a->g, n = a->me_node, j = a->me_slot, *at = a->rank_at;
+
+    while (r->in_flight < window && r->next_dm <= N) {
+        int m = (n + r->next_dm++) % N, n0 = r->q.n;
+        for (int di = 1; di < g; di++) {
+            int i = (j + di) % g, dst = at[m * g + i];
+            int rc = post(&r->q, 1, r->sbuf + r->sd[dst], r->sc[dst], i, m, a->node, 2 * N + m);
+            if (rc != MPI_SUCCESS)
+                return rc;
+        }
+        r->c->pends[m] = r->q.n - n0;
+        r->in_flight += r->c->pends[m] > 0;
     }
-    SEND_GROUPS();
-    /* my own blocks along my rail, and the one for me (the sends above only
-     * read sbuf: copying meanwhile is fine) */
+    return MPI_SUCCESS;
+}
+
+/* Copies my own blocks along my rail into s2, and the one for me into rbuf. */
+static void run_copy_own(run_ctx_t *r)
+{
+    const struct mxh_a2a *a = r->a;
+    const call_t *c = r->c;
+    const int N = a->nnodes, g = a->g, n = a->me_node, j = a->me_slot, *at = a->rank_at;
     size_t copied = 0;
+
     for (int m = 0; m < N; m++) {
         int dst = at[m * g + j];
         if (m == n) {
-            size_t k = sc[dst] < rc[dst] ? sc[dst] : rc[dst];
+            size_t k = r->sc[dst] < r->rc[dst] ? r->sc[dst] : r->rc[dst];
             if (k > 0)
-                mxh_copy_uncharged(rbuf + rd[dst], sbuf + sd[dst], k);
+                mxh_copy_uncharged(r->rbuf + r->rd[dst], r->sbuf + r->sd[dst], k);
             copied += k;
             continue;
         }
         size_t off = c->s2_off[m];
         for (int k = 0; k < j; k++)
-            off += y[k * N + m];
-        if (sc[dst] > 0)
-            mxh_copy_uncharged(s2 + off, sbuf + sd[dst], sc[dst]);
-        copied += sc[dst];
+            off += c->y[k * N + m];
+        if (r->sc[dst] > 0)
+            mxh_copy_uncharged(r->s2 + off, r->sbuf + r->sd[dst], r->sc[dst]);
+        copied += r->sc[dst];
     }
     mxh_copy_charge(copied);
-    /* phase 2 sends that wait for nothing (no phase-1 pieces for that node) */
-    for (int dm = 1; dm < N; dm++) {
-        int m = (n + dm) % N;
-        if (c->pend1[m] == 0)
-            CHECK(post(&q, 1, s2 + c->s2_off[m], c->s2_len[m], m, 0, a->cross, -1));
-    }
+}
 
-    /* progress: the last phase-1 piece for node m sends its phase-2 message; a
-     * complete phase-2 message is copied to its places */
+/* Sends the phase-2 message to node @m, whose blocks are all in. */
+static int run_send_rail(run_ctx_t *r, int m)
+{
+    return post(&r->q, 1, r->s2 + r->c->s2_off[m], r->c->s2_len[m], m, 0, r->a->cross, -1);
+}
+
+/* Copies the complete phase-2 message from node @v to the blocks' places in rbuf. */
+static void run_unpack(run_ctx_t *r, int v)
+{
+    const struct mxh_a2a *a = r->a;
+    const char *p = r->r2 + r->c->r2_off[v];
+
+    for (int i = 0; i < a->g; i++) {
+        int src = a->rank_at[v * a->g + i];
+        if (r->rc[src] > 0)
+            mxh_copy_uncharged(r->rbuf + r->rd[src], p, r->rc[src]);
+        p += r->rc[src];
+    }
+    mxh_copy_charge(r->c->r2_len[v]);
+}
+
+/* Progress: the last phase-1 piece for node m sends its phase-2 message; a complete
+ * phase-2 message is copied to its places; a node's sent phase-1 pieces free a place in
+ * the window. */
+static mxh_status_t run_progress(run_ctx_t *r)
+{
+    const int N = r->a->nnodes;
+    call_t *c = r->c;
+
     for (;;) {
-        int idx = MPI_UNDEFINED;
-        int rcw = mxh_task_wait_any(q.n, q.req, &idx, MPI_STATUS_IGNORE);
+        int idx = MPI_UNDEFINED, rc = MPI_SUCCESS;
+        int rcw = mxh_task_wait_any(r->q.n, r->q.req, &idx, MPI_STATUS_IGNORE);
         if (rcw != MPI_SUCCESS) {
             mxh_error("hierarchical alltoall: waiting for a message failed (MPI error %d)", rcw);
             return MXH_ERR_MPI;
         }
         if (idx == MPI_UNDEFINED)
             break; /* every request is complete */
-        int w       = q.what[idx];
-        q.what[idx] = -1;
+        int w          = r->q.what[idx];
+        r->q.what[idx] = -1;
         if (w >= 2 * N) {
             if (--c->pends[w - 2 * N] == 0) {
-                in_flight--;
-                SEND_GROUPS();
+                r->in_flight--;
+                rc = run_send_groups(r);
             }
         } else if (w >= 0 && w < N) {
             if (--c->pend1[w] == 0)
-                CHECK(post(&q, 1, s2 + c->s2_off[w], c->s2_len[w], w, 0, a->cross, -1));
+                rc = run_send_rail(r, w);
         } else if (w >= N) {
-            int v = w - N;
-            if (--c->pend2[v] == 0) {
-                const char *p = r2 + c->r2_off[v];
-                for (int i = 0; i < g; i++) {
-                    int src = at[v * g + i];
-                    if (rc[src] > 0)
-                        mxh_copy_uncharged(rbuf + rd[src], p, rc[src]);
-                    p += rc[src];
-                }
-                mxh_copy_charge(c->r2_len[v]);
-            }
+            if (--c->pend2[w - N] == 0)
+                run_unpack(r, w - N);
         }
+        if (rc != MPI_SUCCESS)
+            return MXH_ERR_MPI;
     }
-#undef SEND_GROUPS
-#undef CHECK
     return MXH_OK;
+}
+
+/* The body, once c->y holds the block sizes. @in_place: the data to send is
+ * the copy at the front of a->data (@pre bytes), not at @sbuf. */
+static mxh_status_t run(mxh_hier_t *h, call_t *c, const char *sbuf, const size_t *sc,
+                        const size_t *sd, char *rbuf, const size_t *rc, const size_t *rd,
+                        int in_place, size_t pre)
+{
+    run_ctx_t r = {.a = h->a2a, .c = c, .sbuf = sbuf, .sc = sc, .sd = sd, .rbuf = rbuf,
+                   .rc = rc, .rd = rd, .next_dm = 1};
+    const int N = r.a->nnodes, n = r.a->me_node;
+    mxh_status_t st;
+
+    if ((st = run_buffers(&r, in_place, pre)) != MXH_OK)
+        return st;
+    if (run_post_recvs(&r) != MPI_SUCCESS || run_send_groups(&r) != MPI_SUCCESS)
+        return MXH_ERR_MPI;
+    /* the sends above only read sbuf: copying meanwhile is fine */
+    run_copy_own(&r);
+    /* phase 2 sends that wait for nothing (no phase-1 pieces for that node) */
+    for (int dm = 1; dm < N; dm++) {
+        int m = (n + dm) % N;
+        if (c->pend1[m] == 0 && run_send_rail(&r, m) != MPI_SUCCESS)
+            return MXH_ERR_MPI;
+    }
+    return run_progress(&r);
 }
 
 /* In place: the data to send is rbuf's; its span goes to the front of the data

@@ -432,47 +432,30 @@ static mxh_status_t map_segment(mxh_shm_t *shm, MPI_Comm comm, int rank)
     return MXH_OK;
 }
 
-mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p)
+/* The size of my shared-memory group inside @comm (0 when it cannot be split). */
+static int shm_node_size(MPI_Comm comm)
 {
-    mxh_status_t st = MXH_OK;
-    mxh_shm_t *shm = NULL;
     MPI_Comm node = MPI_COMM_NULL;
-    int rank, size, node_size = 0, rc;
-    /* agreed over comm (MAX): not shared, no memory, chunk, oversubscribed */
-    unsigned long long mine[4], all[4];
-    char *base = NULL;
+    int node_size = 0;
+    int rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
 
-    if (shm_p == NULL || comm == MPI_COMM_NULL) {
-        mxh_error("mxh_shm_create: invalid argument");
-        return MXH_ERR_INVALID_PARAM;
-    }
-    *shm_p = NULL;
-#ifdef MXH_SIMGRID
-    /* SimGrid SMPI: ranks are simulated actors scheduled cooperatively, so the
-     * spin-waits on shared flags below would never let a peer run. Every rank
-     * returns here, without communicating: the node steps use MPI instead. */
-    (void)chunk_bytes;
-    mxh_debug("mxh_shm_create: shared-memory collectives disabled under SimGrid SMPI");
-    return MXH_ERR_UNSUPPORTED;
-#endif
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-
-    rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     if (rc == MPI_SUCCESS && node != MPI_COMM_NULL)
         MPI_Comm_size(node, &node_size);
     if (node != MPI_COMM_NULL)
         MPI_Comm_free(&node);
+    return node_size;
+}
 
-    shm = calloc(1, sizeof(*shm));
-    if (shm != NULL) {
-        shm->peers = calloc((size_t)size, sizeof(*shm->peers));
-        if (shm->peers == NULL) {
-            free(shm);
-            shm = NULL;
-        }
-    }
+/* Agrees over @comm (MAX) whether all @size ranks share memory, whether every rank has
+ * its @shm (NULL: out of memory), the chunk and whether the machine is oversubscribed;
+ * the agreed values go to @all. */
+static mxh_status_t shm_agree_setup(MPI_Comm comm, const mxh_shm_t *shm, int size,
+                                    size_t chunk_bytes, unsigned long long all[4])
+{
+    unsigned long long mine[4];
+    int node_size = shm_node_size(comm), rc;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
     mine[0] = node_size != size;
     mine[1] = shm == NULL;
     mine[2] = chunk_bytes ? chunk_bytes : SHM_DEFAULT_CHUNK;
@@ -486,21 +469,23 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
     rc = MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) {
         mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
-        st = MXH_ERR_MPI;
-        goto cleanup;
+        return MXH_ERR_MPI;
     }
     if (all[0]) {
         mxh_debug("mxh_shm_create: the %d ranks of the communicator do not all share memory "
                   "(my shared-memory group: %d)", size, node_size);
-        st = MXH_ERR_UNSUPPORTED;
-        goto cleanup;
+        return MXH_ERR_UNSUPPORTED;
     }
     if (all[1]) {
         mxh_error("mxh_shm_create: out of memory (on %s rank)", mine[1] ? "this" : "another");
-        st = MXH_ERR_NO_MEMORY;
-        goto cleanup;
+        return MXH_ERR_NO_MEMORY;
     }
+    return MXH_OK;
+}
 
+/* The parameters of @shm from the agreed values @all of shm_agree_setup. */
+static void shm_set_params(mxh_shm_t *shm, int rank, int size, const unsigned long long all[4])
+{
     shm->rank = rank;
     shm->size = size;
     shm->step  = 0;
@@ -525,16 +510,23 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
         shm->small_max = 512;
     if (shm->small_max > shm->slot)
         shm->small_max = shm->slot;
+}
 
-    /* my part: control page, then 4 slots (page aligned) */
+/* Maps the segment (every rank's part: control page, then 4 slots, page aligned),
+ * initialises (and first-touches) my part and makes it visible to all. The cma line
+ * carries the single-copy probe's @cookie, which must live until shm_agree_cma is done. */
+static mxh_status_t shm_map(mxh_shm_t *shm, MPI_Comm comm, volatile uint64_t *cookie)
+{
+    int rank = shm->rank, size = shm->size;
     size_t stride = round_up(shm->slot, SHM_PAGE);
     size_t ctrl_bytes = round_up(sizeof(shm_ctrl_t), SHM_PAGE);
     size_t seg = ctrl_bytes + 4 * stride;
+    mxh_status_t st;
 
     shm->map_bytes = seg * (size_t)size;
     st = map_segment(shm, comm, rank);
     if (st != MXH_OK)
-        goto cleanup;
+        return st;
     for (int p = 0; p < size; p++) {
         char *pb = (char *)shm->map + (size_t)p * seg;
         shm->peers[p].ctrl = (shm_ctrl_t *)pb;
@@ -543,51 +535,95 @@ mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p
             shm->peers[p].res[b] = pb + ctrl_bytes + (size_t)(2 + b) * stride;
         }
     }
-    base = (char *)shm->map + (size_t)rank * seg;
-    /* initialise (and first-touch) my part, then make it visible to all; the
-     * cma line carries the single-copy probe's cookie */
-    volatile uint64_t cookie = ((uint64_t)getpid() << 24) ^ ((uint64_t)rank << 4) ^
-                               (uint64_t)(uintptr_t)shm ^ 0x5eedc0de5eedc0deULL;
+    char *base = (char *)shm->map + (size_t)rank * seg;
+    *cookie = ((uint64_t)getpid() << 24) ^ ((uint64_t)rank << 4) ^ (uint64_t)(uintptr_t)shm ^
+              0x5eedc0de5eedc0deULL;
     shm_ctrl_t *ctrl = shm->peers[rank].ctrl;
     memset(base + ctrl_bytes, 0, 4 * stride);
     for (int f = 0; f < F_COUNT; f++)
         atomic_init(&ctrl->f[f].v, 0);
     atomic_init(&ctrl->cma.pid, (uint64_t)getpid());
-    atomic_init(&ctrl->cma.addr, (uint64_t)(uintptr_t)&cookie);
-    atomic_init(&ctrl->cma.len, cookie);
+    atomic_init(&ctrl->cma.addr, (uint64_t)(uintptr_t)cookie);
+    atomic_init(&ctrl->cma.len, *cookie);
     atomic_init(&ctrl->sleepers.n, 0);
     shm->peers[rank].pid = (long)getpid();
     atomic_thread_fence(memory_order_seq_cst);
     MPI_Barrier(comm);
+    return MXH_OK;
+}
 
-    /* single copy: probed between every pair, agreed (everyone or nobody); the
-     * allreduce also keeps every cookie alive until all ranks have read */
-    {
-        int allowed;
-        unsigned long long cmin, cmax;
-        cma_env(&allowed, &cmin, &cmax);
-        mine[0] = size < 2 || !allowed || !cma_probe(shm);
-        mine[1] = cmin;
-        mine[2] = ~cmax; /* MAX of the complement: the smallest maximum */
-        rc = MPI_Allreduce(mine, all, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
-        if (rc != MPI_SUCCESS) {
-            mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
-            munmap(shm->map, shm->map_bytes);
-            st = MXH_ERR_MPI;
-            goto cleanup;
-        }
-        shm->cma = !all[0];
-        shm->cma_min = all[1] < (unsigned long long)SIZE_MAX ? (size_t)all[1] : SIZE_MAX;
-        shm->cma_max = ~all[2] < (unsigned long long)SIZE_MAX ? (size_t)~all[2] : SIZE_MAX;
+/* Single copy: probed between every pair, agreed (everyone or nobody) with its bounds;
+ * the allreduce also keeps every cookie alive until all ranks have read. */
+static mxh_status_t shm_agree_cma(mxh_shm_t *shm, MPI_Comm comm)
+{
+    int allowed, rc;
+    unsigned long long cmin, cmax, mine[3], all[3];
+
+    cma_env(&allowed, &cmin, &cmax);
+    mine[0] = shm->size < 2 || !allowed || !cma_probe(shm);
+    mine[1] = cmin;
+    mine[2] = ~cmax; /* MAX of the complement: the smallest maximum */
+    rc = MPI_Allreduce(mine, all, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) {
+        mxh_error("mxh_shm_create: MPI_Allreduce failed (%d)", rc);
+        return MXH_ERR_MPI;
     }
+    shm->cma = !all[0];
+    shm->cma_min = all[1] < (unsigned long long)SIZE_MAX ? (size_t)all[1] : SIZE_MAX;
+    shm->cma_max = ~all[2] < (unsigned long long)SIZE_MAX ? (size_t)~all[2] : SIZE_MAX;
+    return MXH_OK;
+}
+
+mxh_status_t mxh_shm_create(MPI_Comm comm, size_t chunk_bytes, mxh_shm_t **shm_p)
+{
+    mxh_status_t st = MXH_OK;
+    mxh_shm_t *shm = NULL;
+    int rank, size;
+    unsigned long long all[4];
+    volatile uint64_t cookie; /* read by the peers' single-copy probes */
+
+    if (shm_p == NULL || comm == MPI_COMM_NULL) {
+        mxh_error("mxh_shm_create: invalid argument");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *shm_p = NULL;
+#ifdef MXH_SIMGRID
+    /* SimGrid SMPI: ranks are simulated actors scheduled cooperatively, so the
+     * spin-waits on shared flags below would never let a peer run. Every rank
+     * returns here, without communicating: the node steps use MPI instead. */
+    (void)chunk_bytes;
+    mxh_debug("mxh_shm_create: shared-memory collectives disabled under SimGrid SMPI");
+    return MXH_ERR_UNSUPPORTED;
+#endif
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+
+    shm = calloc(1, sizeof(*shm));
+    if (shm != NULL) {
+        shm->peers = calloc((size_t)size, sizeof(*shm->peers));
+        if (shm->peers == NULL) {
+            free(shm);
+            shm = NULL;
+        }
+    }
+    if ((st = shm_agree_setup(comm, shm, size, chunk_bytes, all)) != MXH_OK)
+        goto err_free;
+    shm_set_params(shm, rank, size, all);
+    if ((st = shm_map(shm, comm, &cookie)) != MXH_OK)
+        goto err_free;
+    if ((st = shm_agree_cma(shm, comm)) != MXH_OK)
+        goto err_unmap;
 
     mxh_debug("shm: %d ranks, slot %zu B, one-phase up to %zu B, %s, single copy %s [%zu B, "
-              "%zu B)", size, shm->slot, shm->small_max, all[3] ? "oversubscribed" : "not oversubscribed",
-              shm->cma ? "on" : "off", shm->cma_min, shm->cma_max);
+              "%zu B)", size, shm->slot, shm->small_max,
+              shm->oversub ? "oversubscribed" : "not oversubscribed", shm->cma ? "on" : "off",
+              shm->cma_min, shm->cma_max);
     *shm_p = shm;
     return MXH_OK;
 
-cleanup:
+err_unmap:
+    munmap(shm->map, shm->map_bytes);
+err_free:
     if (shm != NULL) {
         free(shm->peers);
         free(shm);
@@ -845,6 +881,33 @@ static inline void slice(size_t c, size_t j, size_t ns, size_t *lo, size_t *len)
     *len = b - a;
 }
 
+/* check_args, and per-rank @counts and @displs given and not negative; their total and
+ * largest count into @total_p and @max_p. Returns 0 (logged) when invalid. */
+static int check_vargs(const mxh_shm_t *shm, size_t tsize, const int *counts, const int *displs,
+                       const char *func, size_t *total_p, size_t *max_p)
+{
+    size_t total = 0, maxc = 0;
+
+    if (!check_args(shm, tsize, func))
+        return 0;
+    if (counts == NULL || displs == NULL) {
+        mxh_error("%s: counts/displs missing", func);
+        return 0;
+    }
+    for (int q = 0; q < shm->size; q++) {
+        if (counts[q] < 0 || displs[q] < 0) {
+            mxh_error("%s: negative count or displacement for rank %d", func, q);
+            return 0;
+        }
+        total += (size_t)counts[q];
+        if ((size_t)counts[q] > maxc)
+            maxc = (size_t)counts[q];
+    }
+    *total_p = total;
+    *max_p   = maxc;
+    return 1;
+}
+
 /* reduce_scatter: copy slice j of every part into my in slot, in rank order */
 static void rs_copy_in(mxh_shm_t *shm, const char *in, const int *counts, const int *displs,
                        size_t tsize, size_t j, size_t ns, uint64_t s, int skip_me)
@@ -866,22 +929,11 @@ mxh_status_t mxh_shm_reduce_scatter(mxh_shm_t *shm, const void *in, void *out, c
                                     const int *displs, MPI_Datatype dt, size_t tsize, MPI_Op op)
 {
     static const char func[] = "mxh_shm_reduce_scatter";
-    size_t total = 0;
+    size_t total, maxc;
     int failed = 0;
 
-    if (!check_args(shm, tsize, func))
+    if (!check_vargs(shm, tsize, counts, displs, func, &total, &maxc))
         return MXH_ERR_INVALID_PARAM;
-    if (counts == NULL || displs == NULL) {
-        mxh_error("%s: counts/displs missing", func);
-        return MXH_ERR_INVALID_PARAM;
-    }
-    for (int q = 0; q < shm->size; q++) {
-        if (counts[q] < 0 || displs[q] < 0) {
-            mxh_error("%s: negative count or displacement for rank %d", func, q);
-            return MXH_ERR_INVALID_PARAM;
-        }
-        total += (size_t)counts[q];
-    }
     if (total == 0)
         return MXH_OK;
     const int n = shm->size, me = shm->rank;
@@ -963,23 +1015,11 @@ mxh_status_t mxh_shm_allgather(mxh_shm_t *shm, const void *mine, void *out, cons
                                const int *displs, MPI_Datatype dt, size_t tsize)
 {
     static const char func[] = "mxh_shm_allgather";
-    size_t maxc = 0;
+    size_t total, maxc;
 
     (void)dt;
-    if (!check_args(shm, tsize, func))
+    if (!check_vargs(shm, tsize, counts, displs, func, &total, &maxc))
         return MXH_ERR_INVALID_PARAM;
-    if (counts == NULL || displs == NULL) {
-        mxh_error("%s: counts/displs missing", func);
-        return MXH_ERR_INVALID_PARAM;
-    }
-    for (int q = 0; q < shm->size; q++) {
-        if (counts[q] < 0 || displs[q] < 0) {
-            mxh_error("%s: negative count or displacement for rank %d", func, q);
-            return MXH_ERR_INVALID_PARAM;
-        }
-        if ((size_t)counts[q] > maxc)
-            maxc = (size_t)counts[q];
-    }
     const int n = shm->size, me = shm->rank;
     const size_t cme = (size_t)counts[me];
     char *myout = (char *)out + (size_t)displs[me] * tsize;

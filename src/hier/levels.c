@@ -394,15 +394,141 @@ static int level_arrays(mxh_layout_t *L, int l, int n)
     return L->color[l] == NULL || L->coord[l] == NULL || L->gsize[l] == NULL ? -1 : 0;
 }
 
+/* The grid of the nodes' torus coordinates. */
+typedef struct torus_grid {
+    int      nd;        /* dimensions of the records */
+    int      k[3];      /* distinct coordinates used along each dimension */
+    int      D, act[3]; /* the dimensions longer than 1 */
+    int     *pos;       /* [node * 3 + d]: index of the node's coordinate among those of d */
+    int     *lin;       /* [node]: its linear index in the grid */
+    int64_t  stride[3], prod;
+} torus_grid_t;
+
+/* Fills @tg's positions, lengths, strides and linear indices from the nodes' coordinates.
+ * Returns 1 when the nodes fill the grid, one node per coordinate, 0 when they do not,
+ * -1 when out of memory. */
+static int torus_grid(const mxh_layout_t *L, const mxh_record_t *recs, torus_grid_t *tg)
+{
+    int ret = -1, *idx = malloc(sizeof(int) * 32768), *seen = NULL;
+    int64_t prod = 1;
+
+    if (idx == NULL)
+        return -1;
+    for (int d = 0; d < tg->nd; d++) {
+        for (int v = 0; v < 32768; v++)
+            idx[v] = -1;
+        for (int v = 0; v < L->nnodes; v++) {
+            int c = recs[L->node_first_rank[v]].tcoord[d];
+            if (c < 0 || c > 32767) {
+                ret = 0;
+                goto out;
+            }
+            idx[c] = 0;
+        }
+        tg->k[d] = 0;
+        for (int v = 0; v < 32768; v++)
+            if (idx[v] == 0)
+                idx[v] = tg->k[d]++;
+        for (int v = 0; v < L->nnodes; v++)
+            tg->pos[v * 3 + d] = idx[recs[L->node_first_rank[v]].tcoord[d]];
+        tg->stride[d] = prod;
+        prod *= tg->k[d];
+    }
+    tg->prod = prod;
+    /* a full grid: every coordinate combination is one node */
+    if (prod != L->nnodes) {
+        mxh_debug("layout: %d nodes on a torus grid of %lld coordinates: no torus levels",
+                  L->nnodes, (long long)prod);
+        ret = 0;
+        goto out;
+    }
+    seen = calloc((size_t)prod, sizeof(int));
+    if (seen == NULL)
+        goto out;
+    for (int v = 0; v < L->nnodes; v++) {
+        tg->lin[v] = 0;
+        for (int d = 0; d < tg->nd; d++)
+            tg->lin[v] += tg->pos[v * 3 + d] * (int)tg->stride[d];
+        if (seen[tg->lin[v]]++) {
+            mxh_debug("layout: two nodes at one torus coordinate: no torus levels");
+            ret = 0;
+            goto out;
+        }
+    }
+    ret = 1;
+out:
+    free(idx);
+    free(seen);
+    return ret;
+}
+
+/* The levels of the torus @tg into @L: the node level when @s > 1 ranks per node (c0:
+ * each rank's rail position), then one ring level per active dimension, in each rail's
+ * order (sel[c]: rail c's choice in @tc). @keys: n int64_t of scratch. Returns 1, or -1
+ * when out of memory. */
+static int torus_build_levels(mxh_layout_t *L, const int *c0, int s, const torus_grid_t *tg,
+                              const torus_choices_t *tc, const int *sel, int64_t *keys)
+{
+    int n = L->nranks, D = tg->D;
+
+    L->torus_ndims  = D;
+    L->torus_nrails = s;
+    for (int j = 0; j < D; j++) {
+        L->torus_dim[j] = tg->act[j];
+        L->torus_k[j]   = tg->k[tg->act[j]];
+    }
+    L->torus_order = malloc(sizeof(int) * (size_t)s * 3);
+    if (L->torus_order == NULL)
+        return -1;
+    for (int c = 0; c < s; c++)
+        for (int j = 0; j < 3; j++)
+            L->torus_order[c * 3 + j] = j < D ? tc->dim[sel[c]][j] : -1;
+
+    L->nlevels = 0;
+    if (s > 1) {
+        int l = L->nlevels++;
+        L->type[l]    = MXH_LEVEL_NODE;
+        L->ngroups[l] = L->nnodes;
+        if (level_arrays(L, l, n))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            L->color[l][r] = L->node_of[r];
+            L->coord[l][r] = c0[r];
+            L->gsize[l][r] = s;
+        }
+    }
+    for (int j = 0; j < D; j++) {
+        int l = L->nlevels++;
+        L->type[l]  = MXH_LEVEL_RAIL;
+        L->ring[l]  = 1;
+        if (level_arrays(L, l, n))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
+            int d = tg->act[e & 3], kd = tg->k[d], p = tg->pos[v * 3 + d];
+            /* the group: my rail, my coordinates but along d */
+            keys[r]        = (int64_t)c0[r] * tg->prod + tg->lin[v] - (int64_t)p * tg->stride[d];
+            L->coord[l][r] = (e & 4) ? (kd - p) % kd : p;
+            L->gsize[l][r] = kd;
+        }
+        L->ngroups[l] = dense_ids(keys, n, L->color[l]);
+        if (L->ngroups[l] < 0)
+            return -1;
+    }
+    for (int l = 0; l < L->nlevels; l++)
+        L->kind[l] = l == L->nlevels - 1 ? MXH_LEVEL_KIND_TOP : MXH_LEVEL_KIND_SCATTER;
+    return 1;
+}
+
 /* Builds the levels of a torus into @L (node level when @s > 1 ranks per node, then one
  * level per dimension longer than 1). Returns 1 when built, 0 when the records do not
  * describe a full torus grid (the leaf-based levels apply), -1 when out of memory.
  * Needs a regular node level (c0: rail position of every rank, s per node). */
 static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0, int s)
 {
-    int n = L->nranks, nd = recs[0].tndims, k[3] = {1, 1, 1}, act[3], D = 0, ret = -1;
-    int *pos = NULL, *lin = NULL, *seen = NULL, *idx = NULL, *sel = NULL;
-    int64_t *keys = NULL, prod = 1, stride[3];
+    int n = L->nranks, nd = recs[0].tndims, ret = -1, *sel = NULL;
+    int64_t *keys = NULL;
+    torus_grid_t tg = {.nd = nd, .k = {1, 1, 1}};
     torus_choices_t tc;
 
     if (nd <= 0 || nd > MXH_REC_TORUS_DIMS)
@@ -415,121 +541,33 @@ static int torus_levels(mxh_layout_t *L, const mxh_record_t *recs, const int *c0
             return 0;
         }
     }
-    /* positions: index of each node's coordinate among the distinct values of the dimension */
-    pos  = malloc(sizeof(int) * (size_t)L->nnodes * 3);
-    lin  = malloc(sizeof(int) * (size_t)L->nnodes);
-    idx  = malloc(sizeof(int) * 32768);
-    sel  = malloc(sizeof(int) * (size_t)(s > 0 ? s : 1));
-    keys = malloc(sizeof(int64_t) * (size_t)n);
-    if (pos == NULL || lin == NULL || idx == NULL || sel == NULL || keys == NULL)
+    tg.pos = malloc(sizeof(int) * (size_t)L->nnodes * 3);
+    tg.lin = malloc(sizeof(int) * (size_t)L->nnodes);
+    sel    = malloc(sizeof(int) * (size_t)(s > 0 ? s : 1));
+    keys   = malloc(sizeof(int64_t) * (size_t)n);
+    if (tg.pos == NULL || tg.lin == NULL || sel == NULL || keys == NULL)
         goto out;
-    for (int d = 0; d < nd; d++) {
-        for (int v = 0; v < 32768; v++)
-            idx[v] = -1;
-        for (int v = 0; v < L->nnodes; v++) {
-            int c = recs[L->node_first_rank[v]].tcoord[d];
-            if (c < 0 || c > 32767) {
-                ret = 0;
-                goto out;
-            }
-            idx[c] = 0;
-        }
-        k[d] = 0;
-        for (int v = 0; v < 32768; v++)
-            if (idx[v] == 0)
-                idx[v] = k[d]++;
-        for (int v = 0; v < L->nnodes; v++)
-            pos[v * 3 + d] = idx[recs[L->node_first_rank[v]].tcoord[d]];
-        stride[d] = prod;
-        prod *= k[d];
-    }
-    /* a full grid: every coordinate combination is one node */
-    if (prod != L->nnodes) {
-        mxh_debug("layout: %d nodes on a torus grid of %lld coordinates: no torus levels",
-                  L->nnodes, (long long)prod);
-        ret = 0;
+    ret = torus_grid(L, recs, &tg);
+    if (ret <= 0)
         goto out;
-    }
-    seen = calloc((size_t)prod, sizeof(int));
-    if (seen == NULL)
-        goto out;
-    for (int v = 0; v < L->nnodes; v++) {
-        lin[v] = 0;
-        for (int d = 0; d < nd; d++)
-            lin[v] += pos[v * 3 + d] * (int)stride[d];
-        if (seen[lin[v]]++) {
-            mxh_debug("layout: two nodes at one torus coordinate: no torus levels");
-            ret = 0;
-            goto out;
-        }
-    }
     for (int d = 0; d < nd; d++)
-        if (k[d] > 1)
-            act[D++] = d;
-    if (D == 0 || (s > 1) + D > MXH_MAX_LEVELS) {
+        if (tg.k[d] > 1)
+            tg.act[tg.D++] = d;
+    if (tg.D == 0 || (s > 1) + tg.D > MXH_MAX_LEVELS) {
         ret = 0;
         goto out;
     }
     {
         int ka[3];
-        for (int j = 0; j < D; j++)
-            ka[j] = k[act[j]];
-        torus_enum(&tc, D, ka);
+        for (int j = 0; j < tg.D; j++)
+            ka[j] = tg.k[tg.act[j]];
+        torus_enum(&tc, tg.D, ka);
     }
     torus_assign(&tc, s, sel);
-
-    L->torus_ndims  = D;
-    L->torus_nrails = s;
-    for (int j = 0; j < D; j++) {
-        L->torus_dim[j] = act[j];
-        L->torus_k[j]   = k[act[j]];
-    }
-    L->torus_order = malloc(sizeof(int) * (size_t)s * 3);
-    if (L->torus_order == NULL)
-        goto out;
-    for (int c = 0; c < s; c++)
-        for (int j = 0; j < 3; j++)
-            L->torus_order[c * 3 + j] = j < D ? tc.dim[sel[c]][j] : -1;
-
-    L->nlevels = 0;
-    if (s > 1) {
-        int l = L->nlevels++;
-        L->type[l]    = MXH_LEVEL_NODE;
-        L->ngroups[l] = L->nnodes;
-        if (level_arrays(L, l, n))
-            goto out;
-        for (int r = 0; r < n; r++) {
-            L->color[l][r] = L->node_of[r];
-            L->coord[l][r] = c0[r];
-            L->gsize[l][r] = s;
-        }
-    }
-    for (int j = 0; j < D; j++) {
-        int l = L->nlevels++;
-        L->type[l]  = MXH_LEVEL_RAIL;
-        L->ring[l]  = 1;
-        if (level_arrays(L, l, n))
-            goto out;
-        for (int r = 0; r < n; r++) {
-            int v = L->node_of[r], e = L->torus_order[c0[r] * 3 + j];
-            int d = act[e & 3], kd = k[d], p = pos[v * 3 + d];
-            /* the group: my rail, my coordinates but along d */
-            keys[r]        = (int64_t)c0[r] * prod + lin[v] - (int64_t)p * stride[d];
-            L->coord[l][r] = (e & 4) ? (kd - p) % kd : p;
-            L->gsize[l][r] = kd;
-        }
-        L->ngroups[l] = dense_ids(keys, n, L->color[l]);
-        if (L->ngroups[l] < 0)
-            goto out;
-    }
-    for (int l = 0; l < L->nlevels; l++)
-        L->kind[l] = l == L->nlevels - 1 ? MXH_LEVEL_KIND_TOP : MXH_LEVEL_KIND_SCATTER;
-    ret = 1;
+    ret = torus_build_levels(L, c0, s, &tg, &tc, sel, keys);
 out:
-    free(pos);
-    free(lin);
-    free(seen);
-    free(idx);
+    free(tg.pos);
+    free(tg.lin);
     free(sel);
     free(keys);
     return ret;
@@ -542,56 +580,67 @@ out:
             goto err_nomem;                                                    \
     } while (0)
 
-mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
-                               mxh_layout_t **layout_p)
+/* The scratch arrays of mxh_layout_create, freed when it returns. */
+typedef struct {
+    const mxh_record_t *recs;
+    int      n, levels_mask, use_leaves;
+    int64_t *keys;         /* n sort keys, reused by every step */
+    int     *c0;           /* each rank's position inside its node (rail order when regular) */
+    int     *node_size;    /* ranks per node */
+    int     *node_off;     /* nnodes + 1 offsets into rails_sorted */
+    int     *rails_sorted; /* the ranks of each node, in (rail, island, GPU, local index) order */
+    int     *isl_idx;      /* each rank's NVLink island inside its node */
+    int     *isl_pos;      /* each rank's position inside its island */
+    int     *cand_color[MXH_LEVEL_TYPE_COUNT], *cand_coord[MXH_LEVEL_TYPE_COUNT];
+    int      cand_ngroups[MXH_LEVEL_TYPE_COUNT];
+} layout_build_t;
+
+static void layout_build_free(layout_build_t *b)
 {
-    mxh_layout_t *L = NULL;
-    int64_t *keys = NULL;
-    int *sel = NULL, *c0 = NULL, *node_size = NULL, *rails_sorted = NULL, *node_off = NULL;
-    int *fill = NULL, *isl_idx = NULL, *isl_pos = NULL, *cand_color[MXH_LEVEL_TYPE_COUNT] = {0};
-    int *cand_coord[MXH_LEVEL_TYPE_COUNT] = {0}, cand_ngroups[MXH_LEVEL_TYPE_COUNT] = {0};
-    int use_leaves = (levels_mask >> MXH_LEVEL_SPINE) & 1;
-
-    if (n <= 0 || recs == NULL) {
-        mxh_error("layout: %d records", n);
-        return MXH_ERR_INVALID_PARAM;
+    free(b->keys);
+    free(b->c0);
+    free(b->node_size);
+    free(b->node_off);
+    free(b->rails_sorted);
+    for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
+        free(b->cand_color[t]);
+        free(b->cand_coord[t]);
     }
-    if (!(levels_mask & (1 << MXH_LEVEL_NODE)) || !(levels_mask & (1 << MXH_LEVEL_RAIL))) {
-        mxh_error("MPIX_HIER_LEVELS must include node and rail");
-        return MXH_ERR_CONFIG;
-    }
+    free(b->isl_idx);
+    free(b->isl_pos);
+}
 
-    L = calloc(1, sizeof(*L));
-    if (L == NULL)
-        goto err_nomem;
-    L->nranks = n;
-    keys = malloc(sizeof(*keys) * (size_t)n);
-    if (keys == NULL)
-        goto err_nomem;
+/* Nodes in order of first appearance: node_of, local_index, node_size, node_first_rank.
+ * Returns 0, or -1 when out of memory. */
+static int layout_nodes(mxh_layout_t *L, layout_build_t *b)
+{
+    int n = b->n, *sel = NULL;
+
     ALLOC_INTS(sel, n);
-    ALLOC_INTS(L->node_of, n);
-    ALLOC_INTS(L->local_index, n);
-    ALLOC_INTS(L->rail, n);
-    ALLOC_INTS(L->gpu_of, n);
-    ALLOC_INTS(L->island_of, n);
-    ALLOC_INTS(c0, n);
-
-    /* ---- nodes, in order of first appearance */
     for (int r = 0; r < n; r++)
         sel[r] = r;
-    if (name_keys(recs, sel, n, cmp_node_name, 0, keys) != 0)
+    if (name_keys(b->recs, sel, n, cmp_node_name, 0, b->keys) != 0)
         goto err_nomem;
-    L->nnodes = dense_ids(keys, n, L->node_of);
+    L->nnodes = dense_ids(b->keys, n, L->node_of);
     if (L->nnodes < 0)
         goto err_nomem;
-    ALLOC_INTS(node_size, L->nnodes);
+    ALLOC_INTS(b->node_size, L->nnodes);
     ALLOC_INTS(L->node_first_rank, L->nnodes);
     for (int r = n - 1; r >= 0; r--)
         L->node_first_rank[L->node_of[r]] = r;
     for (int r = 0; r < n; r++)
-        L->local_index[r] = node_size[L->node_of[r]]++;
+        L->local_index[r] = b->node_size[L->node_of[r]]++;
+    free(sel);
+    return 0;
 
-    /* ---- GPU, rail and NVLink island of every rank */
+err_nomem:
+    free(sel);
+    return -1;
+}
+
+/* The GPU, rail and NVLink island of every rank. */
+static void layout_gpus(mxh_layout_t *L, const mxh_record_t *recs, int n)
+{
     for (int r = 0; r < n; r++) {
         const mxh_record_t *rec = &recs[r];
         int g = rec->gpu, ng = rec->ngpus < MXH_REC_MAX_GPUS ? rec->ngpus : MXH_REC_MAX_GPUS;
@@ -612,203 +661,254 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
         else
             L->rail[r] = L->local_index[r];
     }
+}
 
-    /* ---- order inside each node by (rail, island, GPU, local index); the node level is
-     * regular when every node has the same size and the same rails in that order (ranks
-     * may share a rail: the k-th rank of a rail then pairs with the k-th elsewhere) */
-    ALLOC_INTS(node_off, L->nnodes + 1);
-    ALLOC_INTS(rails_sorted, n); /* ranks of each node, in order */
+/* Orders the ranks inside each node by (rail, island, GPU, local index) and sets c0. The
+ * node level is regular when every node has the same size and the same rails in that order
+ * (ranks may share a rail: the k-th rank of a rail then pairs with the k-th elsewhere).
+ * Returns 0, or -1 when out of memory. */
+static int layout_node_order(mxh_layout_t *L, layout_build_t *b)
+{
+    int n = b->n, *fill = NULL;
+
+    ALLOC_INTS(b->node_off, L->nnodes + 1);
+    ALLOC_INTS(b->rails_sorted, n);
     ALLOC_INTS(fill, L->nnodes);
     for (int v = 0; v < L->nnodes; v++)
-        node_off[v + 1] = node_off[v] + node_size[v];
+        b->node_off[v + 1] = b->node_off[v] + b->node_size[v];
     for (int r = 0; r < n; r++) {
         int v = L->node_of[r];
-        rails_sorted[node_off[v] + fill[v]++] = r;
+        b->rails_sorted[b->node_off[v] + fill[v]++] = r;
     }
-    sort_layout = L;
+    free(fill);
+    sort_layout     = L;
     L->node_regular = 1;
     for (int v = 0; v < L->nnodes; v++) {
-        int *rs = rails_sorted + node_off[v];
-        qsort(rs, (size_t)node_size[v], sizeof(int), cmp_in_node);
-        if (node_size[v] != node_size[0])
+        int *rs = b->rails_sorted + b->node_off[v];
+        qsort(rs, (size_t)b->node_size[v], sizeof(int), cmp_in_node);
+        if (b->node_size[v] != b->node_size[0])
             L->node_regular = 0;
-        for (int k = 0; L->node_regular && k < node_size[v]; k++)
-            if (L->rail[rs[k]] != L->rail[rails_sorted[k]])
+        for (int k = 0; L->node_regular && k < b->node_size[v]; k++)
+            if (L->rail[rs[k]] != L->rail[b->rails_sorted[k]])
                 L->node_regular = 0;
     }
     for (int v = 0; v < L->nnodes; v++)
-        for (int k = 0; k < node_size[v]; k++) {
-            int r = rails_sorted[node_off[v] + k];
-            c0[r] = L->node_regular ? k : L->local_index[r];
+        for (int k = 0; k < b->node_size[v]; k++) {
+            int r = b->rails_sorted[b->node_off[v] + k];
+            b->c0[r] = L->node_regular ? k : L->local_index[r];
         }
+    return 0;
 
-    /* ---- NVLink islands: split the node level into island -> node when all nodes have
-     * the same island pattern, at least two islands and islands of equal size > 1 */
-    ALLOC_INTS(isl_idx, n);
-    ALLOC_INTS(isl_pos, n);
-    if (L->node_regular && (levels_mask & (1 << MXH_LEVEL_ISLAND))) {
-        int s = node_size[0], ok = 1, nisl = 0, *pat, *cnt, *cur;
-        ALLOC_INTS(pat, s);
-        ALLOC_INTS(cnt, s);
-        ALLOC_INTS(cur, s);
-        /* canonical pattern of a node: island labels renumbered by first appearance */
-        for (int v = 0; v < L->nnodes && ok; v++) {
-            int *rs = rails_sorted + node_off[v], next = 0;
-            for (int k = 0; k < s && ok; k++) {
-                int isl = L->island_of[rs[k]], id = -1;
-                if (isl < 0) {
-                    ok = 0;
-                    break;
-                }
-                for (int j2 = 0; j2 < k && id < 0; j2++)
-                    if (L->island_of[rs[j2]] == isl)
-                        id = cur[j2];
-                cur[k] = id >= 0 ? id : next++;
-            }
-            if (!ok)
-                break;
-            if (v == 0) {
-                memcpy(pat, cur, sizeof(int) * (size_t)s);
-                nisl = next;
-            } else if (memcmp(pat, cur, sizeof(int) * (size_t)s) != 0) {
-                ok = 0;
-            }
+err_nomem:
+    return -1;
+}
+
+/* The island pattern every node of @s ranks shares (island labels renumbered by first
+ * appearance in node order) into @pat and its number of islands into @nisl; @cur is
+ * scratch of @s ints. Returns 0 when a rank has no island or two nodes differ. */
+static int island_pattern(const mxh_layout_t *L, const layout_build_t *b, int s, int *pat,
+                          int *cur, int *nisl)
+{
+    for (int v = 0; v < L->nnodes; v++) {
+        int *rs = b->rails_sorted + b->node_off[v], next = 0;
+        for (int k = 0; k < s; k++) {
+            int isl = L->island_of[rs[k]], id = -1;
+            if (isl < 0)
+                return 0;
+            for (int j = 0; j < k && id < 0; j++)
+                if (L->island_of[rs[j]] == isl)
+                    id = cur[j];
+            cur[k] = id >= 0 ? id : next++;
         }
-        free(cur);
-        for (int k = 0; ok && k < s; k++)
-            cnt[pat[k]]++;
-        for (int i2 = 1; ok && i2 < nisl; i2++)
-            if (cnt[i2] != cnt[0])
-                ok = 0;
-        if (ok && nisl >= 2 && cnt[0] >= 2) {
-            L->nislands = nisl;
-            for (int r = 0; r < n; r++) {
-                int k = c0[r], pos = 0;
-                for (int j = 0; j < k; j++)
-                    pos += pat[j] == pat[k];
-                isl_idx[r] = pat[k];
-                isl_pos[r] = pos;
-            }
+        if (v == 0) {
+            memcpy(pat, cur, sizeof(int) * (size_t)s);
+            *nisl = next;
+        } else if (memcmp(pat, cur, sizeof(int) * (size_t)s) != 0) {
+            return 0;
         }
-        free(pat);
-        free(cnt);
     }
+    return 1;
+}
 
-    /* ---- leaves (the leaf of a node is its first rank's) */
+/* NVLink islands: the node level splits into island -> node when all nodes have the same
+ * island pattern, at least two islands and islands of equal size > 1 (sets L->nislands,
+ * isl_idx and isl_pos). Returns 0, or -1 when out of memory. */
+static int layout_islands(mxh_layout_t *L, layout_build_t *b)
+{
+    int n = b->n, s, ok, nisl = 0, *pat = NULL, *cnt = NULL, *cur = NULL;
+
+    ALLOC_INTS(b->isl_idx, n);
+    ALLOC_INTS(b->isl_pos, n);
+    if (!L->node_regular || !(b->levels_mask & (1 << MXH_LEVEL_ISLAND)))
+        return 0;
+    s = b->node_size[0];
+    ALLOC_INTS(pat, s);
+    ALLOC_INTS(cnt, s);
+    ALLOC_INTS(cur, s);
+    ok = island_pattern(L, b, s, pat, cur, &nisl);
+    for (int k = 0; ok && k < s; k++)
+        cnt[pat[k]]++;
+    for (int i = 1; ok && i < nisl; i++)
+        if (cnt[i] != cnt[0])
+            ok = 0;
+    if (ok && nisl >= 2 && cnt[0] >= 2) {
+        L->nislands = nisl;
+        for (int r = 0; r < n; r++) {
+            int k = b->c0[r], pos = 0;
+            for (int j = 0; j < k; j++)
+                pos += pat[j] == pat[k];
+            b->isl_idx[r] = pat[k];
+            b->isl_pos[r] = pos;
+        }
+    }
+    free(pat);
+    free(cnt);
+    free(cur);
+    return 0;
+
+err_nomem:
+    free(pat);
+    free(cnt);
+    free(cur);
+    return -1;
+}
+
+/* Leaf switches (the leaf of a node is its first rank's; one leaf without the spine
+ * level) and each node's position under its leaf. Returns 0, or -1 when out of memory. */
+static int layout_leaves(mxh_layout_t *L, layout_build_t *b)
+{
+    int *cnt = NULL;
+
     ALLOC_INTS(L->leaf_of_node, L->nnodes);
     ALLOC_INTS(L->node_pos, L->nnodes);
-    if (use_leaves) {
-        if (name_keys(recs, L->node_first_rank, L->nnodes, cmp_leaf_name, 1, keys) != 0)
+    if (b->use_leaves) {
+        if (name_keys(b->recs, L->node_first_rank, L->nnodes, cmp_leaf_name, 1, b->keys) != 0)
             goto err_nomem;
-        L->nleaves = dense_ids(keys, L->nnodes, L->leaf_of_node);
+        L->nleaves = dense_ids(b->keys, L->nnodes, L->leaf_of_node);
         if (L->nleaves < 0)
             goto err_nomem;
     } else {
         L->nleaves = 1;
     }
     ALLOC_INTS(L->leaf_first_node, L->nleaves);
-    {
-        int *cnt;
-        ALLOC_INTS(cnt, L->nleaves);
-        for (int v = L->nnodes - 1; v >= 0; v--)
-            L->leaf_first_node[L->leaf_of_node[v]] = v;
-        for (int v = 0; v < L->nnodes; v++)
-            L->node_pos[v] = cnt[L->leaf_of_node[v]]++;
-        free(cnt);
-    }
+    ALLOC_INTS(cnt, L->nleaves);
+    for (int v = L->nnodes - 1; v >= 0; v--)
+        L->leaf_first_node[L->leaf_of_node[v]] = v;
+    for (int v = 0; v < L->nnodes; v++)
+        L->node_pos[v] = cnt[L->leaf_of_node[v]]++;
+    free(cnt);
+    return 0;
 
-    /* ---- a torus of nodes: one network level per dimension (torus_levels) */
-    if (use_leaves && L->node_regular && !L->nislands && recs[0].tndims > 0) {
-        int t = torus_levels(L, recs, c0, node_size[0]);
-        if (t < 0)
-            goto err_nomem;
-        if (t > 0)
-            goto representatives;
-    }
+err_nomem:
+    return -1;
+}
 
-    /* ---- candidate levels, inner to outer */
-    int maxc0 = 0, maxpos = 0, maxisl = 0;
+/* The candidate levels, inner to outer: each rank's group key and coordinate at every
+ * level type the layout has. Returns 0, or -1 when out of memory. */
+static int layout_candidates(mxh_layout_t *L, layout_build_t *b)
+{
+    int n = b->n, maxc0 = 0, maxpos = 0, maxisl = 0;
+    int64_t *keys = b->keys;
+
     for (int r = 0; r < n; r++) {
-        if (c0[r] > maxc0)
-            maxc0 = c0[r];
-        if (isl_pos[r] > maxisl)
-            maxisl = isl_pos[r];
+        if (b->c0[r] > maxc0)
+            maxc0 = b->c0[r];
+        if (b->isl_pos[r] > maxisl)
+            maxisl = b->isl_pos[r];
     }
     for (int v = 0; v < L->nnodes; v++)
         if (L->node_pos[v] > maxpos)
             maxpos = L->node_pos[v];
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-        if ((t == MXH_LEVEL_SPINE && !use_leaves) || (t == MXH_LEVEL_ISLAND && !L->nislands))
+        int *coord;
+        if ((t == MXH_LEVEL_SPINE && !b->use_leaves) || (t == MXH_LEVEL_ISLAND && !L->nislands))
             continue;
-        ALLOC_INTS(cand_color[t], n);
-        ALLOC_INTS(cand_coord[t], n);
+        ALLOC_INTS(b->cand_color[t], n);
+        ALLOC_INTS(b->cand_coord[t], n);
+        coord = b->cand_coord[t];
         for (int r = 0; r < n; r++) {
             int v = L->node_of[r];
             switch (t) {
             case MXH_LEVEL_ISLAND:
-                keys[r]            = (int64_t)v * (maxc0 + 1) + isl_idx[r];
-                cand_coord[t][r]   = isl_pos[r];
+                keys[r]  = (int64_t)v * (maxc0 + 1) + b->isl_idx[r];
+                coord[r] = b->isl_pos[r];
                 break;
             case MXH_LEVEL_NODE:
                 if (L->nislands) { /* across the islands of the node */
-                    keys[r]          = (int64_t)v * (maxisl + 1) + isl_pos[r];
-                    cand_coord[t][r] = isl_idx[r];
+                    keys[r]  = (int64_t)v * (maxisl + 1) + b->isl_pos[r];
+                    coord[r] = b->isl_idx[r];
                 } else {
-                    keys[r]          = v;
-                    cand_coord[t][r] = c0[r];
+                    keys[r]  = v;
+                    coord[r] = b->c0[r];
                 }
                 break;
             case MXH_LEVEL_RAIL:
-                keys[r]            = (int64_t)L->leaf_of_node[v] * (maxc0 + 1) + c0[r];
-                cand_coord[t][r]   = L->node_pos[v];
+                keys[r]  = (int64_t)L->leaf_of_node[v] * (maxc0 + 1) + b->c0[r];
+                coord[r] = L->node_pos[v];
                 break;
             default: /* spine */
-                keys[r]            = (int64_t)c0[r] * (maxpos + 1) + L->node_pos[v];
-                cand_coord[t][r]   = L->leaf_of_node[v];
+                keys[r]  = (int64_t)b->c0[r] * (maxpos + 1) + L->node_pos[v];
+                coord[r] = L->leaf_of_node[v];
                 break;
             }
         }
-        cand_ngroups[t] = dense_ids(keys, n, cand_color[t]);
-        if (cand_ngroups[t] < 0)
+        b->cand_ngroups[t] = dense_ids(keys, n, b->cand_color[t]);
+        if (b->cand_ngroups[t] < 0)
             goto err_nomem;
     }
+    return 0;
 
-    /* ---- keep levels that have a group larger than one */
-    {
-        int *size;
-        ALLOC_INTS(size, n);
-        static const int order[] = {MXH_LEVEL_ISLAND, MXH_LEVEL_NODE, MXH_LEVEL_RAIL,
-                                    MXH_LEVEL_SPINE};
-        for (int oi = 0; oi < MXH_LEVEL_TYPE_COUNT; oi++) {
-            int t = order[oi], maxsize = 0;
-            if (cand_color[t] == NULL)
-                continue;
-            memset(size, 0, sizeof(int) * (size_t)n);
-            for (int r = 0; r < n; r++)
-                size[cand_color[t][r]]++;
-            for (int g = 0; g < cand_ngroups[t]; g++)
-                if (size[g] > maxsize)
-                    maxsize = size[g];
-            if (maxsize <= 1)
-                continue;
-            int l = L->nlevels++;
-            L->type[l]    = (mxh_level_type_t)t;
-            L->ngroups[l] = cand_ngroups[t];
-            L->color[l]   = cand_color[t];
-            L->coord[l]   = cand_coord[t];
-            cand_color[t] = cand_coord[t] = NULL;
-            ALLOC_INTS(L->gsize[l], n);
-            for (int r = 0; r < n; r++)
-                L->gsize[l][r] = size[L->color[l][r]];
-        }
-        free(size);
+err_nomem:
+    return -1;
+}
+
+/* Keeps the candidate levels that have a group larger than one, moving their arrays into
+ * @L. Returns 0, or -1 when out of memory. */
+static int layout_keep_levels(mxh_layout_t *L, layout_build_t *b)
+{
+    static const int order[] = {MXH_LEVEL_ISLAND, MXH_LEVEL_NODE, MXH_LEVEL_RAIL,
+                                MXH_LEVEL_SPINE};
+    int n = b->n, *size = NULL;
+
+    ALLOC_INTS(size, n);
+    for (int oi = 0; oi < MXH_LEVEL_TYPE_COUNT; oi++) {
+        int t = order[oi], maxsize = 0;
+        if (b->cand_color[t] == NULL)
+            continue;
+        memset(size, 0, sizeof(int) * (size_t)n);
+        for (int r = 0; r < n; r++)
+            size[b->cand_color[t][r]]++;
+        for (int g = 0; g < b->cand_ngroups[t]; g++)
+            if (size[g] > maxsize)
+                maxsize = size[g];
+        if (maxsize <= 1)
+            continue;
+        int l = L->nlevels++;
+        L->type[l]       = (mxh_level_type_t)t;
+        L->ngroups[l]    = b->cand_ngroups[t];
+        L->color[l]      = b->cand_color[t];
+        L->coord[l]      = b->cand_coord[t];
+        b->cand_color[t] = b->cand_coord[t] = NULL;
+        ALLOC_INTS(L->gsize[l], n);
+        for (int r = 0; r < n; r++)
+            L->gsize[l][r] = size[L->color[l][r]];
     }
+    free(size);
+    return 0;
 
-    /* ---- coordinates dense inside each group: 0..size-1 in key order */
+err_nomem:
+    free(size);
+    return -1;
+}
+
+/* Makes the coordinates dense inside each group: 0..size-1 in key order. Returns 0, or -1
+ * when out of memory. */
+static int layout_dense_coords(mxh_layout_t *L, int n)
+{
     for (int l = 0; l < L->nlevels; l++) {
         key_idx_t *ki = malloc(sizeof(*ki) * (size_t)n);
         if (ki == NULL)
-            goto err_nomem;
+            return -1;
         for (int r = 0; r < n; r++) {
             ki[r].key = ((int64_t)L->color[l][r] << 32) | (int64_t)L->coord[l][r];
             ki[r].idx = r;
@@ -821,8 +921,13 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
         }
         free(ki);
     }
+    return 0;
+}
 
-    /* ---- kinds: SCATTER when all participating groups have one size */
+/* The kind of each level: SCATTER when all participating groups have one size, else
+ * LEADER; the last level is the TOP. */
+static void layout_kinds(mxh_layout_t *L, int n)
+{
     for (int l = 0; l < L->nlevels; l++) {
         int gs = -1, equal = 1;
         if (l == L->nlevels - 1) {
@@ -839,10 +944,14 @@ mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
         }
         L->kind[l] = equal ? MXH_LEVEL_KIND_SCATTER : MXH_LEVEL_KIND_LEADER;
     }
+}
 
-    /* ---- representatives: after a LEADER level a rank is represented by its leader */
-representatives:
+/* The representatives: after a LEADER level a rank is represented by its leader. Returns
+ * 0, or -1 when out of memory. */
+static int layout_representatives(mxh_layout_t *L, int n)
+{
     for (int l = 0; l < L->nlevels; l++) {
+        int *leader;
         ALLOC_INTS(L->rep[l], n);
         if (l == 0) {
             for (int r = 0; r < n; r++)
@@ -853,7 +962,6 @@ representatives:
             memcpy(L->rep[l], L->rep[l - 1], sizeof(int) * (size_t)n);
             continue;
         }
-        int *leader;
         ALLOC_INTS(leader, L->ngroups[l - 1]);
         for (int r = 0; r < n; r++)
             if (L->coord[l - 1][r] == 0)
@@ -862,38 +970,71 @@ representatives:
             L->rep[l][r] = leader[L->color[l - 1][L->rep[l - 1][r]]];
         free(leader);
     }
+    return 0;
 
-    free(keys);
-    free(sel);
-    free(c0);
-    free(node_size);
-    free(rails_sorted);
-    free(node_off);
-    free(fill);
-    free(isl_idx);
-    free(isl_pos);
-    for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-        free(cand_color[t]);
-        free(cand_coord[t]);
+err_nomem:
+    return -1;
+}
+
+mxh_status_t mxh_layout_create(const mxh_record_t *recs, int n, int levels_mask,
+                               mxh_layout_t **layout_p)
+{
+    mxh_layout_t  *L = NULL;
+    layout_build_t b = {.recs        = recs,
+                        .n           = n,
+                        .levels_mask = levels_mask,
+                        .use_leaves  = (levels_mask >> MXH_LEVEL_SPINE) & 1};
+    int            torus = 0;
+
+    if (n <= 0 || recs == NULL) {
+        mxh_error("layout: %d records", n);
+        return MXH_ERR_INVALID_PARAM;
     }
+    if (!(levels_mask & (1 << MXH_LEVEL_NODE)) || !(levels_mask & (1 << MXH_LEVEL_RAIL))) {
+        mxh_error("MPIX_HIER_LEVELS must include node and rail");
+        return MXH_ERR_CONFIG;
+    }
+
+    L = calloc(1, sizeof(*L));
+    if (L == NULL)
+        goto err_nomem;
+    L->nranks = n;
+    b.keys    = malloc(sizeof(*b.keys) * (size_t)n);
+    if (b.keys == NULL)
+        goto err_nomem;
+    ALLOC_INTS(L->node_of, n);
+    ALLOC_INTS(L->local_index, n);
+    ALLOC_INTS(L->rail, n);
+    ALLOC_INTS(L->gpu_of, n);
+    ALLOC_INTS(L->island_of, n);
+    ALLOC_INTS(b.c0, n);
+    if (layout_nodes(L, &b) != 0)
+        goto err_nomem;
+    layout_gpus(L, recs, n);
+    if (layout_node_order(L, &b) != 0 || layout_islands(L, &b) != 0 || layout_leaves(L, &b) != 0)
+        goto err_nomem;
+
+    /* a torus of nodes: one network level per dimension (torus_levels); else the levels
+     * from the candidates */
+    if (b.use_leaves && L->node_regular && !L->nislands && recs[0].tndims > 0)
+        torus = torus_levels(L, recs, b.c0, b.node_size[0]);
+    if (torus < 0)
+        goto err_nomem;
+    if (torus == 0) {
+        if (layout_candidates(L, &b) != 0 || layout_keep_levels(L, &b) != 0 ||
+            layout_dense_coords(L, n) != 0)
+            goto err_nomem;
+        layout_kinds(L, n);
+    }
+    if (layout_representatives(L, n) != 0)
+        goto err_nomem;
+    layout_build_free(&b);
     *layout_p = L;
     return MXH_OK;
 
 err_nomem:
     mxh_error("layout: out of memory for %d ranks", n);
-    free(keys);
-    free(sel);
-    free(c0);
-    free(node_size);
-    free(rails_sorted);
-    free(node_off);
-    free(fill);
-    free(isl_idx);
-    free(isl_pos);
-    for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++) {
-        free(cand_color[t]);
-        free(cand_coord[t]);
-    }
+    layout_build_free(&b);
     mxh_layout_destroy(L);
     return MXH_ERR_NO_MEMORY;
 }

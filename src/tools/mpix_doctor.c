@@ -884,21 +884,9 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
     fflush(f);
 }
 
-static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, int nconf,
-                       const int *excl, int nexcl, double sweep, int nnodes)
+/* The JSON report's "rank_info": every rank's host, node, rail and interface. */
+static void json_rank_info(FILE *f)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "mpix_doctor: cannot write %s\n", path);
-        return;
-    }
-    fprintf(f, "{\n\"tool\": \"mpix_doctor\", \"schema_version\": 1, \"units\": {\"bw\": \"bytes/s\", "
-               "\"latency\": \"s\"},\n");
-    fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
-            nkeys, sweep);
-    fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
-               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
-            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
     fprintf(f, "\"rank_info\": [");
     for (int r = 0; r < np; r++) {
         fprintf(f, "%s\n  {\"rank\": %d, \"host\": ", r ? "," : "", r);
@@ -910,48 +898,52 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
         json_str(f, R[r].iface);
         fprintf(f, "}");
     }
-    fprintf(f, "],\n\"levels\": [");
-    int first = 1;
-    for (int k = 0; k < NLV; k++) {
-        level_t *L = &lv[k];
-        if (!L->active)
+}
+
+/* The JSON object of active level @k (@first: the first of the list). */
+static void json_level(FILE *f, const level_t *lv, int k, int first)
+{
+    const level_t *L = &lv[k];
+
+    fprintf(f, "%s\n {\"name\": \"%s\", \"rounds\": %d, \"bytes\": %zu, \"seconds\": %.3f, "
+               "\"median_bw\": %.6g, \"mad_bw\": %.6g, \"latency_median\": %.6g,\n",
+            first ? "" : ",", lv_names[k], L->rounds, L->bytes, L->seconds, L->st.median,
+            L->st.mad, L->lat_median);
+    fprintf(f, "  \"busbw\": {\"collective\": \"MPI_Allreduce\", \"ranks\": %d, \"bytes\": %zu, "
+               "\"expected\": %.6g, \"measured\": %.6g},\n",
+            L->bus_n, L->bus_bytes, L->bus_expected, L->bus_measured);
+    fprintf(f, "  \"ports\": [");
+    int pf = 1;
+    for (int q = 0; q < 2 * np; q++) {
+        const mxh_dr_port_t *p = &L->ports[q];
+        int r = q / 2;
+        if (p->nsamples == 0 && !p->outlier)
             continue;
-        fprintf(f, "%s\n {\"name\": \"%s\", \"rounds\": %d, \"bytes\": %zu, \"seconds\": %.3f, "
-                   "\"median_bw\": %.6g, \"mad_bw\": %.6g, \"latency_median\": %.6g,\n",
-                first ? "" : ",", lv_names[k], L->rounds, L->bytes, L->seconds, L->st.median,
-                L->st.mad, L->lat_median);
-        first = 0;
-        fprintf(f, "  \"busbw\": {\"collective\": \"MPI_Allreduce\", \"ranks\": %d, \"bytes\": %zu, "
-                   "\"expected\": %.6g, \"measured\": %.6g},\n",
-                L->bus_n, L->bus_bytes, L->bus_expected, L->bus_measured);
-        fprintf(f, "  \"ports\": [");
-        int pf = 1;
-        for (int q = 0; q < 2 * np; q++) {
-            const mxh_dr_port_t *p = &L->ports[q];
-            int r = q / 2;
-            if (p->nsamples == 0 && !p->outlier)
-                continue;
-            fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
-            json_str(f, R[r].host);
-            fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
-            json_str(f, iface_of(k, r));
-            fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
-                       "\"suspect\": %s}",
-                    dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
-                    p->outlier ? "true" : "false");
-            pf = 0;
-        }
-        fprintf(f, "],\n  \"transfers\": [");
-        for (int i = 0; i < L->nbw; i++)
-            fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->bw[i].src, (int)L->bw[i].dst,
-                    L->bw[i].bw);
-        fprintf(f, "],\n  \"latencies\": [");
-        for (int i = 0; i < L->nlat; i++)
-            fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->lat[i].src, (int)L->lat[i].dst,
-                    L->lat[i].bw);
-        fprintf(f, "]}");
+        fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
+        json_str(f, R[r].host);
+        fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
+        json_str(f, iface_of(k, r));
+        fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
+                   "\"suspect\": %s}",
+                dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
+                p->outlier ? "true" : "false");
+        pf = 0;
     }
-    fprintf(f, "],\n\"outliers\": [");
+    fprintf(f, "],\n  \"transfers\": [");
+    for (int i = 0; i < L->nbw; i++)
+        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->bw[i].src, (int)L->bw[i].dst,
+                L->bw[i].bw);
+    fprintf(f, "],\n  \"latencies\": [");
+    for (int i = 0; i < L->nlat; i++)
+        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->lat[i].src, (int)L->lat[i].dst,
+                L->lat[i].bw);
+    fprintf(f, "]}");
+}
+
+/* The JSON report's confirmed "outliers" (the list is open), their "findings" (one per
+ * port) and the suspects the confirmation "cleared". */
+static void json_outliers(FILE *f, const level_t *lv, const outlier_t *out, int nout)
+{
     for (int o = 0, n = 0; o < nout; o++) {
         const outlier_t *x = &out[o];
         if (!x->confirmed)
@@ -993,6 +985,33 @@ static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, 
                 n++ ? ", " : "", lv_names[x->level], x->rank, dir_name(x->level, x->dir),
                 x->median, x->confirm_bw, x->reference_bw);
     }
+}
+
+static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, int nconf,
+                       const int *excl, int nexcl, double sweep, int nnodes)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "mpix_doctor: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\n\"tool\": \"mpix_doctor\", \"schema_version\": 1, \"units\": {\"bw\": \"bytes/s\", "
+               "\"latency\": \"s\"},\n");
+    fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
+            nkeys, sweep);
+    fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
+               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
+            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
+    json_rank_info(f);
+    fprintf(f, "],\n\"levels\": [");
+    for (int k = 0, first = 1; k < NLV; k++) {
+        if (!lv[k].active)
+            continue;
+        json_level(f, lv, k, first);
+        first = 0;
+    }
+    fprintf(f, "],\n\"outliers\": [");
+    json_outliers(f, lv, out, nout);
     fprintf(f, "],\n\"exclude_rails\": [");
     for (int i = 0; i < nexcl; i++)
         fprintf(f, "%s%d", i ? ", " : "", excl[i]);
@@ -1162,13 +1181,108 @@ static int parse_args(int argc, char **argv)
     return 0;
 }
 
+/* Who is who: every rank's host, node, rail, local index and interface into R; returns
+ * the number of nodes. */
+static int gather_ranks(const mxh_hier_t *h)
+{
+    rinfo_t mine;
+    ifs_t f, *all = malloc(sizeof(ifs_t) * (size_t)np);
+    const mxh_layout_t *L = h->layout;
+    int len = 0;
+    char pn[MPI_MAX_PROCESSOR_NAME];
+
+    R = calloc((size_t)np, sizeof(rinfo_t));
+    memset(&mine, 0, sizeof(mine));
+    MPI_Get_processor_name(pn, &len);
+    snprintf(mine.host, sizeof(mine.host), "%.63s", pn);
+    snprintf(mine.node, sizeof(mine.node), "%.63s", h->recs[me].node);
+    MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, R, sizeof(mine), MPI_BYTE, comm);
+    for (int r = 0; r < np; r++) {
+        R[r].nodeid = L->node_of[r];
+        R[r].rail   = L->rail[r];
+        R[r].local  = L->local_index[r];
+    }
+    local_ifaces(&f);
+    MPI_Allgather(&f, sizeof(f), MPI_BYTE, all, sizeof(f), MPI_BYTE, comm);
+    for (int r = 0; r < np; r++)
+        choose_iface(all, r, R[r].iface, sizeof(R[r].iface));
+    free(all);
+    return L->nnodes;
+}
+
+/* Rank 0: the ports of each active level attributed from its samples; the outliers go to
+ * @out (room for 2 * np * NLV), their number to @nout_p. */
+static void analyse_levels(level_t *lv, outlier_t *out, int *nout_p)
+{
+    int nout = 0;
+
+    for (int k = 0; k < NLV; k++) {
+        level_t *L = &lv[k];
+        if (!L->active)
+            continue;
+        mxh_dr_sample_t *s = malloc(sizeof(*s) * (size_t)(L->nbw + 1));
+        double *lt = malloc(sizeof(double) * (size_t)(L->nlat + 1));
+        for (int i = 0; i < L->nbw; i++)
+            s[i] = (mxh_dr_sample_t){(int)L->bw[i].src, (int)L->bw[i].dst, L->bw[i].bw};
+        for (int i = 0; i < L->nlat; i++)
+            lt[i] = L->lat[i].bw;
+        L->lat_median = mxh_dr_median(lt, L->nlat);
+        L->ports = calloc((size_t)(2 * np), sizeof(mxh_dr_port_t));
+        mxh_dr_params_t p = {O.k, k == LV_NODE ? O.node_floor : O.floor};
+        mxh_dr_attribute(s, L->nbw, np, &p, L->ports, &L->st);
+        for (int q = 0; q < 2 * np; q++)
+            if (L->ports[q].outlier)
+                out[nout++] = (outlier_t){k, q / 2, q % 2, L->ports[q].median,
+                                          L->ports[q].ratio, 1, 0, 0};
+        free(s);
+        free(lt);
+    }
+    *nout_p = nout;
+}
+
+/* Rank 0: counts the confirmed outliers, prints the report (and writes the JSON and PNG
+ * asked for); returns the exit code. */
+static int report(level_t *lv, outlier_t *out, int nout, double sweep, int nnodes)
+{
+    int nconf = 0, excl[64], nexcl = 0, dl = 0;
+    char *d;
+
+    for (int o = 0; o < nout; o++) {
+        if (!O.confirm)
+            out[o].confirmed = 1;
+        if (!out[o].confirmed)
+            continue;
+        nconf++;
+        if (out[o].level != LV_NODE) {
+            int dup = 0;
+            for (int i = 0; i < nexcl; i++)
+                dup |= excl[i] == R[out[o].rank].rail;
+            if (!dup && nexcl < 64)
+                excl[nexcl++] = R[out[o].rank].rail;
+        }
+    }
+    MPIX_Hier_comm_describe(MPI_COMM_WORLD, NULL, 0, &dl);
+    d = malloc((size_t)dl + 1);
+    MPIX_Hier_comm_describe(MPI_COMM_WORLD, d, dl + 1, NULL);
+    printf("mpix_doctor: %d ranks on %d hosts, %d rails; k=%g floor=%g reps=%d\n%s", np,
+           nnodes, nkeys, O.k, O.floor, O.reps, d);
+    free(d);
+    print_text(stdout, lv, out, nout, nconf, excl, nexcl, sweep, NULL);
+    if (O.json)
+        write_json(O.json, lv, out, nout, nconf, excl, nexcl, sweep, nnodes);
+    if (O.png)
+        write_png(O.png, lv);
+    fflush(stdout);
+    return nconf ? EXIT_OUTLIERS : EXIT_HEALTHY;
+}
+
 int main(int argc, char **argv)
 {
     mxh_hier_t *h;
     int rc, nnodes, code = EXIT_HEALTHY;
     level_t lv[NLV];
     outlier_t *out = NULL;
-    int nout = 0, nconf = 0, excl[64], nexcl = 0;
+    int nout = 0;
     double t_start;
 
     MPI_Init(&argc, &argv);
@@ -1188,31 +1302,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, EXIT_ERROR);
     }
     t_start = MPI_Wtime();
-    /* who is who */
-    R = calloc((size_t)np, sizeof(rinfo_t));
-    {
-        rinfo_t mine;
-        ifs_t f, *all = malloc(sizeof(ifs_t) * (size_t)np);
-        const mxh_layout_t *L = h->layout;
-        int len = 0;
-        char pn[MPI_MAX_PROCESSOR_NAME];
-        memset(&mine, 0, sizeof(mine));
-        MPI_Get_processor_name(pn, &len);
-        snprintf(mine.host, sizeof(mine.host), "%.63s", pn);
-        snprintf(mine.node, sizeof(mine.node), "%.63s", h->recs[me].node);
-        MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, R, sizeof(mine), MPI_BYTE, comm);
-        for (int r = 0; r < np; r++) {
-            R[r].nodeid = L->node_of[r];
-            R[r].rail   = L->rail[r];
-            R[r].local  = L->local_index[r];
-        }
-        nnodes = L->nnodes;
-        local_ifaces(&f);
-        MPI_Allgather(&f, sizeof(f), MPI_BYTE, all, sizeof(f), MPI_BYTE, comm);
-        for (int r = 0; r < np; r++)
-            choose_iface(all, r, R[r].iface, sizeof(R[r].iface));
-        free(all);
-    }
+    nnodes  = gather_ranks(h);
     make_rail_keys();
     grp_buf  = malloc(sizeof(int) * (size_t)np);
     grp2_buf = malloc(sizeof(int) * (size_t)np);
@@ -1234,27 +1324,7 @@ int main(int argc, char **argv)
     /* analysis on rank 0 */
     if (me == 0) {
         out = calloc((size_t)(2 * np * NLV + 1), sizeof(outlier_t));
-        for (int k = 0; k < NLV; k++) {
-            level_t *L = &lv[k];
-            if (!L->active)
-                continue;
-            mxh_dr_sample_t *s = malloc(sizeof(*s) * (size_t)(L->nbw + 1));
-            double *lt = malloc(sizeof(double) * (size_t)(L->nlat + 1));
-            for (int i = 0; i < L->nbw; i++)
-                s[i] = (mxh_dr_sample_t){(int)L->bw[i].src, (int)L->bw[i].dst, L->bw[i].bw};
-            for (int i = 0; i < L->nlat; i++)
-                lt[i] = L->lat[i].bw;
-            L->lat_median = mxh_dr_median(lt, L->nlat);
-            L->ports = calloc((size_t)(2 * np), sizeof(mxh_dr_port_t));
-            mxh_dr_params_t p = {O.k, k == LV_NODE ? O.node_floor : O.floor};
-            mxh_dr_attribute(s, L->nbw, np, &p, L->ports, &L->st);
-            for (int q = 0; q < 2 * np; q++)
-                if (L->ports[q].outlier)
-                    out[nout++] = (outlier_t){k, q / 2, q % 2, L->ports[q].median,
-                                              L->ports[q].ratio, 1, 0, 0};
-            free(s);
-            free(lt);
-        }
+        analyse_levels(lv, out, &nout);
     } else {
         for (int k = 0; k < NLV; k++)
             lv[k].ports = calloc((size_t)(2 * np), sizeof(mxh_dr_port_t));
@@ -1269,41 +1339,10 @@ int main(int argc, char **argv)
     if (O.busbw)
         busbw(lv, MPI_COMM_WORLD);
 
-    if (me == 0) {
-        for (int o = 0; o < nout; o++) {
-            if (!O.confirm)
-                out[o].confirmed = 1;
-            if (!out[o].confirmed)
-                continue;
-            nconf++;
-            if (out[o].level != LV_NODE) {
-                int dup = 0;
-                for (int i = 0; i < nexcl; i++)
-                    dup |= excl[i] == R[out[o].rank].rail;
-                if (!dup && nexcl < 64)
-                    excl[nexcl++] = R[out[o].rank].rail;
-            }
-        }
-        code = nconf ? EXIT_OUTLIERS : EXIT_HEALTHY;
-        {
-            char *d = NULL;
-            int dl = 0;
-            MPIX_Hier_comm_describe(MPI_COMM_WORLD, NULL, 0, &dl);
-            d = malloc((size_t)dl + 1);
-            MPIX_Hier_comm_describe(MPI_COMM_WORLD, d, dl + 1, NULL);
-            printf("mpix_doctor: %d ranks on %d hosts, %d rails; k=%g floor=%g reps=%d\n%s", np,
-                   nnodes, nkeys, O.k, O.floor, O.reps, d);
-            free(d);
-        }
-        print_text(stdout, lv, out, nout, nconf, excl, nexcl, sweep, NULL);
-        if (O.json)
-            write_json(O.json, lv, out, nout, nconf, excl, nexcl, sweep, nnodes);
-        if (O.png)
-            write_png(O.png, lv);
-        fflush(stdout);
-    } else {
+    if (me == 0)
+        code = report(lv, out, nout, sweep, nnodes);
+    else
         MPIX_Hier_comm_describe(MPI_COMM_WORLD, NULL, 0, NULL);
-    }
     MPI_Bcast(&code, 1, MPI_INT, 0, comm);
     /* results are out: a hanging MPI_Finalize (UCX TCP teardown) must not change them */
     exit_code_for_watchdog = code;

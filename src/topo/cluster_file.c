@@ -86,12 +86,153 @@ static int parse_torus(const char *s, int coord[3])
     }
 }
 
+/* The host list of one line and the values of its keys. */
+typedef struct line_vals {
+    char **hosts;
+    int    nhosts;
+    char **vals[KEY_COUNT];
+    int    nvals[KEY_COUNT], given[KEY_COUNT];
+} line_vals_t;
+
+/* Checks every value of key @k (length, and the syntax of rail and torus). */
+static mxh_status_t check_values(const char *src, int lineno, int k, char **vals, int nvals)
+{
+    for (int i = 0; i < nvals; i++) {
+        size_t len = strlen(vals[i]), max = k == KEY_NODE    ? MXH_NODE_NAME_MAX
+                                            : k == KEY_LEAF  ? MXH_LEAF_NAME_MAX
+                                            : k == KEY_TORUS ? 24
+                                                             : 16;
+        int r, tc[3];
+        if (len >= max) {
+            mxh_error("%s:%d: %s '%s' is longer than %zu characters", src, lineno,
+                      key_names[k], vals[i], max - 1);
+            return MXH_ERR_PARSE;
+        }
+        if (k == KEY_RAIL && parse_rail(vals[i], &r) != 0) {
+            mxh_error("%s:%d: rail '%s' is not an integer >= 0", src, lineno, vals[i]);
+            return MXH_ERR_PARSE;
+        }
+        if (k == KEY_TORUS && parse_torus(vals[i], tc) < 0) {
+            mxh_error("%s:%d: torus '%s' is not a coordinate XxYxZ (1 to 3 integers in "
+                      "[0, 32767])", src, lineno, vals[i]);
+            return MXH_ERR_PARSE;
+        }
+    }
+    return MXH_OK;
+}
+
+/* One KEY=VALUE token @tok (modified in place): a known key, given once, whose value
+ * expands to 1 value or one per host. */
+static mxh_status_t parse_key(const char *src, int lineno, char *tok, line_vals_t *lv)
+{
+    char *eq = strchr(tok, '=');
+    int k;
+    mxh_status_t st;
+
+    if (eq == NULL) {
+        mxh_error("%s:%d: '%s' is not KEY=VALUE (keys: node, rail, leaf, torus)", src, lineno, tok);
+        return MXH_ERR_PARSE;
+    }
+    *eq = '\0';
+    for (k = 0; k < KEY_COUNT && strcasecmp(tok, key_names[k]) != 0; k++)
+        ;
+    if (k == KEY_COUNT) {
+        mxh_error("%s:%d: unknown key '%s' (keys: node, rail, leaf, torus)", src, lineno, tok);
+        return MXH_ERR_PARSE;
+    }
+    if (lv->given[k]) {
+        mxh_error("%s:%d: key '%s' given twice", src, lineno, key_names[k]);
+        return MXH_ERR_PARSE;
+    }
+    lv->given[k] = 1;
+    if (eq[1] == '\0') {
+        mxh_error("%s:%d: empty value for '%s'", src, lineno, key_names[k]);
+        return MXH_ERR_PARSE;
+    }
+    st = mxh_hostlist_expand(eq + 1, MXH_CLUSTER_FILE_MAX_HOSTS, &lv->vals[k], &lv->nvals[k]);
+    if (st != MXH_OK || lv->nvals[k] == 0) {
+        mxh_error("%s:%d: malformed %s value '%s'", src, lineno, key_names[k], eq + 1);
+        return st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
+    }
+    if (lv->nvals[k] != 1 && lv->nvals[k] != lv->nhosts) {
+        mxh_error("%s:%d: %s value '%s' gives %d values for %d hosts (give 1 or %d)", src,
+                  lineno, key_names[k], eq + 1, lv->nvals[k], lv->nhosts, lv->nhosts);
+        return MXH_ERR_PARSE;
+    }
+    return check_values(src, lineno, k, lv->vals[k], lv->nvals[k]);
+}
+
+/* Room in ps->cf->hosts for @more hosts. */
+static mxh_status_t hosts_reserve(parser_t *ps, int lineno, int more)
+{
+    size_t need = (size_t)ps->cf->nhosts + (size_t)more;
+
+    if (need > MXH_CLUSTER_FILE_MAX_HOSTS) {
+        mxh_error("%s:%d: more than %zu hosts in the file", ps->src, lineno,
+                  MXH_CLUSTER_FILE_MAX_HOSTS);
+        return MXH_ERR_PARSE;
+    }
+    if (need > ps->cap) {
+        size_t cap = ps->cap ? ps->cap : 64;
+        while (cap < need)
+            cap *= 2;
+        mxh_cluster_host_t *h = realloc(ps->cf->hosts, cap * sizeof(*h));
+        if (h == NULL) {
+            mxh_error("%s:%d: out of memory", ps->src, lineno);
+            return MXH_ERR_NO_MEMORY;
+        }
+        ps->cf->hosts = h;
+        ps->cap       = cap;
+    }
+    return MXH_OK;
+}
+
+/* The value of key @k for host @i of the line (one value serves every host). */
+static const char *host_value(const line_vals_t *lv, int k, int i)
+{
+    return lv->vals[k][lv->nvals[k] == 1 ? 0 : i];
+}
+
+/* Appends the line's hosts to ps->cf, each with its values (moving the host names). */
+static mxh_status_t add_hosts(parser_t *ps, int lineno, line_vals_t *lv)
+{
+    mxh_status_t st = hosts_reserve(ps, lineno, lv->nhosts);
+
+    if (st != MXH_OK)
+        return st;
+    for (int i = 0; i < lv->nhosts; i++) {
+        mxh_cluster_host_t *h = &ps->cf->hosts[ps->cf->nhosts];
+        memset(h, 0, sizeof(*h));
+        h->rail = -1;
+        h->line = lineno;
+        if (strlen(lv->hosts[i]) >= MXH_NODE_NAME_MAX && !lv->given[KEY_NODE]) {
+            mxh_error("%s:%d: host '%s' is longer than %d characters (give node=)", ps->src,
+                      lineno, lv->hosts[i], MXH_NODE_NAME_MAX - 1);
+            return MXH_ERR_PARSE;
+        }
+        h->host      = lv->hosts[i];
+        lv->hosts[i] = NULL;
+        h->node      = dup_str(lv->given[KEY_NODE] ? host_value(lv, KEY_NODE, i) : h->host);
+        if (lv->given[KEY_LEAF])
+            h->leaf = dup_str(host_value(lv, KEY_LEAF, i));
+        if (lv->given[KEY_RAIL])
+            parse_rail(host_value(lv, KEY_RAIL, i), &h->rail);
+        if (lv->given[KEY_TORUS])
+            h->tndims = parse_torus(host_value(lv, KEY_TORUS, i), h->tcoord);
+        ps->cf->nhosts++;
+        if (h->node == NULL || (lv->given[KEY_LEAF] && h->leaf == NULL)) {
+            mxh_error("%s:%d: out of memory", ps->src, lineno);
+            return MXH_ERR_NO_MEMORY;
+        }
+    }
+    return MXH_OK;
+}
+
 /* One logical line: HOSTLIST key=value...; @line is modified in place. */
 static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
 {
     char *tok, *save = NULL;
-    char **hosts = NULL, **vals[KEY_COUNT] = {NULL};
-    int nhosts = 0, nvals[KEY_COUNT] = {0}, given[KEY_COUNT] = {0};
+    line_vals_t lv = {0};
     mxh_status_t st = MXH_OK;
     const char *src = ps->src;
 
@@ -102,131 +243,21 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
         mxh_error("%s:%d: expected a host list first, got '%s'", src, lineno, tok);
         return MXH_ERR_PARSE;
     }
-    st = mxh_hostlist_expand(tok, MXH_CLUSTER_FILE_MAX_HOSTS, &hosts, &nhosts);
-    if (st != MXH_OK || nhosts == 0) {
+    st = mxh_hostlist_expand(tok, MXH_CLUSTER_FILE_MAX_HOSTS, &lv.hosts, &lv.nhosts);
+    if (st != MXH_OK || lv.nhosts == 0) {
         mxh_error("%s:%d: malformed host list '%s'", src, lineno, tok);
         st = st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
         goto cleanup;
     }
-    while ((tok = strtok_r(NULL, " \t\r\v\f", &save)) != NULL) {
-        char *eq = strchr(tok, '=');
-        int k;
-        if (eq == NULL) {
-            mxh_error("%s:%d: '%s' is not KEY=VALUE (keys: node, rail, leaf, torus)", src, lineno, tok);
-            st = MXH_ERR_PARSE;
+    while ((tok = strtok_r(NULL, " \t\r\v\f", &save)) != NULL)
+        if ((st = parse_key(src, lineno, tok, &lv)) != MXH_OK)
             goto cleanup;
-        }
-        *eq = '\0';
-        for (k = 0; k < KEY_COUNT && strcasecmp(tok, key_names[k]) != 0; k++)
-            ;
-        if (k == KEY_COUNT) {
-            mxh_error("%s:%d: unknown key '%s' (keys: node, rail, leaf, torus)", src, lineno, tok);
-            st = MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        if (given[k]) {
-            mxh_error("%s:%d: key '%s' given twice", src, lineno, key_names[k]);
-            st = MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        given[k] = 1;
-        if (eq[1] == '\0') {
-            mxh_error("%s:%d: empty value for '%s'", src, lineno, key_names[k]);
-            st = MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        st = mxh_hostlist_expand(eq + 1, MXH_CLUSTER_FILE_MAX_HOSTS, &vals[k], &nvals[k]);
-        if (st != MXH_OK || nvals[k] == 0) {
-            mxh_error("%s:%d: malformed %s value '%s'", src, lineno, key_names[k], eq + 1);
-            st = st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        if (nvals[k] != 1 && nvals[k] != nhosts) {
-            mxh_error("%s:%d: %s value '%s' gives %d values for %d hosts (give 1 or %d)", src,
-                      lineno, key_names[k], eq + 1, nvals[k], nhosts, nhosts);
-            st = MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        for (int i = 0; i < nvals[k]; i++) {
-            size_t len = strlen(vals[k][i]), max = k == KEY_NODE   ? MXH_NODE_NAME_MAX
-                                                  : k == KEY_LEAF ? MXH_LEAF_NAME_MAX
-                                                  : k == KEY_TORUS ? 24
-                                                                  : 16;
-            int r, tc[3];
-            if (len >= max) {
-                mxh_error("%s:%d: %s '%s' is longer than %zu characters", src, lineno,
-                          key_names[k], vals[k][i], max - 1);
-                st = MXH_ERR_PARSE;
-                goto cleanup;
-            }
-            if (k == KEY_RAIL && parse_rail(vals[k][i], &r) != 0) {
-                mxh_error("%s:%d: rail '%s' is not an integer >= 0", src, lineno, vals[k][i]);
-                st = MXH_ERR_PARSE;
-                goto cleanup;
-            }
-            if (k == KEY_TORUS && parse_torus(vals[k][i], tc) < 0) {
-                mxh_error("%s:%d: torus '%s' is not a coordinate XxYxZ (1 to 3 integers in "
-                          "[0, 32767])", src, lineno, vals[k][i]);
-                st = MXH_ERR_PARSE;
-                goto cleanup;
-            }
-        }
-    }
-
-    if ((size_t)ps->cf->nhosts + (size_t)nhosts > MXH_CLUSTER_FILE_MAX_HOSTS) {
-        mxh_error("%s:%d: more than %zu hosts in the file", src, lineno,
-                  MXH_CLUSTER_FILE_MAX_HOSTS);
-        st = MXH_ERR_PARSE;
-        goto cleanup;
-    }
-    if ((size_t)ps->cf->nhosts + (size_t)nhosts > ps->cap) {
-        size_t cap = ps->cap ? ps->cap : 64;
-        while (cap < (size_t)ps->cf->nhosts + (size_t)nhosts)
-            cap *= 2;
-        mxh_cluster_host_t *h = realloc(ps->cf->hosts, cap * sizeof(*h));
-        if (h == NULL) {
-            mxh_error("%s:%d: out of memory", src, lineno);
-            st = MXH_ERR_NO_MEMORY;
-            goto cleanup;
-        }
-        ps->cf->hosts = h;
-        ps->cap       = cap;
-    }
-    for (int i = 0; i < nhosts; i++) {
-        mxh_cluster_host_t *h = &ps->cf->hosts[ps->cf->nhosts];
-        memset(h, 0, sizeof(*h));
-        h->rail = -1;
-        h->line = lineno;
-        if (strlen(hosts[i]) >= MXH_NODE_NAME_MAX && !given[KEY_NODE]) {
-            mxh_error("%s:%d: host '%s' is longer than %d characters (give node=)", src,
-                      lineno, hosts[i], MXH_NODE_NAME_MAX - 1);
-            st = MXH_ERR_PARSE;
-            goto cleanup;
-        }
-        h->host = hosts[i];
-        hosts[i] = NULL;
-        if (given[KEY_NODE])
-            h->node = dup_str(vals[KEY_NODE][nvals[KEY_NODE] == 1 ? 0 : i]);
-        else
-            h->node = dup_str(h->host);
-        if (given[KEY_LEAF])
-            h->leaf = dup_str(vals[KEY_LEAF][nvals[KEY_LEAF] == 1 ? 0 : i]);
-        if (given[KEY_RAIL])
-            parse_rail(vals[KEY_RAIL][nvals[KEY_RAIL] == 1 ? 0 : i], &h->rail);
-        if (given[KEY_TORUS])
-            h->tndims = parse_torus(vals[KEY_TORUS][nvals[KEY_TORUS] == 1 ? 0 : i], h->tcoord);
-        ps->cf->nhosts++;
-        if (h->node == NULL || (given[KEY_LEAF] && h->leaf == NULL)) {
-            mxh_error("%s:%d: out of memory", src, lineno);
-            st = MXH_ERR_NO_MEMORY;
-            goto cleanup;
-        }
-    }
+    st = add_hosts(ps, lineno, &lv);
 
 cleanup:
-    mxh_hostlist_free(hosts, nhosts);
+    mxh_hostlist_free(lv.hosts, lv.nhosts);
     for (int k = 0; k < KEY_COUNT; k++)
-        mxh_hostlist_free(vals[k], nvals[k]);
+        mxh_hostlist_free(lv.vals[k], lv.nvals[k]);
     return st;
 }
 
@@ -309,39 +340,14 @@ mxh_status_t mxh_cluster_file_parse_file(const char *path, mxh_cluster_file_t **
         mxh_error("%s: cannot open cluster file: %s", path, strerror(errno));
         return MXH_ERR_IO;
     }
-    for (size_t cap = 0;;) {
-        if (len + 65536 + 1 > cap) {
-            char *t = realloc(text, cap = 2 * cap + 65536 + 1);
-            if (t == NULL) {
-                mxh_error("%s: out of memory reading cluster file", path);
-                st = MXH_ERR_NO_MEMORY;
-                goto out;
-            }
-            text = t;
-        }
-        size_t got = fread(text + len, 1, 65536, f);
-        len += got;
-        if (len > MXH_CLUSTER_FILE_MAX_BYTES) {
-            mxh_error("%s: cluster file is larger than the limit of %zu bytes", path,
-                      MXH_CLUSTER_FILE_MAX_BYTES);
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-        if (got < 65536) {
-            if (ferror(f)) {
-                mxh_error("%s: cannot read cluster file: %s", path, strerror(errno));
-                st = MXH_ERR_IO;
-                goto out;
-            }
-            break;
-        }
-    }
+    st = mxh_topo_read_text(f, path, "cluster file", MXH_CLUSTER_FILE_MAX_BYTES, &text, &len);
+    if (st != MXH_OK)
+        goto out;
     if (memchr(text, '\0', len) != NULL) {
         mxh_error("%s: cluster file contains a NUL byte (not a text file?)", path);
         st = MXH_ERR_PARSE;
         goto out;
     }
-    text[len] = '\0';
     st = mxh_cluster_file_parse_string(text, path, cf_p);
 out:
     free(text);

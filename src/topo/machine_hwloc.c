@@ -194,25 +194,35 @@ static void gpu_model(hwloc_obj_t pci, char *out, size_t size)
     mxh_strlcpy(out, s != NULL ? s : "", size);
 }
 
+/* @cap zeroed references to devices of the kind @what into @refs_p; NULL when @cap is 0. */
+static mxh_status_t refs_alloc(int cap, const char *what, dev_ref_t **refs_p)
+{
+    *refs_p = NULL;
+    if (cap == 0)
+        return MXH_OK;
+    *refs_p = calloc((size_t)cap, sizeof(**refs_p));
+    if (*refs_p == NULL) {
+        mxh_error("hwloc discovery: out of memory for %d %s records", cap, what);
+        return MXH_ERR_NO_MEMORY;
+    }
+    return MXH_OK;
+}
+
 /* GPUs: 10de PCI devices of class VGA/3D, in bus order. */
 static mxh_status_t collect_gpus(hwloc_topology_t topo, dev_ref_t **refs_p, int *n_p)
 {
     hwloc_obj_t pci = NULL;
     dev_ref_t *refs;
     int n = 0, cap = 0;
+    mxh_status_t st;
 
     while ((pci = hwloc_get_next_pcidev(topo, pci)) != NULL)
         if (is_gpu_pci(pci))
             cap++;
     *refs_p = NULL;
     *n_p = 0;
-    if (cap == 0)
-        return MXH_OK;
-    refs = calloc((size_t)cap, sizeof(*refs));
-    if (refs == NULL) {
-        mxh_error("hwloc discovery: out of memory for %d GPU records", cap);
-        return MXH_ERR_NO_MEMORY;
-    }
+    if ((st = refs_alloc(cap, "GPU", &refs)) != MXH_OK || refs == NULL)
+        return st;
     while ((pci = hwloc_get_next_pcidev(topo, pci)) != NULL && n < cap) {
         if (!is_gpu_pci(pci))
             continue;
@@ -233,19 +243,15 @@ static mxh_status_t collect_nics(hwloc_topology_t topo, mxh_hwloc_osdev_kind_t k
     hwloc_obj_t os = NULL, pci;
     dev_ref_t *refs;
     int n = 0, cap = 0, i;
+    mxh_status_t st;
 
     while ((os = hwloc_get_next_osdev(topo, os)) != NULL)
         if (mxh_hwloc_osdev_is(os, kind) && osdev_pci(os) != NULL)
             cap++;
     *refs_p = NULL;
     *n_p = 0;
-    if (cap == 0)
-        return MXH_OK;
-    refs = calloc((size_t)cap, sizeof(*refs));
-    if (refs == NULL) {
-        mxh_error("hwloc discovery: out of memory for %d NIC records", cap);
-        return MXH_ERR_NO_MEMORY;
-    }
+    if ((st = refs_alloc(cap, "NIC", &refs)) != MXH_OK || refs == NULL)
+        return st;
     while ((os = hwloc_get_next_osdev(topo, os)) != NULL && n < cap) {
         if (!mxh_hwloc_osdev_is(os, kind) || (pci = osdev_pci(os)) == NULL)
             continue;
@@ -473,12 +479,72 @@ fail:
     return st;
 }
 
+/* The GPUs of @gpus whose bus id fits into m->gpus, in order (@gpus is compacted alike). */
+static void add_gpus(hwloc_topology_t topo, mxh_machine_t *m, dev_ref_t *gpus, int ngpus)
+{
+    for (int i = 0; i < ngpus; i++) {
+        mxh_gpu_t *g = &m->gpus[m->ngpus];
+        if (pci_busid(gpus[i].obj, g->busid) != 0) {
+            mxh_warn("hwloc: GPU with PCI domain %x ignored (bus id too long)",
+                     mxh_hwloc_pci_domain(gpus[i].obj));
+            continue;
+        }
+        gpu_model(gpus[i].obj, g->model, sizeof(g->model));
+        g->numa = io_numa(topo, gpus[i].obj);
+        g->package = io_package(topo, gpus[i].obj);
+        g->island = m->ngpus;
+        g->nic = -1;
+        g->nic_distance = MXH_PCI_UNKNOWN;
+        gpus[m->ngpus] = gpus[i];
+        m->ngpus++;
+    }
+}
+
+/* The NICs of @nics whose bus id fits into m->nics, in order (@nics is compacted alike);
+ * @hpc: they are OpenFabrics ports. */
+static void add_nics(hwloc_topology_t topo, mxh_machine_t *m, dev_ref_t *nics, int nnics,
+                     int hpc)
+{
+    for (int i = 0; i < nnics; i++) {
+        mxh_nic_t *n = &m->nics[m->nnics];
+        if (pci_busid(nics[i].obj, n->busid) != 0) {
+            mxh_warn("hwloc: NIC %s with PCI domain %x ignored (bus id too long)",
+                     nics[i].osdev->name ? nics[i].osdev->name : "?",
+                     mxh_hwloc_pci_domain(nics[i].obj));
+            continue;
+        }
+        mxh_strlcpy(n->name, nics[i].osdev->name ? nics[i].osdev->name : "", sizeof(n->name));
+        n->hpc = hpc;
+        n->numa = io_numa(topo, nics[i].obj);
+        n->package = io_package(topo, nics[i].obj);
+        n->ngpus = 0;
+        nics[m->nnics] = nics[i];
+        m->nnics++;
+    }
+}
+
+/* The machine found, in the debug log. */
+static void log_machine(const mxh_machine_t *m, int hpc)
+{
+    mxh_debug("%s: %d GPU(s), %d NIC(s) (%s), %d NVLink island(s)%s", m->source, m->ngpus,
+              m->nnics, hpc ? "OpenFabrics" : "Ethernet", m->nislands,
+              m->has_nvlink ? "" : " (no NVLink information)");
+    for (int i = 0; i < m->ngpus; i++)
+        mxh_debug("  GPU %d %s \"%s\" numa %d package %d island %d nic %d (%s)", i,
+                  m->gpus[i].busid, m->gpus[i].model, m->gpus[i].numa, m->gpus[i].package,
+                  m->gpus[i].island, m->gpus[i].nic, mxh_pci_distance_name(m->gpus[i].nic_distance));
+    for (int i = 0; i < m->nnics; i++)
+        mxh_debug("  NIC %d %s %s hpc %d numa %d package %d serves %d GPU(s)", i, m->nics[i].busid,
+                  m->nics[i].name, m->nics[i].hpc, m->nics[i].numa, m->nics[i].package,
+                  m->nics[i].ngpus);
+}
+
 mxh_status_t mxh_machine_from_hwloc(const char *xml_path, mxh_machine_t **machine_p)
 {
     hwloc_topology_t topo = NULL;
     mxh_machine_t *m = NULL;
     dev_ref_t *gpus = NULL, *nics = NULL;
-    int ngpus = 0, nnics = 0, hpc = 1, i;
+    int ngpus = 0, nnics = 0, hpc = 1;
     mxh_status_t st;
 
     if (machine_p == NULL) {
@@ -516,56 +582,15 @@ mxh_status_t mxh_machine_from_hwloc(const char *xml_path, mxh_machine_t **machin
     else
         mxh_strlcpy(m->source, "hwloc", sizeof(m->source));
 
-    for (i = 0; i < ngpus; i++) {
-        mxh_gpu_t *g = &m->gpus[m->ngpus];
-        if (pci_busid(gpus[i].obj, g->busid) != 0) {
-            mxh_warn("hwloc: GPU with PCI domain %x ignored (bus id too long)",
-                     mxh_hwloc_pci_domain(gpus[i].obj));
-            continue;
-        }
-        gpu_model(gpus[i].obj, g->model, sizeof(g->model));
-        g->numa = io_numa(topo, gpus[i].obj);
-        g->package = io_package(topo, gpus[i].obj);
-        g->island = m->ngpus;
-        g->nic = -1;
-        g->nic_distance = MXH_PCI_UNKNOWN;
-        gpus[m->ngpus] = gpus[i];
-        m->ngpus++;
-    }
-    for (i = 0; i < nnics; i++) {
-        mxh_nic_t *n = &m->nics[m->nnics];
-        if (pci_busid(nics[i].obj, n->busid) != 0) {
-            mxh_warn("hwloc: NIC %s with PCI domain %x ignored (bus id too long)",
-                     nics[i].osdev->name ? nics[i].osdev->name : "?",
-                     mxh_hwloc_pci_domain(nics[i].obj));
-            continue;
-        }
-        mxh_strlcpy(n->name, nics[i].osdev->name ? nics[i].osdev->name : "", sizeof(n->name));
-        n->hpc = hpc;
-        n->numa = io_numa(topo, nics[i].obj);
-        n->package = io_package(topo, nics[i].obj);
-        n->ngpus = 0;
-        nics[m->nnics] = nics[i];
-        m->nnics++;
-    }
+    add_gpus(topo, m, gpus, ngpus);
+    add_nics(topo, m, nics, nnics, hpc);
 
     assign_rails(m, gpus, nics);
     st = compute_islands(topo, m, gpus);
     if (st != MXH_OK)
         goto out;
 
-    mxh_debug("%s: %d GPU(s), %d NIC(s) (%s), %d NVLink island(s)%s", m->source, m->ngpus,
-              m->nnics, hpc ? "OpenFabrics" : "Ethernet", m->nislands,
-              m->has_nvlink ? "" : " (no NVLink information)");
-    for (i = 0; i < m->ngpus; i++)
-        mxh_debug("  GPU %d %s \"%s\" numa %d package %d island %d nic %d (%s)", i,
-                  m->gpus[i].busid, m->gpus[i].model, m->gpus[i].numa, m->gpus[i].package,
-                  m->gpus[i].island, m->gpus[i].nic, mxh_pci_distance_name(m->gpus[i].nic_distance));
-    for (i = 0; i < m->nnics; i++)
-        mxh_debug("  NIC %d %s %s hpc %d numa %d package %d serves %d GPU(s)", i, m->nics[i].busid,
-                  m->nics[i].name, m->nics[i].hpc, m->nics[i].numa, m->nics[i].package,
-                  m->nics[i].ngpus);
-
+    log_machine(m, hpc);
     *machine_p = m;
     m = NULL;
 

@@ -1009,65 +1009,34 @@ out:
     return MXH_OK;
 }
 
-mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
+/* The GPUs and the rails among the devices of @c into @gpus and @nics (room for every
+ * device), sorted by bus id: the HPC ports if there are any, else every port. Two GPUs
+ * may not share a bus id. */
+static mxh_status_t split_devs(const nccl_ctx_t *c, const char *path, ndev_t *gpus, int *ng_p,
+                               ndev_t *nics, int *nn_p)
 {
-    mxh_status_t   st;
-    char          *buf = NULL;
-    size_t         len = 0;
-    xnode_t       *root = NULL;
-    nccl_ctx_t     c = {.path = path};
-    mxh_machine_t *m = NULL;
-    ndev_t        *gpus = NULL, *nics = NULL;
-    int            ng = 0, nn = 0, nhpc = 0;
-    mxh_pci_distance_t *dist = NULL;
+    int ng = 0, nn = 0, nhpc = 0;
 
-    if (path == NULL || machine_p == NULL) {
-        mxh_error("mxh_machine_from_nccl: %s is NULL", path == NULL ? "path" : "machine_p");
-        return MXH_ERR_INVALID_PARAM;
-    }
-    *machine_p = NULL;
-    st = read_file(path, &buf, &len);
-    if (st != MXH_OK)
-        return st;
-    st = xml_parse(path, buf, len, &root);
-    if (st != MXH_OK)
-        goto out;
-    {
-        const char *ver = xattr_get(root, "version");
-        if (ver != NULL && strcmp(ver, "1") != 0)
-            mxh_warn("%s:%d: <system version=\"%.16s\">, expected \"1\"; reading it anyway", path,
-                     root->line, ver);
-    }
-    st = walk(&c, root, NULL, NULL, NULL, -1);
-    if (st != MXH_OK)
-        goto out;
-
-    gpus = malloc(((size_t)c.ndevs + 1) * sizeof(*gpus));
-    nics = malloc(((size_t)c.ndevs + 1) * sizeof(*nics));
-    if (gpus == NULL || nics == NULL) {
-        mxh_error("%s: out of memory", path);
-        st = MXH_ERR_NO_MEMORY;
-        goto out;
-    }
-    for (int i = 0; i < c.ndevs; i++) {
-        if (c.devs[i].kind == DEV_GPU)
-            gpus[ng++] = c.devs[i];
-        else if (c.devs[i].hpc)
+    for (int i = 0; i < c->ndevs; i++) {
+        if (c->devs[i].kind == DEV_GPU)
+            gpus[ng++] = c->devs[i];
+        else if (c->devs[i].hpc)
             nhpc++;
     }
-    /* rails: HPC ports if there are any, else every port */
-    for (int i = 0; i < c.ndevs; i++) {
-        if (c.devs[i].kind != DEV_NIC)
+    for (int i = 0; i < c->ndevs; i++) {
+        if (c->devs[i].kind != DEV_NIC)
             continue;
-        if (nhpc > 0 && !c.devs[i].hpc) {
+        if (nhpc > 0 && !c->devs[i].hpc) {
             mxh_debug("%s:%d: NIC %s not counted as a rail (not RDMA-capable)", path,
-                      c.devs[i].node->line, c.devs[i].busid);
+                      c->devs[i].node->line, c->devs[i].busid);
             continue;
         }
-        nics[nn++] = c.devs[i];
+        nics[nn++] = c->devs[i];
     }
     qsort(gpus, (size_t)ng, sizeof(*gpus), cmp_dev);
     qsort(nics, (size_t)nn, sizeof(*nics), cmp_dev);
+    *ng_p = ng;
+    *nn_p = nn;
     for (int i = 1; i < ng; i++) {
         if (strcmp(gpus[i].busid, gpus[i - 1].busid) == 0) {
             mxh_error("%s:%d: GPU bus id %s already given at line %d", path,
@@ -1076,18 +1045,26 @@ mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
                       gpus[i].busid,
                       gpus[i].node->line > gpus[i - 1].node->line ? gpus[i - 1].node->line
                                                                   : gpus[i].node->line);
-            st = MXH_ERR_PARSE;
-            goto out;
+            return MXH_ERR_PARSE;
         }
     }
+    return MXH_OK;
+}
 
-    m = calloc(1, sizeof(*m));
+/* A new machine of the @ng GPUs and @nn NIC ports; NULL when out of memory. */
+static mxh_machine_t *machine_new(const char *path, const ndev_t *gpus, int ng,
+                                  const ndev_t *nics, int nn)
+{
+    mxh_machine_t *m = calloc(1, sizeof(*m));
+
     if (m == NULL)
-        goto nomem;
-    if (ng > 0 && (m->gpus = calloc((size_t)ng, sizeof(*m->gpus))) == NULL)
-        goto nomem;
-    if (nn > 0 && (m->nics = calloc((size_t)nn, sizeof(*m->nics))) == NULL)
-        goto nomem;
+        return NULL;
+    if ((ng > 0 && (m->gpus = calloc((size_t)ng, sizeof(*m->gpus))) == NULL) ||
+        (nn > 0 && (m->nics = calloc((size_t)nn, sizeof(*m->nics))) == NULL)) {
+        free(m->gpus);
+        free(m);
+        return NULL;
+    }
     snprintf(m->source, sizeof(m->source), "NCCL topology %s", path);
     m->ngpus = ng;
     m->nnics = nn;
@@ -1108,13 +1085,59 @@ mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
         g->numa = gpus[i].numa;
         g->package = -1;
     }
+    return m;
+}
+
+/* Parses the file at @path into its XML tree @root_p and devices @c. */
+static mxh_status_t read_devices(const char *path, char **buf_p, xnode_t **root_p, nccl_ctx_t *c)
+{
+    size_t len = 0;
+    mxh_status_t st = read_file(path, buf_p, &len);
+
+    if (st != MXH_OK)
+        return st;
+    st = xml_parse(path, *buf_p, len, root_p);
+    if (st != MXH_OK)
+        return st;
+    const char *ver = xattr_get(*root_p, "version");
+    if (ver != NULL && strcmp(ver, "1") != 0)
+        mxh_warn("%s:%d: <system version=\"%.16s\">, expected \"1\"; reading it anyway", path,
+                 (*root_p)->line, ver);
+    return walk(c, *root_p, NULL, NULL, NULL, -1);
+}
+
+mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
+{
+    mxh_status_t   st;
+    char          *buf = NULL;
+    xnode_t       *root = NULL;
+    nccl_ctx_t     c = {.path = path};
+    mxh_machine_t *m = NULL;
+    ndev_t        *gpus = NULL, *nics = NULL;
+    int            ng = 0, nn = 0;
+    mxh_pci_distance_t *dist = NULL;
+
+    if (path == NULL || machine_p == NULL) {
+        mxh_error("mxh_machine_from_nccl: %s is NULL", path == NULL ? "path" : "machine_p");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *machine_p = NULL;
+    st = read_devices(path, &buf, &root, &c);
+    if (st != MXH_OK)
+        goto out;
+    gpus = malloc(((size_t)c.ndevs + 1) * sizeof(*gpus));
+    nics = malloc(((size_t)c.ndevs + 1) * sizeof(*nics));
+    if (gpus == NULL || nics == NULL)
+        goto nomem;
+    st = split_devs(&c, path, gpus, &ng, nics, &nn);
+    if (st != MXH_OK)
+        goto out;
+    if ((m = machine_new(path, gpus, ng, nics, nn)) == NULL)
+        goto nomem;
     if (ng > 0 && nn > 0) {
         dist = malloc(sizeof(*dist) * (size_t)ng * (size_t)nn);
-        if (dist == NULL) {
-            mxh_error("%s: out of memory", path);
-            st = MXH_ERR_NO_MEMORY;
-            goto out;
-        }
+        if (dist == NULL)
+            goto nomem;
         for (int i = 0; i < ng; i++)
             for (int j = 0; j < nn; j++)
                 dist[(size_t)i * (size_t)nn + (size_t)j] = dev_distance(&gpus[i], &nics[j]);

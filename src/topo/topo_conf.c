@@ -269,20 +269,180 @@ static mxh_status_t hl_group(const hl_ctx_t *ctx, const char *s, const char *e,
     return MXH_OK;
 }
 
+/* The working arrays of one hostlist expansion. */
+typedef struct hl_work {
+    char              **names;
+    size_t              count, names_cap;
+    hl_part_t          *parts; /* the current element's parts */
+    size_t              nparts, parts_cap;
+    hl_range_t         *ranges; /* the ranges of its bracket groups */
+    size_t              nranges, ranges_cap;
+    size_t             *pos_r;    /* odometer: current range of each part */
+    unsigned long long *pos_v;    /* odometer: current value of each part */
+    char               *name;     /* the name being written */
+    size_t              name_len; /* room for the element's longest name */
+    unsigned long long  card;     /* names of the element */
+} hl_work_t;
+
+/* The end of the element at @elem into @end_p: a ',' outside brackets, or the end of the
+ * text. Brackets may not nest and must close inside the element, which is not empty. */
+static mxh_status_t hl_element_end(const hl_ctx_t *ctx, const char *elem, const char **end_p)
+{
+    const char *e = elem;
+    int depth = 0;
+
+    while (*e && !(*e == ',' && depth == 0)) {
+        if (*e == '[') {
+            if (depth > 0) {
+                HL_ERR(ctx, "nested '[' at offset %d", (int)(e - ctx->expr));
+                return MXH_ERR_PARSE;
+            }
+            depth = 1;
+        } else if (*e == ']') {
+            if (depth == 0) {
+                HL_ERR(ctx, "unbalanced ']' at offset %d", (int)(e - ctx->expr));
+                return MXH_ERR_PARSE;
+            }
+            depth = 0;
+        }
+        e++;
+    }
+    if (depth != 0) {
+        HL_ERR(ctx, "unclosed '[' in '%.*s'", (int)(e - elem), elem);
+        return MXH_ERR_PARSE;
+    }
+    if (e == elem) {
+        HL_ERR(ctx, "empty element at offset %d", (int)(elem - ctx->expr));
+        return MXH_ERR_PARSE;
+    }
+    *end_p = e;
+    return MXH_OK;
+}
+
+/* Splits the element [elem, e) into literal parts and bracket groups and counts its names
+ * (w->card), which must fit in @max_names with the names expanded before. */
+static mxh_status_t hl_split(const hl_ctx_t *ctx, hl_work_t *w, const char *elem,
+                             const char *e, size_t max_names)
+{
+    mxh_status_t st;
+
+    w->nparts   = 0;
+    w->nranges  = 0;
+    w->name_len = 1;
+    w->card     = 1;
+    for (const char *q = elem; q < e;) {
+        if (grow((void **)&w->parts, &w->parts_cap, w->nparts + 1, sizeof(*w->parts)) != MXH_OK)
+            return MXH_ERR_NO_MEMORY;
+        hl_part_t *pt = &w->parts[w->nparts++];
+        if (*q == '[') {
+            const char *close = memchr(q, ']', (size_t)(e - q)); /* exists: checked */
+            unsigned long long gc = 0;
+            pt->lit     = NULL;
+            pt->lit_len = 0;
+            pt->first   = w->nranges;
+            st = hl_group(ctx, q + 1, close, &w->ranges, &w->nranges, &w->ranges_cap, &gc);
+            if (st != MXH_OK)
+                return st;
+            pt->nranges = w->nranges - pt->first;
+            w->name_len += NUM_MAX_DIGITS; /* a number is printed in at most 18 chars */
+            if (gc > max_names || w->card > max_names / gc)
+                w->card = (unsigned long long)max_names + 1; /* too many: reported below */
+            else
+                w->card *= gc;
+            q = close + 1;
+        } else {
+            const char *l = q;
+            while (l < e && *l != '[')
+                l++;
+            pt->lit     = q;
+            pt->lit_len = (size_t)(l - q);
+            w->name_len += pt->lit_len;
+            q = l;
+        }
+    }
+    if (w->card > max_names - w->count) {
+        HL_ERR(ctx, "expands to more than %zu names", max_names);
+        return MXH_ERR_PARSE;
+    }
+    return MXH_OK;
+}
+
+/* Writes the element's name at the odometer's position into w->name; returns its length. */
+static size_t hl_format(hl_work_t *w)
+{
+    size_t len = 0;
+
+    for (size_t k = 0; k < w->nparts; k++) {
+        const hl_part_t *pt = &w->parts[k];
+        if (pt->lit != NULL) {
+            memcpy(w->name + len, pt->lit, pt->lit_len);
+            len += pt->lit_len;
+        } else {
+            const hl_range_t *r = &w->ranges[pt->first + w->pos_r[k]];
+            len += (size_t)snprintf(w->name + len, w->name_len - len, "%0*llu", r->width,
+                                    w->pos_v[k]);
+        }
+    }
+    w->name[len] = '\0';
+    return len;
+}
+
+/* Advances the odometer over the groups: the rightmost group varies fastest. */
+static void hl_advance(hl_work_t *w)
+{
+    for (size_t k = w->nparts; k-- > 0;) {
+        const hl_part_t *pt = &w->parts[k];
+        if (pt->lit != NULL)
+            continue;
+        const hl_range_t *r = &w->ranges[pt->first + w->pos_r[k]];
+        if (w->pos_v[k] < r->hi) {
+            w->pos_v[k]++;
+            return;
+        }
+        if (w->pos_r[k] + 1 < pt->nranges) {
+            w->pos_r[k]++;
+            w->pos_v[k] = w->ranges[pt->first + w->pos_r[k]].lo;
+            return;
+        }
+        w->pos_r[k] = 0;
+        w->pos_v[k] = w->ranges[pt->first].lo; /* carry into the part on the left */
+    }
+}
+
+/* Appends the w->card names of the split element to w->names. */
+static mxh_status_t hl_emit(hl_work_t *w)
+{
+    free(w->pos_r);
+    free(w->pos_v);
+    w->pos_r = calloc(w->nparts, sizeof(*w->pos_r));
+    w->pos_v = calloc(w->nparts, sizeof(*w->pos_v));
+    free(w->name);
+    w->name = malloc(w->name_len);
+    if (w->pos_r == NULL || w->pos_v == NULL || w->name == NULL)
+        return MXH_ERR_NO_MEMORY;
+    for (size_t k = 0; k < w->nparts; k++)
+        if (w->parts[k].lit == NULL)
+            w->pos_v[k] = w->ranges[w->parts[k].first].lo;
+    if (grow((void **)&w->names, &w->names_cap, w->count + (size_t)w->card, sizeof(*w->names)) !=
+        MXH_OK)
+        return MXH_ERR_NO_MEMORY;
+    for (unsigned long long n = 0; n < w->card; n++) {
+        size_t len = hl_format(w);
+        if ((w->names[w->count] = xstrndup(w->name, len)) == NULL)
+            return MXH_ERR_NO_MEMORY;
+        w->count++;
+        hl_advance(w);
+    }
+    return MXH_OK;
+}
+
 static mxh_status_t hl_expand(const char *expr, size_t max_names, const char *src, int line,
                               char ***names_p, int *count_p)
 {
     mxh_status_t st = MXH_OK;
     hl_ctx_t ctx = {src, line, expr};
-    char **names = NULL;
-    size_t count = 0, names_cap = 0;
-    hl_part_t *parts = NULL;
-    size_t parts_cap = 0;
-    hl_range_t *ranges = NULL;
-    size_t ranges_cap = 0;
-    size_t *pos_r = NULL;             /* odometer: current range of each part */
-    unsigned long long *pos_v = NULL; /* odometer: current value of each part */
-    char *name = NULL;
+    hl_work_t w = {0};
+    const char *elem = expr, *e;
 
     if (max_names > (size_t)INT_MAX)
         max_names = (size_t)INT_MAX;
@@ -299,132 +459,10 @@ static mxh_status_t hl_expand(const char *expr, size_t max_names, const char *sr
             goto out;
         }
     }
-
-    const char *elem = expr;
     for (;;) {
-        /* find the end of this element: a ',' outside brackets */
-        const char *e = elem;
-        int depth = 0;
-        while (*e && !(*e == ',' && depth == 0)) {
-            if (*e == '[') {
-                if (depth > 0) {
-                    HL_ERR(&ctx, "nested '[' at offset %d", (int)(e - expr));
-                    st = MXH_ERR_PARSE;
-                    goto out;
-                }
-                depth = 1;
-            } else if (*e == ']') {
-                if (depth == 0) {
-                    HL_ERR(&ctx, "unbalanced ']' at offset %d", (int)(e - expr));
-                    st = MXH_ERR_PARSE;
-                    goto out;
-                }
-                depth = 0;
-            }
-            e++;
-        }
-        if (depth != 0) {
-            HL_ERR(&ctx, "unclosed '[' in '%.*s'", (int)(e - elem), elem);
-            st = MXH_ERR_PARSE;
+        if ((st = hl_element_end(&ctx, elem, &e)) != MXH_OK ||
+            (st = hl_split(&ctx, &w, elem, e, max_names)) != MXH_OK || (st = hl_emit(&w)) != MXH_OK)
             goto out;
-        }
-        if (e == elem) {
-            HL_ERR(&ctx, "empty element at offset %d", (int)(elem - expr));
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-
-        /* split into literal parts and bracket groups, count the names */
-        size_t nparts = 0, nranges = 0, name_len = 1;
-        unsigned long long card = 1;
-        for (const char *q = elem; q < e;) {
-            if ((st = grow((void **)&parts, &parts_cap, nparts + 1, sizeof(*parts))) != MXH_OK)
-                goto nomem;
-            hl_part_t *pt = &parts[nparts++];
-            if (*q == '[') {
-                const char *close = memchr(q, ']', (size_t)(e - q)); /* exists: checked */
-                unsigned long long gc = 0;
-                pt->lit = NULL;
-                pt->lit_len = 0;
-                pt->first = nranges;
-                st = hl_group(&ctx, q + 1, close, &ranges, &nranges, &ranges_cap, &gc);
-                if (st == MXH_ERR_NO_MEMORY)
-                    goto nomem;
-                if (st != MXH_OK)
-                    goto out;
-                pt->nranges = nranges - pt->first;
-                name_len += NUM_MAX_DIGITS; /* a number is printed in at most 18 chars */
-                if (gc > max_names || card > max_names / gc)
-                    card = (unsigned long long)max_names + 1; /* too many: reported below */
-                else
-                    card *= gc;
-                q = close + 1;
-            } else {
-                const char *l = q;
-                while (l < e && *l != '[')
-                    l++;
-                pt->lit = q;
-                pt->lit_len = (size_t)(l - q);
-                name_len += pt->lit_len;
-                q = l;
-            }
-        }
-        if (card > max_names - count) {
-            HL_ERR(&ctx, "expands to more than %zu names", max_names);
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-
-        /* expand: odometer over the groups, the rightmost group varies fastest */
-        free(pos_r);
-        free(pos_v);
-        pos_r = calloc(nparts, sizeof(*pos_r));
-        pos_v = calloc(nparts, sizeof(*pos_v));
-        free(name);
-        name = malloc(name_len);
-        if (pos_r == NULL || pos_v == NULL || name == NULL)
-            goto nomem;
-        for (size_t k = 0; k < nparts; k++)
-            if (parts[k].lit == NULL)
-                pos_v[k] = ranges[parts[k].first].lo;
-        if ((st = grow((void **)&names, &names_cap, count + (size_t)card, sizeof(*names))) !=
-            MXH_OK)
-            goto nomem;
-        for (unsigned long long n = 0; n < card; n++) {
-            size_t len = 0;
-            for (size_t k = 0; k < nparts; k++) {
-                if (parts[k].lit != NULL) {
-                    memcpy(name + len, parts[k].lit, parts[k].lit_len);
-                    len += parts[k].lit_len;
-                } else {
-                    const hl_range_t *r = &ranges[parts[k].first + pos_r[k]];
-                    len += (size_t)snprintf(name + len, name_len - len, "%0*llu", r->width,
-                                            pos_v[k]);
-                }
-            }
-            name[len] = '\0';
-            if ((names[count] = xstrndup(name, len)) == NULL)
-                goto nomem;
-            count++;
-            /* advance the odometer */
-            for (size_t k = nparts; k-- > 0;) {
-                if (parts[k].lit != NULL)
-                    continue;
-                const hl_range_t *r = &ranges[parts[k].first + pos_r[k]];
-                if (pos_v[k] < r->hi) {
-                    pos_v[k]++;
-                    break;
-                }
-                if (pos_r[k] + 1 < parts[k].nranges) {
-                    pos_r[k]++;
-                    pos_v[k] = ranges[parts[k].first + pos_r[k]].lo;
-                    break;
-                }
-                pos_r[k] = 0;
-                pos_v[k] = ranges[parts[k].first].lo; /* carry into the part on the left */
-            }
-        }
-
         if (*e == '\0')
             break;
         elem = e + 1;
@@ -434,24 +472,22 @@ static mxh_status_t hl_expand(const char *expr, size_t max_names, const char *sr
             goto out;
         }
     }
-    goto out;
 
-nomem:
-    st = MXH_ERR_NO_MEMORY;
-    HL_ERR(&ctx, "%s", "out of memory");
 out:
-    free(parts);
-    free(ranges);
-    free(pos_r);
-    free(pos_v);
-    free(name);
+    if (st == MXH_ERR_NO_MEMORY)
+        HL_ERR(&ctx, "%s", "out of memory");
+    free(w.parts);
+    free(w.ranges);
+    free(w.pos_r);
+    free(w.pos_v);
+    free(w.name);
     if (st != MXH_OK) {
-        mxh_hostlist_free(names, (int)count);
-        names = NULL;
-        count = 0;
+        mxh_hostlist_free(w.names, (int)w.count);
+        w.names = NULL;
+        w.count = 0;
     }
-    *names_p = names;
-    *count_p = (int)count;
+    *names_p = w.names;
+    *count_p = (int)w.count;
     return st;
 }
 
@@ -585,11 +621,151 @@ static int add_switch(parser_t *ps)
     return (int)n;
 }
 
+static mxh_status_t parse_nomem(const parser_t *ps, int line)
+{
+    mxh_error("%s:%d: out of memory", ps->src, line);
+    return MXH_ERR_NO_MEMORY;
+}
+
+/* Notes the syntax of a record that @key starts at @line: tree (SwitchName=) and block
+ * records (BlockName=, BlockSizes=) may not be mixed in one file. */
+static mxh_status_t record_syntax(parser_t *ps, int key, int line)
+{
+    if (key == KEY_SWITCHNAME) {
+        if (ps->block_line != 0) {
+            mxh_error("%s:%d: SwitchName= (tree syntax) mixed with block syntax "
+                      "(line %d)",
+                      ps->src, line, ps->block_line);
+            return MXH_ERR_PARSE;
+        }
+        if (ps->tree_line == 0)
+            ps->tree_line = line;
+        return MXH_OK;
+    }
+    if (ps->tree_line != 0) {
+        mxh_error("%s:%d: %s= (block syntax) mixed with tree syntax (line %d)", ps->src, line,
+                  key_names[key], ps->tree_line);
+        return MXH_ERR_PARSE;
+    }
+    if (ps->block_line == 0)
+        ps->block_line = line;
+    ps->conf->format = MXH_TOPO_FORMAT_BLOCK;
+    return MXH_OK;
+}
+
+/* Starts a record with its first token @key=@val at @line: a new switch or block, whose
+ * index goes to @sw_p (BlockSizes= only has its value checked). */
+static mxh_status_t record_start(parser_t *ps, int key, const char *val, int line, int *sw_p)
+{
+    mxh_status_t st;
+    mxh_topo_conf_t *conf = ps->conf;
+
+    if (key != KEY_SWITCHNAME && key != KEY_BLOCKNAME && key != KEY_BLOCKSIZES) {
+        mxh_error("%s:%d: a line must start with SwitchName=, BlockName= or "
+                  "BlockSizes=, not '%s='",
+                  ps->src, line, key_names[key]);
+        return MXH_ERR_PARSE;
+    }
+    if ((st = record_syntax(ps, key, line)) != MXH_OK)
+        return st;
+    if (key == KEY_BLOCKSIZES)
+        return check_block_sizes(ps, line, val);
+    const char *what = key == KEY_SWITCHNAME ? "switch name" : "block name";
+    if ((st = check_name(ps, line, what, val)) != MXH_OK)
+        return st;
+    int prev = strmap_get(&ps->sw_map, val);
+    if (prev >= 0) {
+        mxh_error("%s:%d: %s '%.*s' defined twice (first at line %d)", ps->src, line,
+                  key == KEY_SWITCHNAME ? "switch" : "block", TOK_SHOW, val,
+                  conf->switches[prev].line);
+        return MXH_ERR_PARSE;
+    }
+    int sw = add_switch(ps);
+    if (sw < 0)
+        return parse_nomem(ps, line);
+    *sw_p = sw;
+    mxh_topo_switch_t *s = &conf->switches[sw];
+    s->line = line;
+    if ((s->name = strdup(val)) == NULL || strmap_put(&ps->sw_map, s->name, sw) != MXH_OK)
+        return parse_nomem(ps, line);
+    return MXH_OK;
+}
+
+/* Checks that @key at @line may follow in the record @rec (of switch @sw) started at
+ * @rec_line, and was not given before in it (@seen: the line of each key so far). */
+static mxh_status_t record_check_key(const parser_t *ps, int rec, int rec_line, int sw, int key,
+                                     int line, const int *seen)
+{
+    if (rec == KEY_BLOCKSIZES) {
+        mxh_error("%s:%d: unexpected '%s=' on a BlockSizes= line", ps->src, line,
+                  key_names[key]);
+        return MXH_ERR_PARSE;
+    }
+    if (key == KEY_SWITCHNAME || key == KEY_BLOCKNAME || key == KEY_BLOCKSIZES) {
+        mxh_error("%s:%d: unexpected second record key '%s=' (a line defines one %s; "
+                  "the record started at line %d)",
+                  ps->src, line, key_names[key], rec == KEY_SWITCHNAME ? "switch" : "block",
+                  rec_line);
+        return MXH_ERR_PARSE;
+    }
+    if (rec == KEY_BLOCKNAME && key != KEY_NODES) {
+        mxh_error("%s:%d: '%s=' is not valid on a BlockName= line", ps->src, line,
+                  key_names[key]);
+        return MXH_ERR_PARSE;
+    }
+    if (seen[key]) {
+        mxh_error("%s:%d: '%s=' given twice for '%s'", ps->src, line, key_names[key],
+                  ps->conf->switches[sw].name);
+        return MXH_ERR_PARSE;
+    }
+    return MXH_OK;
+}
+
+/* Expands the Nodes= or Switches= hostlist (@key=@val at @line, in the record started at
+ * @rec_line) into switch @sw; a node may be under one switch only. */
+static mxh_status_t record_names(parser_t *ps, int sw, int key, const char *val, int line,
+                                 int rec_line)
+{
+    mxh_topo_conf_t *conf = ps->conf;
+    mxh_topo_switch_t *s = &conf->switches[sw];
+    char **names = NULL;
+    int count = 0;
+    mxh_status_t st = hl_expand(val, MXH_TOPO_CONF_MAX_NAMES, ps->src, line, &names, &count);
+
+    if (st != MXH_OK)
+        return st;
+    if (key == KEY_SWITCHES) {
+        s->child_names = names;
+        s->num_children = count;
+        ps->aux[sw].children_line = line;
+        return MXH_OK;
+    }
+    s->nodes = names;
+    s->num_nodes = count;
+    ps->aux[sw].nodes_line = line;
+    for (int i = 0; i < count; i++) {
+        int other = strmap_get(&ps->node_map, names[i]);
+        if (other == sw) {
+            mxh_error("%s:%d: node '%.*s' listed twice in Nodes= of '%s'", ps->src, line,
+                      TOK_SHOW, names[i], s->name);
+            return MXH_ERR_PARSE;
+        }
+        if (other >= 0) {
+            mxh_error("%s:%d: node '%.*s' of '%s' is already under '%s' (line %d)", ps->src,
+                      line, TOK_SHOW, names[i], s->name, conf->switches[other].name,
+                      ps->aux[other].nodes_line);
+            return MXH_ERR_PARSE;
+        }
+        if (strmap_put(&ps->node_map, names[i], sw) != MXH_OK)
+            return parse_nomem(ps, rec_line);
+    }
+    return MXH_OK;
+}
+
 /* Parse one logical line held in ps->buf (tokens are cut in place). */
 static mxh_status_t parse_record(parser_t *ps)
 {
     mxh_status_t st;
-    mxh_topo_conf_t *conf = ps->conf;
     char *p = ps->buf, *end = ps->buf + ps->buf_len;
     int rec = KEY_NONE, sw = -1, rec_line = 0;
     int seen[KEY_COUNT] = {0};
@@ -621,126 +797,23 @@ static mxh_status_t parse_record(parser_t *ps)
             return MXH_ERR_PARSE;
         }
 
-        if (rec == KEY_NONE) {
-            /* the first token names the record */
-            if (key != KEY_SWITCHNAME && key != KEY_BLOCKNAME && key != KEY_BLOCKSIZES) {
-                mxh_error("%s:%d: a line must start with SwitchName=, BlockName= or "
-                          "BlockSizes=, not '%s='",
-                          ps->src, line, key_names[key]);
-                return MXH_ERR_PARSE;
-            }
-            rec = key;
-            rec_line = line;
-            if (key == KEY_SWITCHNAME) {
-                if (ps->block_line != 0) {
-                    mxh_error("%s:%d: SwitchName= (tree syntax) mixed with block syntax "
-                              "(line %d)",
-                              ps->src, line, ps->block_line);
-                    return MXH_ERR_PARSE;
-                }
-                if (ps->tree_line == 0)
-                    ps->tree_line = line;
-            } else {
-                if (ps->tree_line != 0) {
-                    mxh_error("%s:%d: %s= (block syntax) mixed with tree syntax (line %d)",
-                              ps->src, line, key_names[key], ps->tree_line);
-                    return MXH_ERR_PARSE;
-                }
-                if (ps->block_line == 0)
-                    ps->block_line = line;
-                conf->format = MXH_TOPO_FORMAT_BLOCK;
-            }
-            if (key == KEY_BLOCKSIZES) {
-                if ((st = check_block_sizes(ps, line, val)) != MXH_OK)
-                    return st;
-            } else {
-                const char *what = key == KEY_SWITCHNAME ? "switch name" : "block name";
-                if ((st = check_name(ps, line, what, val)) != MXH_OK)
-                    return st;
-                int prev = strmap_get(&ps->sw_map, val);
-                if (prev >= 0) {
-                    mxh_error("%s:%d: %s '%.*s' defined twice (first at line %d)", ps->src,
-                              line, key == KEY_SWITCHNAME ? "switch" : "block", TOK_SHOW, val,
-                              conf->switches[prev].line);
-                    return MXH_ERR_PARSE;
-                }
-                if ((sw = add_switch(ps)) < 0)
-                    goto nomem;
-                mxh_topo_switch_t *s = &conf->switches[sw];
-                s->line = line;
-                if ((s->name = strdup(val)) == NULL)
-                    goto nomem;
-                if ((st = strmap_put(&ps->sw_map, s->name, sw)) != MXH_OK)
-                    goto nomem;
-            }
+        if (rec == KEY_NONE) { /* the first token names the record */
+            if ((st = record_start(ps, key, val, line, &sw)) != MXH_OK)
+                return st;
+            rec       = key;
+            rec_line  = line;
             seen[key] = line;
             continue;
         }
-
-        /* further tokens of the record */
-        if (rec == KEY_BLOCKSIZES) {
-            mxh_error("%s:%d: unexpected '%s=' on a BlockSizes= line", ps->src, line,
-                      key_names[key]);
-            return MXH_ERR_PARSE;
-        }
-        if (key == KEY_SWITCHNAME || key == KEY_BLOCKNAME || key == KEY_BLOCKSIZES) {
-            mxh_error("%s:%d: unexpected second record key '%s=' (a line defines one %s; "
-                      "the record started at line %d)",
-                      ps->src, line, key_names[key], rec == KEY_SWITCHNAME ? "switch" : "block",
-                      rec_line);
-            return MXH_ERR_PARSE;
-        }
-        if (rec == KEY_BLOCKNAME && key != KEY_NODES) {
-            mxh_error("%s:%d: '%s=' is not valid on a BlockName= line", ps->src, line,
-                      key_names[key]);
-            return MXH_ERR_PARSE;
-        }
-        if (seen[key]) {
-            mxh_error("%s:%d: '%s=' given twice for '%s'", ps->src, line, key_names[key],
-                      conf->switches[sw].name);
-            return MXH_ERR_PARSE;
-        }
+        if ((st = record_check_key(ps, rec, rec_line, sw, key, line, seen)) != MXH_OK)
+            return st;
         seen[key] = line;
         if (key == KEY_LINKSPEED)
             continue; /* ignored */
-
-        mxh_topo_switch_t *s = &conf->switches[sw];
-        char **names = NULL;
-        int count = 0;
-        st = hl_expand(val, MXH_TOPO_CONF_MAX_NAMES, ps->src, line, &names, &count);
-        if (st != MXH_OK)
+        if ((st = record_names(ps, sw, key, val, line, rec_line)) != MXH_OK)
             return st;
-        if (key == KEY_NODES) {
-            s->nodes = names;
-            s->num_nodes = count;
-            ps->aux[sw].nodes_line = line;
-            for (int i = 0; i < count; i++) {
-                int other = strmap_get(&ps->node_map, names[i]);
-                if (other == sw) {
-                    mxh_error("%s:%d: node '%.*s' listed twice in Nodes= of '%s'", ps->src,
-                              line, TOK_SHOW, names[i], s->name);
-                    return MXH_ERR_PARSE;
-                }
-                if (other >= 0) {
-                    mxh_error("%s:%d: node '%.*s' of '%s' is already under '%s' (line %d)",
-                              ps->src, line, TOK_SHOW, names[i], s->name,
-                              conf->switches[other].name, ps->aux[other].nodes_line);
-                    return MXH_ERR_PARSE;
-                }
-                if (strmap_put(&ps->node_map, names[i], sw) != MXH_OK)
-                    goto nomem;
-            }
-        } else { /* KEY_SWITCHES */
-            s->child_names = names;
-            s->num_children = count;
-            ps->aux[sw].children_line = line;
-        }
     }
     return MXH_OK;
-
-nomem:
-    mxh_error("%s:%d: out of memory", ps->src, rec_line);
-    return MXH_ERR_NO_MEMORY;
 }
 
 /* Append a physical line segment [s, s+n) (already stripped) to the logical line. */
@@ -779,40 +852,43 @@ static void format_cycle(const mxh_topo_conf_t *conf, const int *stack, int dept
         snprintf(out + len, outlen - len, "%s", conf->switches[stack[from]].name);
 }
 
-/* Resolve Switches= names, drop back-edges, reject cycles, set parents. */
-static mxh_status_t resolve_tree(parser_t *ps)
+/* The Switches= graph of resolve_tree. Edges are numbered in (switch, position in its
+ * Switches=) order; the arrays of the edges and of the switches are one allocation each. */
+typedef struct tree_edges {
+    int  *esrc;    /* edge -> switch that lists the child */
+    int  *rev;     /* edge indices grouped by child */
+    char *drop;    /* edge -> dropped as a back-edge */
+    int  *rev_off; /* n + 1: edges into each switch, as ranges of rev */
+    int  *dist;    /* each switch's distance down to a switch with nodes */
+    int  *queue;   /* n: scratch of the distance search */
+    int  *mark;    /* n: scratch */
+} tree_edges_t;
+
+/* Resolves every switch's Switches= names into children (defined, not itself) and counts
+ * the edges into @nedges_p. */
+static mxh_status_t tree_children(parser_t *ps, size_t *nedges_p)
 {
     mxh_topo_conf_t *conf = ps->conf;
-    int n = conf->num_switches;
-    mxh_status_t st = MXH_OK;
     size_t nedges = 0;
-    /* edges are numbered in (switch, position in its Switches=) order */
-    int *esrc = NULL;    /* edge -> switch that lists the child */
-    int *rev_off = NULL; /* n + 1: edges into each switch, as ranges of rev */
-    int *rev = NULL;     /* edge indices grouped by child */
-    int *dist = NULL, *queue = NULL, *mark = NULL, *stack = NULL, *next = NULL;
-    char *color = NULL, *drop = NULL;
 
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < conf->num_switches; i++) {
         mxh_topo_switch_t *s = &conf->switches[i];
         if (s->num_children == 0)
             continue;
         s->children = malloc((size_t)s->num_children * sizeof(*s->children));
         if (s->children == NULL)
-            goto nomem;
+            return MXH_ERR_NO_MEMORY;
         for (int c = 0; c < s->num_children; c++) {
             int idx = strmap_get(&ps->sw_map, s->child_names[c]);
             if (idx < 0) {
                 mxh_error("%s:%d: switch '%.*s' in Switches= of '%s' is not defined", ps->src,
                           ps->aux[i].children_line, TOK_SHOW, s->child_names[c], s->name);
-                st = MXH_ERR_PARSE;
-                goto out;
+                return MXH_ERR_PARSE;
             }
             if (idx == i) {
                 mxh_error("%s:%d: switch '%s' lists itself in Switches=", ps->src,
                           ps->aux[i].children_line, s->name);
-                st = MXH_ERR_PARSE;
-                goto out;
+                return MXH_ERR_PARSE;
             }
             s->children[c] = idx;
         }
@@ -820,82 +896,127 @@ static mxh_status_t resolve_tree(parser_t *ps)
     }
     if (nedges > (size_t)INT_MAX) {
         mxh_error("%s: too many Switches= entries (%zu)", ps->src, nedges);
-        st = MXH_ERR_PARSE;
-        goto out;
+        return MXH_ERR_PARSE;
     }
+    *nedges_p = nedges;
+    return MXH_OK;
+}
 
+/* Allocates @te for @nedges edges and indexes them by child (esrc, rev_off, rev); a switch
+ * may list a child once. */
+static mxh_status_t tree_edges_build(const parser_t *ps, size_t nedges, tree_edges_t *te)
+{
+    const mxh_topo_conf_t *conf = ps->conf;
+    int n = conf->num_switches, e = 0;
     size_t ne = nedges ? nedges : 1;
-    esrc = malloc(ne * sizeof(*esrc));
-    rev = malloc(ne * sizeof(*rev));
-    drop = calloc(ne, 1);
-    rev_off = calloc((size_t)n + 1, sizeof(*rev_off));
-    dist = malloc((size_t)n * sizeof(*dist));
-    queue = malloc((size_t)n * sizeof(*queue));
-    mark = malloc((size_t)n * sizeof(*mark));
-    if (!esrc || !rev || !drop || !rev_off || !dist || !queue || !mark)
-        goto nomem;
+
+    te->esrc    = malloc(2 * ne * sizeof(*te->esrc));
+    te->drop    = calloc(ne, 1);
+    te->rev_off = calloc(4 * (size_t)n + 1, sizeof(*te->rev_off));
+    if (!te->esrc || !te->drop || !te->rev_off)
+        return MXH_ERR_NO_MEMORY;
+    te->rev   = te->esrc + ne;
+    te->dist  = te->rev_off + n + 1;
+    te->queue = te->dist + n;
+    te->mark  = te->queue + n;
 
     /* duplicates inside one Switches= (mark[child] = the switch listing it) */
     for (int i = 0; i < n; i++)
-        mark[i] = -1;
-    int e = 0;
+        te->mark[i] = -1;
     for (int a = 0; a < n; a++) {
         const mxh_topo_switch_t *s = &conf->switches[a];
         for (int c = 0; c < s->num_children; c++, e++) {
             int b = s->children[c];
-            if (mark[b] == a) {
+            if (te->mark[b] == a) {
                 mxh_error("%s:%d: switch '%s' listed twice in Switches= of '%s'", ps->src,
                           ps->aux[a].children_line, conf->switches[b].name, s->name);
-                st = MXH_ERR_PARSE;
-                goto out;
+                return MXH_ERR_PARSE;
             }
-            mark[b] = a;
-            esrc[e] = a;
-            rev_off[b + 1]++;
+            te->mark[b]        = a;
+            te->esrc[e]        = a;
+            te->rev_off[b + 1]++;
         }
     }
     for (int i = 0; i < n; i++)
-        rev_off[i + 1] += rev_off[i];
+        te->rev_off[i + 1] += te->rev_off[i];
     for (int i = 0; i < n; i++)
-        mark[i] = rev_off[i];
+        te->mark[i] = te->rev_off[i];
     e = 0;
     for (int a = 0; a < n; a++)
         for (int c = 0; c < conf->switches[a].num_children; c++, e++)
-            rev[mark[conf->switches[a].children[c]]++] = e;
+            te->rev[te->mark[conf->switches[a].children[c]]++] = e;
+    return MXH_OK;
+}
 
-    /* distance from each switch down to a switch with nodes (BFS towards parents) */
-    int qh = 0, qt = 0;
+/* The distance from each switch down to a switch with nodes (a search towards parents). */
+static void tree_distances(const mxh_topo_conf_t *conf, tree_edges_t *te)
+{
+    int n = conf->num_switches, qh = 0, qt = 0;
+
     for (int i = 0; i < n; i++) {
-        dist[i] = INT_MAX;
+        te->dist[i] = INT_MAX;
         if (conf->switches[i].num_nodes > 0) {
-            dist[i] = 0;
-            queue[qt++] = i;
+            te->dist[i]     = 0;
+            te->queue[qt++] = i;
         }
     }
     while (qh < qt) {
-        int b = queue[qh++];
-        for (int k = rev_off[b]; k < rev_off[b + 1]; k++) {
-            int a = esrc[rev[k]];
-            if (dist[a] == INT_MAX) {
-                dist[a] = dist[b] + 1;
-                queue[qt++] = a;
+        int b = te->queue[qh++];
+        for (int k = te->rev_off[b]; k < te->rev_off[b + 1]; k++) {
+            int a = te->esrc[te->rev[k]];
+            if (te->dist[a] == INT_MAX) {
+                te->dist[a]     = te->dist[b] + 1;
+                te->queue[qt++] = a;
             }
         }
     }
+}
 
-    /* back-edges: a lists b, b lists a, and b is farther from the nodes than a */
+/* Removes the edges marked in @drop from the children and child_names of their switches. */
+static void tree_remove_edges(mxh_topo_conf_t *conf, const char *drop)
+{
+    int e = 0;
+
+    for (int a = 0; a < conf->num_switches; a++) {
+        mxh_topo_switch_t *s = &conf->switches[a];
+        int w = 0;
+        for (int c = 0; c < s->num_children; c++, e++) {
+            if (drop[e]) {
+                free(s->child_names[c]);
+                continue;
+            }
+            s->child_names[w] = s->child_names[c];
+            s->children[w] = s->children[c];
+            w++;
+        }
+        s->num_children = w;
+        if (w == 0) {
+            free(s->child_names);
+            free(s->children);
+            s->child_names = NULL;
+            s->children = NULL;
+        }
+    }
+}
+
+/* Drops the back-edges, with a warning: a lists b, b lists a, and b is farther from the
+ * nodes than a. */
+static void tree_drop_back_edges(parser_t *ps, tree_edges_t *te)
+{
+    mxh_topo_conf_t *conf = ps->conf;
+    int n = conf->num_switches, ndropped = 0, ex_a = -1, ex_b = -1;
+
     for (int i = 0; i < n; i++)
-        mark[i] = -1;
-    int ndropped = 0, ex_a = -1, ex_b = -1;
+        te->mark[i] = -1;
     for (int b = 0; b < n; b++) {
         const mxh_topo_switch_t *sb = &conf->switches[b];
         for (int c = 0; c < sb->num_children; c++)
-            mark[sb->children[c]] = b; /* now mark[x] == b <=> b lists x */
-        for (int k = rev_off[b]; k < rev_off[b + 1]; k++) {
-            int a = esrc[rev[k]];
-            if (mark[a] != b || dist[b] <= dist[a])
+            te->mark[sb->children[c]] = b; /* now mark[x] == b <=> b lists x */
+        for (int k = te->rev_off[b]; k < te->rev_off[b + 1]; k++) {
+            int a = te->esrc[te->rev[k]];
+            if (te->mark[a] != b || te->dist[b] <= te->dist[a])
                 continue;
-            drop[rev[k]] = 1;
+            te->drop[te->rev[k]] = 1;
             ndropped++;
             if (ex_a < 0 || a < ex_a) {
                 ex_a = a;
@@ -906,41 +1027,31 @@ static mxh_status_t resolve_tree(parser_t *ps)
                       sb->name, conf->switches[a].name, ps->aux[b].children_line);
         }
     }
-    if (ndropped > 0) {
-        mxh_warn("%s:%d: ignored %d back-edge(s) in Switches= where two switches list each "
-                 "other (e.g. '%s' lists '%s', which lists it at line %d); the one farther "
-                 "from the nodes is kept as the parent",
-                 ps->src, ps->aux[ex_a].children_line, ndropped, conf->switches[ex_a].name,
-                 conf->switches[ex_b].name, ps->aux[ex_b].children_line);
-        e = 0;
-        for (int a = 0; a < n; a++) {
-            mxh_topo_switch_t *s = &conf->switches[a];
-            int w = 0;
-            for (int c = 0; c < s->num_children; c++, e++) {
-                if (drop[e]) {
-                    free(s->child_names[c]);
-                    continue;
-                }
-                s->child_names[w] = s->child_names[c];
-                s->children[w] = s->children[c];
-                w++;
-            }
-            s->num_children = w;
-            if (w == 0) {
-                free(s->child_names);
-                free(s->children);
-                s->child_names = NULL;
-                s->children = NULL;
-            }
-        }
-    }
+    if (ndropped == 0)
+        return;
+    mxh_warn("%s:%d: ignored %d back-edge(s) in Switches= where two switches list each "
+             "other (e.g. '%s' lists '%s', which lists it at line %d); the one farther "
+             "from the nodes is kept as the parent",
+             ps->src, ps->aux[ex_a].children_line, ndropped, conf->switches[ex_a].name,
+             conf->switches[ex_b].name, ps->aux[ex_b].children_line);
+    tree_remove_edges(conf, te->drop);
+}
 
-    /* cycle detection: iterative DFS, colour 0 new, 1 on the stack, 2 done */
-    color = calloc((size_t)n, 1);
-    stack = malloc((size_t)n * sizeof(*stack));
-    next = malloc((size_t)n * sizeof(*next));
-    if (!color || !stack || !next)
-        goto nomem;
+/* Rejects a cycle in the Switches= graph: iterative DFS, colour 0 new, 1 on the stack,
+ * 2 done. */
+static mxh_status_t tree_check_cycles(const parser_t *ps)
+{
+    const mxh_topo_conf_t *conf = ps->conf;
+    int n = conf->num_switches;
+    mxh_status_t st = MXH_OK;
+    char *color = calloc((size_t)n, 1);
+    int *stack = malloc((size_t)n * sizeof(*stack));
+    int *next = malloc((size_t)n * sizeof(*next));
+
+    if (!color || !stack || !next) {
+        st = MXH_ERR_NO_MEMORY;
+        goto out;
+    }
     for (int root = 0; root < n; root++) {
         if (color[root])
             continue;
@@ -976,30 +1087,42 @@ static mxh_status_t resolve_tree(parser_t *ps)
             }
         }
     }
+out:
+    free(color);
+    free(stack);
+    free(next);
+    return st;
+}
+
+/* Resolve Switches= names, drop back-edges, reject cycles, set parents. */
+static mxh_status_t resolve_tree(parser_t *ps)
+{
+    mxh_topo_conf_t *conf = ps->conf;
+    tree_edges_t te = {0};
+    size_t nedges = 0;
+    mxh_status_t st;
+
+    if ((st = tree_children(ps, &nedges)) != MXH_OK ||
+        (st = tree_edges_build(ps, nedges, &te)) != MXH_OK)
+        goto out;
+    tree_distances(conf, &te);
+    tree_drop_back_edges(ps, &te);
+    if ((st = tree_check_cycles(ps)) != MXH_OK)
+        goto out;
 
     /* parent: the first switch (file order) listing it */
-    for (int a = 0; a < n; a++) {
+    for (int a = 0; a < conf->num_switches; a++) {
         const mxh_topo_switch_t *s = &conf->switches[a];
         for (int c = 0; c < s->num_children; c++)
             if (conf->switches[s->children[c]].parent < 0)
                 conf->switches[s->children[c]].parent = a;
     }
-    goto out;
-
-nomem:
-    mxh_error("%s: out of memory resolving Switches=", ps->src);
-    st = MXH_ERR_NO_MEMORY;
 out:
-    free(esrc);
-    free(rev);
-    free(drop);
-    free(rev_off);
-    free(dist);
-    free(queue);
-    free(mark);
-    free(color);
-    free(stack);
-    free(next);
+    if (st == MXH_ERR_NO_MEMORY)
+        mxh_error("%s: out of memory resolving Switches=", ps->src);
+    free(te.esrc);
+    free(te.drop);
+    free(te.rev_off);
     return st;
 }
 
@@ -1088,12 +1211,51 @@ out:
     return MXH_OK;
 }
 
+mxh_status_t mxh_topo_read_text(FILE *f, const char *path, const char *what, size_t max,
+                                char **text_p, size_t *len_p)
+{
+    mxh_status_t st;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+
+    for (;;) {
+        if (grow((void **)&text, &cap, len + 65536 + 1, 1) != MXH_OK) {
+            mxh_error("%s: out of memory reading %s", path, what);
+            st = MXH_ERR_NO_MEMORY;
+            goto err;
+        }
+        size_t got = fread(text + len, 1, 65536, f);
+        len += got;
+        if (len > max) {
+            mxh_error("%s: %s is larger than the limit of %zu bytes", path, what, max);
+            st = MXH_ERR_PARSE;
+            goto err;
+        }
+        if (got < 65536) {
+            if (ferror(f)) {
+                mxh_error("%s: cannot read %s: %s", path, what, strerror(errno));
+                st = MXH_ERR_IO;
+                goto err;
+            }
+            break;
+        }
+    }
+    text[len] = '\0';
+    *text_p = text;
+    *len_p  = len;
+    return MXH_OK;
+
+err:
+    free(text);
+    return st;
+}
+
 mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p)
 {
     mxh_status_t st = MXH_OK;
     FILE *f = NULL;
     char *text = NULL;
-    size_t len = 0, cap = 0;
+    size_t len = 0;
     struct stat sb;
 
     if (conf_p == NULL || path == NULL) {
@@ -1113,30 +1275,9 @@ mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p
         st = MXH_ERR_PARSE;
         goto out;
     }
-    for (;;) {
-        if (grow((void **)&text, &cap, len + 65536 + 1, 1) != MXH_OK) {
-            mxh_error("%s: out of memory reading topology file", path);
-            st = MXH_ERR_NO_MEMORY;
-            goto out;
-        }
-        size_t got = fread(text + len, 1, 65536, f);
-        len += got;
-        if (len > MXH_TOPO_CONF_MAX_FILE_BYTES) {
-            mxh_error("%s: topology file is larger than the limit of %zu bytes", path,
-                      MXH_TOPO_CONF_MAX_FILE_BYTES);
-            st = MXH_ERR_PARSE;
-            goto out;
-        }
-        if (got < 65536) {
-            if (ferror(f)) {
-                mxh_error("%s: cannot read topology file: %s", path, strerror(errno));
-                st = MXH_ERR_IO;
-                goto out;
-            }
-            break;
-        }
-    }
-    text[len] = '\0';
+    st = mxh_topo_read_text(f, path, "topology file", MXH_TOPO_CONF_MAX_FILE_BYTES, &text, &len);
+    if (st != MXH_OK)
+        goto out;
     const char *nul = memchr(text, '\0', len);
     if (nul != NULL) {
         int line = 1;

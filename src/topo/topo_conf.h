@@ -4,6 +4,7 @@
 #define MXH_TOPO_CONF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "util/status.h"
 
@@ -61,6 +62,11 @@ mxh_status_t mxh_topo_conf_parse_string(const char *text, const char *source,
 /* Same from a file; an unreadable file is MXH_ERR_IO with the path and strerror. */
 mxh_status_t mxh_topo_conf_parse_file(const char *path, mxh_topo_conf_t **conf_p);
 void mxh_topo_conf_destroy(mxh_topo_conf_t *conf);
+
+/* Reads the text file @f (@path, called @what in messages) into @text_p, NUL-terminated,
+ * and its length into @len_p; more than @max bytes is MXH_ERR_PARSE. Free with free(). */
+mxh_status_t mxh_topo_read_text(FILE *f, const char *path, const char *what, size_t max,
+                                char **text_p, size_t *len_p);
 
 /* Index of the leaf switch of @host (the switch whose Nodes= lists it), or -1.
  * Matches the exact name, else the short names (up to the first '.') of both
