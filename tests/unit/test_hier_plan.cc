@@ -18,6 +18,7 @@ extern "C" {
 #include "coll/plan.h"
 #include "coll/sched.h"
 #include "coll/select.h"
+#include "coll/tune.h"
 #include "hier/levels.h"
 #include "util/config.h"
 #include "hier/record.h"
@@ -1669,7 +1670,7 @@ std::string check_sched_order(const mxh_layout_t *L, mxh_coll_t coll, size_t cou
 
 }  // namespace
 
-// The stream's window (exec.c stream_window), read off its scratch (one slot per
+// The stream's window (tune.c stream_window), read off its scratch (one slot per
 // fragment in flight): stages + 2; two more per rootless reduce stage; stages + 3 with
 // three stages or more where the stream is paced, or where a bcast's staggered steps
 // post ahead (link times in ctx->times). 32 nodes x 8 in 4 leaves, 256 MiB in 4 MiB
@@ -1696,8 +1697,16 @@ TEST(Sched, StreamWindow)
         mxh_exec_ctx_t ctx;
         memset(&ctx, 0, sizeof(ctx));
         ctx.extent = 4;
-        ctx.pace   = pace;
-        ctx.times  = times;
+        // the tuning pass stamps the window (coll/tune.c), from these link times
+        mxh_tune_in_t in = {};
+        in.cfg           = &cfg;
+        in.pace          = pace;
+        in.pace_links    = pace;
+        in.times         = times;
+        if (S.p)
+            mxh_tune_sched(S.p, &in);
+        if (one.p)
+            mxh_tune_sched(one.p, &in);
         *n = *r = 0;
         for (int st = 0; S.p && st < S.p->nstages; st++) {
             int i = S.p->plan->stage_step[st];
