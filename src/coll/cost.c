@@ -1324,6 +1324,28 @@ static int stream_caps(const mxh_cost_model_t *m, const stage_cost_t *sc, int *c
     return W;
 }
 
+int mxh_cost_stream_caps(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                         size_t tsize, size_t frag_bytes, int *cap, int ncap)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0), most = 0;
+    size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
+    if (sizes == NULL)
+        return -1;
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+    for (size_t f = 0; f < nf; f++)
+        most = sizes[f] > most ? sizes[f] : most;
+    free(sizes);
+    stage_cost_t sc;
+    int all[NSLOT];
+    frag_cost(m, coll, most, tsize, MXH_COST_PLAN, (int)nf, &sc);
+    int W = stream_caps(m, &sc, all);
+    for (int s = 0; s < ncap && s < NSLOT; s++)
+        cap[s] = all[s];
+    return W;
+}
+
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {

@@ -307,6 +307,13 @@ int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant);
 
+/* The stream's window (returned) and the caps of its first @ncap slots (slot 0 the copy
+ * in, slot s + 1 the plan's stage s) as the model runs the largest fragment of @coll in
+ * fragments of @frag_bytes: the tuning pass's rules (tune.h) on the model's stages; -1
+ * where not modelled. */
+int mxh_cost_stream_caps(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                         size_t tsize, size_t frag_bytes, int *cap, int ncap);
+
 /* The bandwidth bound: the busiest link's byte time for the whole vector. */
 double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize);
 
