@@ -414,15 +414,8 @@ static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, v
                                  MPI_Op op, mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
 {
     mxh_hier_t *h      = a->hier;
-    /* pacing books a rank's links as if every member moved its even share; bcast and
-     * reduce move the region through the root's link and the others' unevenly (the
-     * through shape): paced they ran 1.6x slower (128 GPUs, 256 MiB bcast 873.71 ->
-     * 1371.77 us), so they stream unpaced */
-    int rooted = sched->coll == MXH_COLL_BCAST || sched->coll == MXH_COLL_REDUCE;
     mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
-                          h->shm_levels, a->lvl_p, 0,
-                          rooted || sched->unpaced ? NULL : mxh_hier_pace_links(h, sched),
-                          h->spread_comm, mxh_hier_times(h)};
+                          h->shm_levels, a->lvl_p, 0, h->spread_comm};
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
         ctx.src = io->src;
@@ -627,6 +620,7 @@ static mxh_status_t get_vsched(mxh_coll_args_t *a, const size_t *counts,
     st = mxh_sched_create_v(h->layout, h->rank, a->coll, counts, a->tsize, nfrag, depth, &s);
     if (st != MXH_OK)
         return st;
+    mxh_hier_tune(h, s, 0);
     mxh_sched_destroy(h->vsched);
     h->vsched = s;
     memcpy(h->vsched_counts, counts, n * sizeof(size_t));
@@ -1769,9 +1763,7 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
     if (engaged) {
         char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
         mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->vdt, ts, a->mpi_op, h->reqs, NULL, NULL,
-                              NULL, NULL, h->shm_levels, a->lvl_p, skip,
-                              sched->unpaced ? NULL : mxh_hier_pace_links(h, sched),
-                              h->spread_comm, mxh_hier_times(h)};
+                              NULL, NULL, h->shm_levels, a->lvl_p, skip, h->spread_comm};
         size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
         void *tmp        = mxh_hier_tmp(h, tmp_bytes);
         if (mirror == NULL || tmp == NULL) {

@@ -1,27 +1,14 @@
 #include "coll/cost.h"
 #include "coll/measure.h"
+#include "coll/p2p.h"
 #include "coll/sched.h"
+#include "coll/tune.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* mirrors of the executor's and the builders' constants (p2p.h, plan.h): the model
- * takes the algorithm the library takes */
-#define P2P_SMALL      (32u << 10)
-#define P2P_DIRECT_P   64
-#define P2P_DIRECT_ANY 8
-#define P2P_RADIX      32
-#define P2P_KARY_P     16
-#define P2P_KARY_RADIX 8
 #define MAX_FRAGS_MODELLED 65536
-#define MXH_COST_STAGE_CAP 2 /* exec.c: MXH_STREAM_STAGE_CAP */
-#define MXH_COST_STAGE_CAP_PACED 3 /* exec.c: MXH_STREAM_STAGE_CAP_PACED */
-#define MXH_COST_STAGE_CAP_REDUCE 4 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE */
-#define MXH_COST_STAGE_CAP_REDUCE_MAX 8 /* exec.c: MXH_STREAM_STAGE_CAP_REDUCE_MAX */
-#define MXH_COST_STAGE_CAP_BCAST_NET 3 /* exec.c: MXH_STREAM_STAGE_CAP_BCAST_NET */
-#define MXH_COST_STAGE_CAP_STAGGER 3 /* exec.c: MXH_STREAM_STAGE_CAP_STAGGER */
-#define MXH_COST_LIGHT 32    /* exec.c: MXH_STREAM_LIGHT */
 #define CAP_HIST 16
 
 void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nlevels,
@@ -175,24 +162,9 @@ void mxh_cost_model_torus(mxh_cost_model_t *m, const mxh_config_t *cfg, int s, i
 
 /* ---- steps ------------------------------------------------------------------------ */
 
-static int factors(int p, int most, int *fac)
-{
-    int n = 0;
-    while (p > 1) {
-        int f = most;
-        while (f > 1 && p % f != 0)
-            f--;
-        if (f < 2)
-            return 0;
-        fac[n++] = f;
-        p /= f;
-    }
-    return n;
-}
-
 static int radix_factors(int p, int *fac)
 {
-    return factors(p, P2P_RADIX, fac);
+    return mxh_p2p_factors(p, MXH_P2P_RADIX, fac);
 }
 
 static int log2i(int p)
@@ -203,57 +175,44 @@ static int log2i(int p)
     return k;
 }
 
-typedef enum { A_RING, A_RHD, A_DIRECT, A_RADIX, A_KARY } p2p_t;
-
-/* p2p.c kary's levels: the network's, more than P2P_KARY_P ranks, two factors or more */
+/* A network level p2p.c's kary can run (more than MXH_P2P_KARY_P ranks, two factors or
+ * more), not a torus ring */
 static int kary_level(const mxh_cost_model_t *m, int level)
 {
     int fac[32];
-    return m->net[level] && !m->ring[level] && m->gsize[level] > P2P_KARY_P &&
-           factors(m->gsize[level], P2P_KARY_RADIX, fac) >= 2;
+    return m->net[level] && !m->ring[level] && m->gsize[level] > MXH_P2P_KARY_P &&
+           mxh_p2p_factors(m->gsize[level], MXH_P2P_KARY_RADIX, fac) >= 2;
 }
 
-/* mxh_p2p_choose without forcing, for even splits (parts contiguous) */
-static p2p_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type, size_t bytes)
+/* The algorithm p2p.c runs on a step of @level over an even split (mxh_p2p_choose); a
+ * bcast or reduce step as the pipelines' rootless one, the form the model prices. */
+static mxh_p2p_algo_t choose(const mxh_cost_model_t *m, int level, mxh_step_type_t type,
+                             size_t bytes)
 {
-    int p = m->gsize[level], fac[32], pow2 = (p & (p - 1)) == 0;
-    int net_direct = m->net[level] && p <= P2P_DIRECT_P;
-    /* a torus dimension: the ring sends every byte to the next node over one link */
-    if (m->ring[level] && p > 2 && bytes > P2P_SMALL && type != MXH_STEP_BCAST &&
-        type != MXH_STEP_REDUCE)
-        return A_RING;
-    if (m->kary && kary_level(m, level) && bytes > P2P_SMALL &&
-        (type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLGATHER ||
-         type == MXH_STEP_ALLREDUCE))
-        return A_KARY;
-    if (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE) /* no size rule */
-        return p <= P2P_DIRECT_ANY || net_direct ? A_DIRECT : pow2 ? A_RHD : A_RING;
-    if (type == MXH_STEP_ALLREDUCE && bytes <= P2P_SMALL && radix_factors(p, fac) > 0 &&
-        !(m->rsag == 1 && m->net[level]))
-        return A_RADIX;
-    if ((bytes <= P2P_SMALL && p <= P2P_DIRECT_P) || net_direct || p <= P2P_DIRECT_ANY)
-        return A_DIRECT;
-    return pow2 ? A_RHD : A_RING;
-}
-
-static double factor(int n, const size_t *size, const double *f, double msg)
-{
-    double v = 1;
-    for (int i = 0; i < n && (double)size[i] <= msg; i++)
-        v = f[i];
-    return v;
+    mxh_step_t s;
+    memset(&s, 0, sizeof(s));
+    s.type     = type;
+    s.level    = level;
+    s.gsize    = m->gsize[level];
+    s.count    = bytes;
+    s.net      = m->net[level];
+    s.ring     = m->ring[level];
+    s.kary     = m->kary;
+    s.rsag     = m->rsag == 1;
+    s.rootless = type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE;
+    return mxh_p2p_choose(&s, 1);
 }
 
 /* Latency of one exchange of messages of @msg bytes at @level. */
 static double alpha(const mxh_cost_model_t *m, int level, double msg)
 {
-    return m->lvl[level].alpha * factor(m->lat_n, m->lat_size, m->lat_f, msg);
+    return m->lvl[level].alpha * mxh_link_factor(m->lat_n, m->lat_size, m->lat_f, msg);
 }
 
 /* Seconds per byte of messages of @msg bytes at @level. */
 static double beta(const mxh_cost_model_t *m, int level, double msg)
 {
-    return m->lvl[level].beta / factor(m->bw_n, m->bw_size, m->bw_f, msg);
+    return m->lvl[level].beta / mxh_link_factor(m->bw_n, m->bw_size, m->bw_f, msg);
 }
 
 double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg)
@@ -286,6 +245,23 @@ int mxh_cost_bcast_bare(const mxh_cost_model_t *m, mxh_coll_t coll, size_t frag_
             return 0;
     }
     return 1;
+}
+
+void mxh_cost_link_times(const mxh_cost_model_t *m, mxh_link_times_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->nlevels = m->nlevels;
+    for (int l = 0; l < m->nlevels; l++) {
+        t->alpha[l] = m->lvl[l].alpha;
+        t->beta[l]  = m->lvl[l].beta;
+        t->res[l]   = m->res[l];
+    }
+    t->lat_n = m->lat_n;
+    t->bw_n  = m->bw_n;
+    memcpy(t->lat_size, m->lat_size, sizeof(t->lat_size));
+    memcpy(t->lat_f, m->lat_f, sizeof(t->lat_f));
+    memcpy(t->bw_size, m->bw_size, sizeof(t->bw_size));
+    memcpy(t->bw_f, m->bw_f, sizeof(t->bw_f));
 }
 
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
@@ -347,13 +323,13 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
     int rs = type == MXH_STEP_REDUCE_SCATTER || type == MXH_STEP_ALLREDUCE ||
              type == MXH_STEP_REDUCE;
     int ag = type == MXH_STEP_ALLGATHER || type == MXH_STEP_ALLREDUCE || type == MXH_STEP_BCAST;
-    p2p_t algo;
+    mxh_p2p_algo_t algo;
 
     ph->n = 0;
     if (p <= 1 || bytes == 0)
         return;
     algo = choose(m, level, type, bytes);
-    if (algo == A_DIRECT && (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE)) {
+    if (algo == MXH_P2P_DIRECT && (type == MXH_STEP_BCAST || type == MXH_STEP_REDUCE)) {
         /* p2p.c rootless: the region split among the p - 1 others, the root's part
          * empty; the root's link carries the region once (scatter, gather), every
          * other member's as much (its parts in, or out, over both phases) */
@@ -386,19 +362,19 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
         phase_r(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0,
                 MXH_COST_ROOT_OUT, p - 1);
     switch (algo) {
-    case A_RADIX: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
+    case MXH_P2P_RADIX_AR: /* per factor f: the whole region to f - 1 peers, an f-input reduction */
         for (int i = 0, nf = radix_factors(p, fac); i < nf; i++)
             phase(ph, alpha(m, level, n), (fac[i] - 1) * n * beta(m, level, n),
                   (fac[i] + 1) / 3.0 * n * g, fac[i] - 1);
         break;
-    case A_DIRECT: /* one exchange per phase: my part from / to every peer */
+    case MXH_P2P_DIRECT: /* one exchange per phase: my part from / to every peer */
         if (rs)
             phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p),
                   (p + 1) / 3.0 * n / p * g, p - 1);
         if (ag)
             phase(ph, alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, p - 1);
         break;
-    case A_RHD: /* halves, quarters, ... then back */
+    case MXH_P2P_RHD: /* halves, quarters, ... then back */
         if (rs)
             for (int i = 1; i <= k; i++)
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
@@ -408,8 +384,8 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
                 phase(ph, alpha(m, level, n / (1 << i)), n / (1 << i) * beta(m, level, n / (1 << i)),
                       0, 1);
         break;
-    case A_KARY: { /* per factor f: the range's share of each of f - 1 peers, then back */
-        int nf = factors(p, P2P_KARY_RADIX, fac);
+    case MXH_P2P_KARY: { /* per factor f: the range's share of each of f - 1 peers, then back */
+        int nf = mxh_p2p_factors(p, MXH_P2P_KARY_RADIX, fac);
         double r = n;
         if (rs) /* ranges of n, n / f0, ...: f - 1 shares out, an f-input reduction */
             for (int i = 0; i < nf; r /= fac[i], i++) {
@@ -427,12 +403,14 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
         }
         break;
     }
-    case A_RING: /* p - 1 exchanges of n / p per phase (lumped) */
+    case MXH_P2P_RING: /* p - 1 exchanges of n / p per phase (lumped) */
         if (rs)
             phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p),
                   share * n * g, 1);
         if (ag)
             phase(ph, (p - 1) * alpha(m, level, n / p), share * n * beta(m, level, n / p), 0, 1);
+        break;
+    case MXH_P2P_FLAT: /* not for the rootless steps the model prices (choose) */
         break;
     }
     if (type == MXH_STEP_REDUCE) /* the reduce-scatter, then the gather to the root */
@@ -555,7 +533,7 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
     sc->stagger[1 + stage] =
         holder &&
         (type == MXH_STEP_BCAST || (type == MXH_STEP_REDUCE && m->net[level] && m->rstagger)) &&
-        m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) == A_DIRECT &&
+        m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) == MXH_P2P_DIRECT &&
         (!m->net[level] || sc->level[1 + 0] != 0 ||
          mxh_cost_net_binds(m, level, (size_t)bytes, m->gsize[level],
                             (size_t)sc->region[1 + 0], m->gsize[0]));
@@ -572,7 +550,7 @@ static void add_role(const mxh_cost_model_t *m, stage_cost_t *sc, int stage, int
         sc->cpu += ph->ph[i].cpu;
         sc->scpu[1 + stage] += ph->ph[i].cpu;
     }
-    if (m->ring[level] && m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) != A_RING)
+    if (m->ring[level] && m->gsize[level] > 2 && choose(m, level, type, (size_t)bytes) != MXH_P2P_RING)
         for (int i = 0; i < ph->n; i++)
             sc->dlink[sc->res[1 + stage][i]] += ph->ph[i].link;
 }
@@ -615,33 +593,13 @@ static void copy(const mxh_cost_model_t *m, stage_cost_t *sc, int slot, double b
     sc->scpu[slot] += bytes * m->kappa;
 }
 
-/* exec.c latency_extra: floor(2 x latency / bytes time) of a step of @region bytes at
- * @level, at most MXH_COST_STAGE_CAP_REDUCE_MAX */
+/* The latency extra (tune.h) of a rootless step of @region bytes at @level */
 static int latency_extra(const mxh_cost_model_t *m, int level, double region)
 {
     if (level < 0 || level >= m->nlevels || m->gsize[level] < 2)
         return 0;
     double msg = (double)(size_t)(region / (m->gsize[level] - 1));
-    double tb = region * beta(m, level, msg), lat = alpha(m, level, msg);
-    if (tb <= 0)
-        return 0;
-    return 2 * lat / tb < MXH_COST_STAGE_CAP_REDUCE_MAX ? (int)(2 * lat / tb)
-                                                        : MXH_COST_STAGE_CAP_REDUCE_MAX;
-}
-
-/* exec.c reduce_cap, bcast_net_cap: the fragments a rootless reduce (bcast on the
- * network) step holds, four (three) and latency_extra more, at most
- * MXH_COST_STAGE_CAP_REDUCE_MAX */
-static int reduce_cap(const mxh_cost_model_t *m, int level, double region)
-{
-    int cap = MXH_COST_STAGE_CAP_REDUCE + latency_extra(m, level, region);
-    return cap < MXH_COST_STAGE_CAP_REDUCE_MAX ? cap : MXH_COST_STAGE_CAP_REDUCE_MAX;
-}
-
-static int bcast_net_cap(const mxh_cost_model_t *m, int level, double region)
-{
-    int cap = MXH_COST_STAGE_CAP_BCAST_NET + latency_extra(m, level, region);
-    return cap < MXH_COST_STAGE_CAP_REDUCE_MAX ? cap : MXH_COST_STAGE_CAP_REDUCE_MAX;
+    return mxh_tune_latency_extra(alpha(m, level, msg), region * beta(m, level, msg));
 }
 
 static mxh_cost_variant_t plan_variant(const mxh_cost_model_t *m, size_t count, size_t tsize)
@@ -1324,6 +1282,70 @@ int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
     return !(tp > 0 && tu > 0 && !paced_wins(m, tp, tu));
 }
 
+/* The stream's window and stage caps for fragments of the stage costs @sc, by the
+ * tuning pass's rules (tune.h) on the model's stages; returns the window. Where the
+ * model's stages differ from a rank's: its window counts the plan's stages (not the
+ * copy out), a rooted collective's one per level; a copy takes one fragment; a light
+ * stage at most CAP_HIST; a kary stage no extra fragments and a bcast posting ahead no
+ * extra window (this sharing model gives a third fragment its share of the link at
+ * once: RESULTS.md section 5, "Fewer messages on long rails"); a rootless network
+ * bcast's latency extra as the part of it its cap can take. */
+static int stream_caps(const mxh_cost_model_t *m, const stage_cost_t *sc, int *cap)
+{
+    int nst = 0, r = 0, b = 0, W;
+    double most = 0;
+    for (int s = 1; s < 2 * m->nlevels; s++)
+        if (sc->ph[s].n > 0) {
+            nst++;
+            most = sc->region[s] > most ? sc->region[s] : most;
+        }
+    if (sc->rooted)
+        nst = m->nlevels;
+    int paced = m->pace && !sc->rooted;
+    mxh_tune_stage_t st[NSLOT];
+    for (int s = 0; s < NSLOT; s++) {
+        int live  = sc->ph[s].n > 0;
+        int extra = latency_extra(m, sc->level[s], sc->region[s]);
+        st[s] = (mxh_tune_stage_t){.light      = sc->region[s] * MXH_TUNE_LIGHT <= most,
+                                   .paced      = paced,
+                                   .rreduce    = sc->rreduce[s],
+                                   .rbcast_net = sc->rbcast_net[s],
+                                   .ahead      = sc->stagger[s] && m->ahead,
+                                   .extra      = extra};
+        if (live && sc->rreduce[s])
+            r += mxh_tune_stage_cap(&(mxh_tune_stage_t){.rreduce = 1, .extra = extra}, 0) - 2;
+        if (live && sc->rbcast_net[s] && sc->region[s] * MXH_TUNE_LIGHT > most)
+            b += mxh_tune_stage_cap(&(mxh_tune_stage_t){.rbcast_net = 1, .extra = extra}, 0) -
+                 MXH_TUNE_STAGE_CAP_BCAST_NET;
+    }
+    W = mxh_tune_window(nst, r, paced, 0, b);
+    for (int s = 0; s < NSLOT; s++)
+        cap[s] = sc->level[s] < 0 ? 1 : mxh_tune_stage_cap(&st[s], W < CAP_HIST ? W : CAP_HIST);
+    return W;
+}
+
+int mxh_cost_stream_caps(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                         size_t tsize, size_t frag_bytes, int *cap, int ncap)
+{
+    if (!modelled(m, coll) || count == 0 || tsize == 0)
+        return -1;
+    size_t nf = mxh_cost_frags(m, coll, count, tsize, frag_bytes, NULL, 0), most = 0;
+    size_t *sizes = nf > 0 && nf <= MAX_FRAGS_MODELLED ? malloc(nf * sizeof(*sizes)) : NULL;
+    if (sizes == NULL)
+        return -1;
+    mxh_cost_frags(m, coll, count, tsize, frag_bytes, sizes, nf);
+    for (size_t f = 0; f < nf; f++)
+        most = sizes[f] > most ? sizes[f] : most;
+    free(sizes);
+    stage_cost_t sc;
+    int all[NSLOT];
+    frag_cost(m, coll, most, tsize, MXH_COST_PLAN, (int)nf, &sc);
+    int W = stream_caps(m, &sc, all);
+    for (int s = 0; s < ncap && s < NSLOT; s++)
+        cap[s] = all[s];
+    return W;
+}
+
 static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes, mxh_cost_variant_t variant)
 {
@@ -1383,63 +1405,7 @@ static double predict_grid(const mxh_cost_model_t *m, mxh_coll_t coll, size_t co
         for (int s = 0; s < NSLOT; s++)
             cpu = scpu[s] > cpu ? scpu[s] : cpu;
     }
-    {
-        const stage_cost_t *sc = &kinds[big];
-        int nst = 0;
-        double most = 0;
-        /* the plan's stages (exec.c stream_window counts those): not the copy out of
-         * the block collectives' fragment-major work buffer, slot 2 nlevels, whose
-         * fragment the window already waits for (the admission gate is the last
-         * slot). Counted, it let a reduce_scatter_block or allgather of 3 levels run
-         * one fragment more than exec.c does: 1024 GPUs, 64 MiB in 1 MiB fragments,
-         * reduce_scatter_block / allgather predicted 192.68 / 208.44 us where 262.66 /
-         * 244.70 were simulated; with the plan's stages 246.53 / 234.30 (RESULTS.md
-         * section 5, "The window of the block collectives"). */
-        for (int s = 1; s < 2 * m->nlevels; s++)
-            if (sc->ph[s].n > 0) {
-                nst++;
-                most = sc->region[s] > most ? sc->region[s] : most;
-            }
-        if (sc->rooted) /* a rank's window counts its own stages: one per level */
-            nst = m->nlevels;
-        W = nst + 2;
-        int r = 0; /* exec.c stream_window: its cap less two more per rootless reduce stage */
-        for (int s = 0; s < NSLOT; s++)
-            r += sc->rreduce[s] && sc->ph[s].n > 0 ? reduce_cap(m, sc->level[s], sc->region[s]) - 2
-                                                   : 0;
-        if (nst + 2 + r > W)
-            W = nst + 2 + r;
-        if (m->pace && !sc->rooted && nst >= 3) /* exec.c stream_window */
-            W = nst + 3;
-        /* (exec.c stream_window gives a bcast that posts ahead one more fragment
-         * on ranks of three or more stages: there the root's node's spine stage, a
-         * few messages beside the rail's many on its NICs, held its window. The
-         * one path here has no such stage; with the larger window its 4 MiB bcast
-         * at 32 x 8 GPUs came out 11.7 % slow, without it 0.5 %.) A rootless network
-         * bcast stage as deep as its latency (bcast_net_cap) gets as many more
-         * fragments in flight, not for a light stage (exec.c stream_window). */
-        int b = 0;
-        for (int s = 0; s < NSLOT; s++)
-            b += sc->rbcast_net[s] && sc->ph[s].n > 0 && sc->region[s] * MXH_COST_LIGHT > most
-                     ? bcast_net_cap(m, sc->level[s], sc->region[s]) -
-                           MXH_COST_STAGE_CAP_BCAST_NET
-                     : 0;
-        if (nst + 2 + b > W)
-            W = nst + 2 + b;
-        W = W > 2 * nst - 2 ? W : 2 * nst - 2;
-        for (int s = 0; s < NSLOT; s++)
-            cap[s] = sc->level[s] < 0                        ? 1
-                     : sc->region[s] * MXH_COST_LIGHT <= most ? (W < CAP_HIST ? W : CAP_HIST)
-                     /* (a kary stage gets one more fragment per further exchange in
-                      * exec.c, not here: this sharing model gives the third fragment its
-                      * share of the link at once and predicted the 1024-GPU allgather
-                      * 765.20 us with it, against 728.27 simulated; with two, 724.42) */
-                     : m->pace && !sc->rooted                 ? MXH_COST_STAGE_CAP_PACED
-                     : sc->rreduce[s] ? reduce_cap(m, sc->level[s], sc->region[s])
-                     : sc->rbcast_net[s] ? bcast_net_cap(m, sc->level[s], sc->region[s])
-                     : sc->stagger[s] && m->ahead             ? MXH_COST_STAGE_CAP_STAGGER
-                                                               : MXH_COST_STAGE_CAP;
-    }
+    W = stream_caps(m, &kinds[big], cap);
     T = stream_sim(m, kinds, kind_of, big, cap, W, nf);
     free(kind_of), free(arr), free(dep), free(last), free(sizes);
     if (T < 0)

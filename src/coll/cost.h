@@ -69,7 +69,9 @@
 
 #include <stddef.h>
 
+#include "coll/links.h"
 #include "coll/plan.h"
+#include "coll/sched.h"
 #include "coll/select.h"
 #include "hier/levels.h"
 #include "util/config.h"
@@ -159,7 +161,7 @@ typedef struct mxh_cost_model {
  * messages; root2 -1: none): the non-roots' inputs in a scatter, the root's output
  * in the reduce-scatter, the non-roots' outputs in a gather. Every other step:
  * MXH_COST_OTHERS, no second set. */
-#define MXH_COST_MAX_PHASES 12
+#define MXH_COST_MAX_PHASES MXH_SCHED_MAX_PHASES
 enum { MXH_COST_OTHERS = 0, MXH_COST_ROOT_OUT, MXH_COST_ROOT_IN, MXH_COST_OTHERS_OUT };
 typedef struct mxh_cost_phases {
     int n;
@@ -220,6 +222,9 @@ void mxh_cost_step_phases(const mxh_cost_model_t *m, int level, mxh_step_type_t 
 double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg);
 /* Seconds of latency of an exchange of messages of @msg bytes at @level (its factor). */
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg);
+/* @m's link times (per level latency, seconds per byte, link resource, factors) as a
+ * schedule carries them (links.h): the same figures by the same rule. */
+void mxh_cost_link_times(const mxh_cost_model_t *m, mxh_link_times_t *t);
 
 /* Whether a rootless bcast or reduce step at network level @level, of @bytes among @p
  * members, binds the stream rather than the node's (@node_bytes among @node_p at level
@@ -301,6 +306,13 @@ int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                        size_t frag_bytes);
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant);
+
+/* The stream's window (returned) and the caps of its first @ncap slots (slot 0 the copy
+ * in, slot s + 1 the plan's stage s) as the model runs the largest fragment of @coll in
+ * fragments of @frag_bytes: the tuning pass's rules (tune.h) on the model's stages; -1
+ * where not modelled. */
+int mxh_cost_stream_caps(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                         size_t tsize, size_t frag_bytes, int *cap, int ncap);
 
 /* The bandwidth bound: the busiest link's byte time for the whole vector. */
 double mxh_cost_bound(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize);

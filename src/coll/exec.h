@@ -12,7 +12,6 @@
 #include "util/status.h"
 
 struct mxh_exec_ctx;
-struct mxh_cost_model;
 
 /* Time of the steps of one call per level index (metrics clock ticks,
  * util/clock.h) and their number. Steps that overlap (rounds, streams of
@@ -49,13 +48,8 @@ typedef struct mxh_exec_ctx {
     unsigned          skip_levels; /* bit l: steps at level l are not run (another engine
                                       did their work: the device node level of coll/ipc.h,
                                       on every rank of those groups alike) */
-    const struct mxh_cost_model *pace; /* NULL, or the link times by which a stream paces
-                                          its exchanges (MPIX_HIER_PIPELINE_PACE) */
     MPI_Comm          spread_comm; /* the layout's spread group (MXH_STEP_SPREAD steps;
                                       MPI_COMM_NULL where plans have none) */
-    const struct mxh_cost_model *times; /* NULL, or the link times by which a staggered
-                                           step posts its next scatter ahead (exec.c
-                                           stream_stagger), paced or not */
 } mxh_exec_ctx_t;
 
 /* Whether step @s moves nothing here: empty, or at a skipped level. Every
@@ -64,10 +58,6 @@ static inline int mxh_exec_step_void(const mxh_exec_ctx_t *ctx, const mxh_step_t
 {
     return s->count == 0 || (ctx->skip_levels >> s->level & 1u);
 }
-
-/* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it
- * falls back to rounds). */
-#define MXH_MAX_STREAM 64
 
 /* Elements of temporary space mxh_exec_sched needs for @sched. */
 size_t mxh_exec_tmp_count(const mxh_sched_t *sched, const mxh_exec_ctx_t *ctx);
@@ -79,7 +69,8 @@ mxh_status_t mxh_exec_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, vo
                            void *tmp);
 
 /* Run @sched on @work (sched->work_count elements) with @tmp
- * (mxh_exec_tmp_count elements). One fragment: mxh_exec_plan. Several, every
+ * (mxh_exec_tmp_count elements), as the tuning pass stamped it (coll/tune.h: every
+ * choice is read from the schedule). One fragment: mxh_exec_plan. Several, every
  * step point to point: a stream (each fragment moves on to its next stage as
  * soon as its step completes, a window of fragments in flight; frag_in/out run
  * as fragments enter and leave, overlapping the others' transfers). Otherwise

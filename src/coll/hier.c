@@ -5,6 +5,7 @@
 
 #include "coll/hier.h"
 #include "coll/cost.h"
+#include "coll/tune.h"
 #include "coll/measure_run.h"
 #include "coll/ipc.h"
 #include "coll/alltoall.h"
@@ -856,13 +857,18 @@ int mxh_hier_active(const mxh_hier_t *hier)
     return hier->config.enable && hier->layout->nlevels >= 2;
 }
 
-/* mxh_cost_rsag_pick for @s with its kary choice made */
-static int rsag_pick(const mxh_cost_model_t *km, const mxh_sched_t *s)
+void mxh_hier_tune(const mxh_hier_t *h, mxh_sched_t *s, int picks)
 {
-    mxh_cost_model_t ak = *km;
-    ak.kary             = s->kary;
-    ak.rsag             = 2;
-    return mxh_cost_rsag_pick(&ak, s->coll, s->count, s->tsize, s->frag_bytes, NULL, NULL);
+    mxh_tune_in_t in = {.cfg        = &h->config,
+                        .select     = h->cost != NULL ? &h->cost->m : NULL,
+                        .times      = mxh_hier_times(h),
+                        .pace       = mxh_hier_pace(h, s),
+                        .pace_links = mxh_hier_pace_links(h, s),
+                        .shm_levels = h->shm_levels,
+                        .picks      = picks};
+    for (int l = 0; l < h->layout->nlevels && l < MXH_MAX_LEVELS; l++)
+        in.my_shm |= (h->shm[l] != NULL) << l;
+    mxh_tune_sched(s, &in);
 }
 
 mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int root,
@@ -893,40 +899,9 @@ mxh_status_t mxh_hier_sched(mxh_hier_t *h, mxh_coll_t coll, size_t count, int ro
                                        ramp, &s);
     if (st != MXH_OK)
         return st;
-    /* pacing per schedule (MPIX_HIER_PIPELINE_PACE=auto), from the model's predictions;
-     * a schedule the model chose with measured figures by them */
+    /* a schedule the model chose with measured figures is paced by them */
     s->by_model = choice->model;
-    /* kary exchanges on long rails (MPIX_HIER_KARY) where the model predicts them no
-     * slower: the selecting model, else the pacing one (MPIX_HIER_FRAG_SIZE set) */
-    const mxh_cost_model_t *km = h->cost != NULL ? &h->cost->m : mxh_hier_times(h);
-    mxh_cost_model_t kr; /* the picks below predict the schedule's own ramp */
-    if (km != NULL) {
-        kr      = *km;
-        kr.ramp = ramp;
-        km      = &kr;
-    }
-    if (h->config.kary == 1 ||
-        (h->config.kary == 2 && km != NULL &&
-         mxh_cost_kary_pick(km, coll, count, tsize, frag, NULL, NULL)))
-        mxh_sched_set_kary(s);
-    /* small network allreduce steps as reduce-scatter + allgather (MPIX_HIER_RSAG) where
-     * the model predicts it faster with the kary choice made */
-    if (h->config.rsag == 1 || (h->config.rsag == 2 && km != NULL && rsag_pick(km, s)))
-        mxh_sched_set_rsag(s);
-    if (coll == MXH_COLL_REDUCE && km != NULL && s->nfrag > 1) {
-        mxh_cost_model_t rk = *km;
-        rk.kary     = s->kary;
-        rk.rsag     = s->rsag;
-        s->rstagger = mxh_cost_rstagger_pick(&rk, coll, count, tsize, frag);
-    }
-    const mxh_cost_model_t *pace = mxh_hier_pace(h, s);
-    if (pace != NULL && s->nfrag > 1) {
-        mxh_cost_model_t pk = *pace;
-        pk.ramp     = ramp;
-        pk.kary     = s->kary;
-        pk.rsag     = s->rsag;
-        s->unpaced = !mxh_cost_pace_pick(&pk, coll, count, tsize, frag);
-    }
+    mxh_hier_tune(h, s, 1);
     mxh_sched_destroy(h->scheds[victim].sched);
     h->scheds[victim].sched    = s;
     h->scheds[victim].last_use = h->clock;

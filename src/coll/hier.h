@@ -181,8 +181,11 @@ const mxh_config_t *mxh_lib_config(void);
  * cleanup). */
 void mxh_lib_on_finalize(void (*fn)(void));
 
+/* Stamp @s with the tuning pass's choices by this hierarchy's models and segments
+ * (coll/tune.h); @picks: make the model's per-schedule picks too. */
+void mxh_hier_tune(const mxh_hier_t *h, mxh_sched_t *s, int picks);
 /* The cached schedule for a shape and choice (algorithm hier or pipeline),
- * built if needed. */
+ * built if needed (and tuned). */
 mxh_status_t mxh_hier_sched(mxh_hier_t *hier, mxh_coll_t coll, size_t count, int root,
                             size_t tsize, const mxh_choice_t *choice,
                             const mxh_sched_t **sched_p);

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "coll/p2p.h"
+#include "coll/p2p_shape.h"
 #include "coll/task.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
@@ -84,20 +85,6 @@ static void parts_range(const mxh_step_t *s, int lo, int hi, size_t *off, size_t
     *cnt = o2 + c2 - o1;
 }
 
-/* Parts laid out in order without gaps (ranges of parts are contiguous). */
-static int parts_contiguous(const mxh_step_t *s)
-{
-    size_t next = 0;
-    if (s->counts == NULL)
-        return 1;
-    for (int x = 0; x < s->gsize; x++) {
-        if ((size_t)s->displs[x] != next)
-            return 0;
-        next += (size_t)s->counts[x];
-    }
-    return 1;
-}
-
 static size_t max_part(const mxh_step_t *s)
 {
     size_t m = 0, off, cnt;
@@ -109,46 +96,12 @@ static size_t max_part(const mxh_step_t *s)
     return m;
 }
 
-static int is_pow2(int p)
-{
-    return p > 0 && (p & (p - 1)) == 0;
-}
-
 static int log2i(int p)
 {
     int l = 0;
     while ((1 << l) < p)
         l++;
     return l;
-}
-
-/* p = fac[0] * fac[1] * ..., every factor in [2, @most], largest first; 0 if
- * impossible. */
-static int factors(int p, int most, int *fac)
-{
-    int n = 0;
-    while (p > 1) {
-        int f = most;
-        while (f > 1 && p % f != 0)
-            f--;
-        if (f < 2)
-            return 0;
-        fac[n++] = f;
-        p /= f;
-    }
-    return n;
-}
-
-static int kary_radix = MXH_P2P_KARY_RADIX;
-
-void mxh_p2p_kary_radix(int most)
-{
-    kary_radix = most >= 2 && most <= MXH_P2P_KARY_RADIX ? most : MXH_P2P_KARY_RADIX;
-}
-
-static int radix_factors(int p, int *fac)
-{
-    return factors(p, MXH_P2P_RADIX, fac);
 }
 
 /* kary exchange @j (reduce-scatter order): the range of f * stride parts from lo
@@ -169,67 +122,6 @@ static kary_t kary_geom(const mxh_step_t *s, const int *fac, int nfac, int j)
     g.lo = s->me - s->me % (g.f * g.stride);
     g.d  = s->me % (g.f * g.stride) / g.stride;
     return g;
-}
-
-/* kary: reduce-scatter and allgather steps over parts laid out in order, two
- * factors or more */
-static int kary_able(const mxh_step_t *s)
-{
-    int fac[32];
-    return (s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLGATHER ||
-            s->type == MXH_STEP_ALLREDUCE) &&
-           parts_contiguous(s) && factors(s->gsize, kary_radix, fac) >= 2;
-}
-
-/* ---- choice -------------------------------------------------------------------- */
-
-/* A bcast or reduce step of the scatter shape small enough for one flat exchange
- * (p2p.h: flat); the same on every member (the region and group are). Along a torus
- * ring too: the farthest member is p / 2 hops away, MPI's tree pays log2 p exchanges
- * of up to that many. */
-static int flat_step(const mxh_step_t *s, size_t ext)
-{
-    return (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) && !s->rootless &&
-           s->counts == NULL && s->gsize > 1 &&
-           s->gsize <= MXH_P2P_FLAT_P &&
-           (size_t)(s->gsize - 1) * s->count * ext <= MXH_P2P_FLAT_BYTES;
-}
-
-/* A bcast or reduce step on a network level (not a torus ring) of 4 to
- * MXH_P2P_DIRECT_P ranks: point to point at every size, flat or direct (one or two
- * latencies, where MPI's trees pay log2 p and its large reduce 2 log2 p). */
-static int net_rooted(const mxh_step_t *s)
-{
-    return s->net && !s->ring && s->gsize >= 4 && s->gsize <= MXH_P2P_DIRECT_P;
-}
-
-int mxh_p2p_usable(const mxh_step_t *s, size_t ext)
-{
-    switch (s->type) {
-    case MXH_STEP_REDUCE_SCATTER:
-    case MXH_STEP_ALLGATHER:
-    case MXH_STEP_ALLREDUCE:
-    case MXH_STEP_SCATTER:
-    case MXH_STEP_GATHER:
-        return s->gsize > 1;
-    case MXH_STEP_BCAST:
-    case MXH_STEP_REDUCE:
-        return s->gsize > 1 &&
-               (s->count >= MXH_P2P_TREE_COUNT || flat_step(s, ext) || net_rooted(s));
-    case MXH_STEP_SEND:
-    case MXH_STEP_RECV:
-        return 1;
-    case MXH_STEP_SPREAD:
-        return s->gsize > 1;
-    }
-    return 0;
-}
-
-/* Steps made of a single exchange with the root (or peer): no algorithm choice. */
-static int single_exchange(const mxh_step_t *s)
-{
-    return s->type == MXH_STEP_SCATTER || s->type == MXH_STEP_GATHER ||
-           s->type == MXH_STEP_SEND || s->type == MXH_STEP_RECV || s->type == MXH_STEP_SPREAD;
 }
 
 /* Spread step: the first key of the class I receive (@recv) or send to, and the step
@@ -256,85 +148,6 @@ static int even_split(const mxh_step_t *s)
 {
     return s->type == MXH_STEP_ALLREDUCE || s->type == MXH_STEP_REDUCE ||
            s->type == MXH_STEP_BCAST;
-}
-
-static int forced = -1;
-
-void mxh_p2p_force(int algo)
-{
-    forced = algo;
-}
-
-mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext)
-{
-    int fac[32], p = s->gsize;
-    size_t bytes = s->count * ext;
-
-    if (flat_step(s, ext))
-        return MXH_P2P_FLAT;
-    /* the allreduce after a spread exchange reduces in class order: radix, one digit */
-    if (s->ports && s->type == MXH_STEP_ALLREDUCE)
-        return MXH_P2P_RADIX_AR;
-    switch (single_exchange(s) ? -1 : forced) {
-    case MXH_P2P_RING:
-        return MXH_P2P_RING;
-    case MXH_P2P_RHD:
-        if (is_pow2(p) && parts_contiguous(s))
-            return MXH_P2P_RHD;
-        break;
-    case MXH_P2P_DIRECT:
-        if (p <= MXH_P2P_DIRECT_P)
-            return MXH_P2P_DIRECT;
-        break;
-    case MXH_P2P_RADIX_AR:
-        if (s->type == MXH_STEP_ALLREDUCE && radix_factors(p, fac) > 0)
-            return MXH_P2P_RADIX_AR;
-        break;
-    case MXH_P2P_KARY:
-        if (kary_able(s))
-            return MXH_P2P_KARY;
-        break;
-    default:
-        break;
-    }
-
-    if (single_exchange(s))
-        return MXH_P2P_DIRECT;
-    /* along a torus dimension (ring order = torus order): a ring sends every byte to the
-     * next node over one link, where direct exchanges would cross 2 or more hops for
-     * distant peers and load the links unevenly (ties routed one way) */
-    if (s->ring && p > 2 && bytes > MXH_P2P_SMALL && s->type != MXH_STEP_BCAST &&
-        s->type != MXH_STEP_REDUCE)
-        return MXH_P2P_RING;
-    /* across the network (a rail, the spine) every message pays microseconds of
-     * latency: direct pays one per phase where rhd pays log2 p in sequence, with
-     * the same bytes through the same NIC */
-    int net_direct = s->net && p <= MXH_P2P_DIRECT_P;
-    /* long network groups (rails under one leaf at 1024 GPUs) of schedules the cost
-     * model lets (step.kary): kary's 2 exchanges of up to 7 messages where direct keeps
-     * 62 requests per fragment in flight */
-    if (s->kary && s->net && p > MXH_P2P_KARY_P && bytes > MXH_P2P_SMALL && kary_able(s))
-        return MXH_P2P_KARY;
-    if (s->type == MXH_STEP_BCAST || s->type == MXH_STEP_REDUCE) {
-        if (p <= MXH_P2P_DIRECT_ANY || net_direct)
-            return MXH_P2P_DIRECT;
-        return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
-    }
-    if (s->type == MXH_STEP_ALLREDUCE) {
-        /* radix sends the whole region to every peer of a factor in one latency;
-         * in a pipeline whose NIC binds (step.rsag, the cost model's pick) the
-         * reduce-scatter + allgather's 2 (p - 1) / p of it is worth the second one */
-        if (bytes <= MXH_P2P_SMALL && radix_factors(p, fac) > 0 && !(s->rsag && s->net))
-            return MXH_P2P_RADIX_AR;
-        if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
-            p <= MXH_P2P_DIRECT_ANY)
-            return MXH_P2P_DIRECT;
-        return is_pow2(p) ? MXH_P2P_RHD : MXH_P2P_RING;
-    }
-    if ((bytes <= MXH_P2P_SMALL && p <= MXH_P2P_DIRECT_P) || net_direct ||
-        p <= MXH_P2P_DIRECT_ANY)
-        return MXH_P2P_DIRECT;
-    return is_pow2(p) && parts_contiguous(s) ? MXH_P2P_RHD : MXH_P2P_RING;
 }
 
 const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo)
@@ -376,7 +189,7 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
     if (!(s->type == MXH_STEP_REDUCE ? s->gsize > 1 : mxh_p2p_usable(s, ext)) ||
         single_exchange(s) || s->type == MXH_STEP_ALLGATHER || s->type == MXH_STEP_BCAST)
         return 0;
-    switch (mxh_p2p_choose(s, ext)) {
+    switch (mxh_p2p_step_algo(s, ext)) {
     case MXH_P2P_RING:
         return max_part(s);
     case MXH_P2P_RHD: {
@@ -405,7 +218,7 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         return s->type == MXH_STEP_REDUCE ? (size_t)(p - 1) * s->count : 0;
     case MXH_P2P_KARY: {
         /* my share of the range from f - 1 peers, in every reduce-scatter exchange */
-        int n = factors(p, kary_radix, fac);
+        int n = mxh_p2p_factors(p, mxh_p2p_kary_most(), fac);
         for (int i = 0; i < n; i++) {
             kary_t g = kary_geom(s, fac, n, i);
             parts_range(s, g.lo + g.d * g.stride, g.lo + (g.d + 1) * g.stride, &off, &cnt);
@@ -415,7 +228,7 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
         return need;
     }
     case MXH_P2P_RADIX_AR: {
-        int n = radix_factors(p, fac), fmax = 0;
+        int n = mxh_p2p_factors(p, MXH_P2P_RADIX, fac), fmax = 0;
         for (int i = 0; i < n; i++)
             fmax = fac[i] > fmax ? fac[i] : fmax;
         return (size_t)(fmax - 1) * s->count;
@@ -839,7 +652,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
     op->ready  = 0;
     op->hold   = 0;
     op->held   = 0;
-    op->algo   = mxh_p2p_choose(s, env->ext);
+    op->algo   = mxh_p2p_step_algo(s, env->ext);
     op->ascend = even_split(s);
     op->rootless = rootless(s, op->algo);
     op->root_adds = root_adds(s, op->algo);
@@ -850,7 +663,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
         /* reduce-scatter and allgather phase lengths of the algorithm */
         int phase = op->algo == MXH_P2P_RING ? p - 1 : op->algo == MXH_P2P_RHD ? L : 1;
         if (op->algo == MXH_P2P_KARY)
-            phase = op->nfac = factors(p, kary_radix, op->fac);
+            phase = op->nfac = mxh_p2p_factors(p, mxh_p2p_kary_most(), op->fac);
         switch (s->type) {
         case MXH_STEP_ALLGATHER:
             op->nrs  = 0;
@@ -873,7 +686,7 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
             break;
         }
         if (op->algo == MXH_P2P_RADIX_AR) {
-            op->nfac = radix_factors(p, op->fac);
+            op->nfac = mxh_p2p_factors(p, MXH_P2P_RADIX, op->fac);
             op->nrs  = op->nsub = op->nfac;
         }
         if (op->algo == MXH_P2P_FLAT) { /* one exchange; a reduce's reads src */
@@ -936,14 +749,6 @@ static int p2p_finish(mxh_p2p_op_t *op)
         return MPI_SUCCESS;
     }
     return post(op);
-}
-
-int mxh_p2p_kary_exchanges(const mxh_step_t *s, size_t ext)
-{
-    int fac[32];
-    if (!s->kary || mxh_p2p_choose(s, ext) != MXH_P2P_KARY)
-        return 0;
-    return factors(s->gsize, kary_radix, fac);
 }
 
 size_t mxh_p2p_pace_bytes(const mxh_p2p_op_t *op)

@@ -129,7 +129,13 @@ int mxh_p2p_usable(const mxh_step_t *s, size_t ext);
 /* The algorithm for step @s with @ext-byte elements (a pure function of the
  * step: identical on every member of the group). */
 mxh_p2p_algo_t mxh_p2p_choose(const mxh_step_t *s, size_t ext);
+/* The algorithm the tuning pass stamped into @s (step.algo), or for a step built by
+ * hand mxh_p2p_choose's. */
+mxh_p2p_algo_t mxh_p2p_step_algo(const mxh_step_t *s, size_t ext);
 const char *mxh_p2p_algo_name(mxh_p2p_algo_t algo);
+/* p = fac[0] x fac[1] x ..., every factor in [2, @most], largest first: how many (0:
+ * impossible). The radix and kary algorithms' factorisation. */
+int mxh_p2p_factors(int p, int most, int *fac);
 
 /* Tests: force an algorithm wherever it applies (-1: the normal choice). Must be
  * the same on every rank. */

@@ -74,6 +74,12 @@ typedef struct mxh_step {
                        reduced in class order, member (c + rot) % g for class c */
     int    port;
     int    rot;
+    /* stamped by the tuning pass (coll/tune.c) for the step's element size; plan.c
+     * leaves them 0. The executor only reads them. */
+    int    shm;     /* the level's shared-memory segment runs it (where this rank has one) */
+    int    p2p;     /* else point to point (mxh_p2p_usable); else MPI's collective */
+    int    algo;    /* the point-to-point algorithm (mxh_p2p_algo_t) + 1; 0: not tuned
+                       (steps built by hand: p2p.c takes mxh_p2p_choose's) */
 } mxh_step_t;
 
 typedef struct mxh_plan {

@@ -5,6 +5,7 @@
  * reached about half the link rate on the emulated cluster. */
 #include "coll/hier.h"
 #include "coll/p2p.h"
+#include "coll/tune.h"
 #include "coll/rail_exclude.h"
 #include "coll/shm.h"
 #include "coll/task.h"
@@ -40,6 +41,7 @@ static int piece_allreduce(mxh_hier_t *h, int level, char *piece, int n, MPI_Dat
     MPI_Comm_rank(c, &st.me);
     if (st.gsize < 2)
         return MPI_SUCCESS;
+    mxh_tune_step(&st, tsize, 0);
     tmp = mxh_hier_tmp(h, mxh_p2p_tmp_count(&st, tsize) * tsize + 1);
     if (tmp == NULL)
         return MPI_ERR_NO_MEM;

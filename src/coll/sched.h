@@ -36,6 +36,7 @@
 
 #include <stddef.h>
 
+#include "coll/links.h"
 #include "coll/plan.h"
 
 #ifdef __cplusplus
@@ -99,6 +100,33 @@ static inline int mxh_sched_ramp_run(int ramp)
 size_t mxh_sched_cut(mxh_coll_t coll, size_t count, size_t tsize, size_t per, size_t frag_bytes,
                      int ramp, size_t *sizes, size_t max);
 
+/* Fragments in flight at most in a stream (MPIX_HIER_PIPELINE_DEPTH above it
+ * falls back to rounds). */
+#define MXH_MAX_STREAM 64
+
+/* Exchanges per step that a paced stream keeps a reduction time for (the cost model's
+ * phases of a step, MXH_COST_MAX_PHASES) */
+#define MXH_SCHED_MAX_PHASES 12
+
+/* What the tuning pass (coll/tune.c) stamps into a schedule: every choice the executor
+ * (coll/exec.c) would otherwise make while it runs. Stage arrays are indexed by stage. */
+typedef struct mxh_sched_tuned {
+    int    stream;                      /* the stream executor runs it (else rounds) */
+    int    window;                      /* stream: fragments in their stages at most */
+    int    cap[2 * MXH_MAX_LEVELS];     /* stream: fragments on each stage at most */
+    int    stagger[2 * MXH_MAX_LEVELS]; /* stream: the stage's step starts fragment f
+                                           only once f - 1 has left its first exchange */
+    size_t io_piece;                    /* bytes of a fragment's copy between two polls */
+    size_t tmp_count;                   /* elements of the executor's temporary space */
+    const mxh_link_times_t *pace;       /* paced: the links exchanges are booked on
+                                           (&links[0]), else NULL */
+    const mxh_link_times_t *times;      /* staggered bcast steps post their next scatter
+                                           ahead by these (&links[1]), else NULL */
+    double pace_cpu[2 * MXH_MAX_LEVELS][MXH_SCHED_MAX_PHASES]; /* paced: per stage and
+                                           exchange, the reduction after it (seconds) */
+    mxh_link_times_t links[2];
+} mxh_sched_tuned_t;
+
 /* full fragment, last fragment, and the ramps' piece sizes (at most
  * MXH_SCHED_LINEAR_STEPS - 1 distinct ones, shared by both ends) */
 #define MXH_SCHED_MAX_PLANS (2 + 2 * (MXH_SCHED_MAX_RAMP + 1))
@@ -145,6 +173,7 @@ typedef struct mxh_sched {
      * (nfrag + 1). NULL otherwise. */
     size_t     *vpiece;
     size_t     *vfrag_off;
+    mxh_sched_tuned_t tuned; /* coll/tune.c: mxh_tune_sched */
 } mxh_sched_t;
 
 /* Let the network steps of every plan of @s run kary exchanges (step.kary). */

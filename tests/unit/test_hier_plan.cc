@@ -18,6 +18,8 @@ extern "C" {
 #include "coll/plan.h"
 #include "coll/sched.h"
 #include "coll/select.h"
+#include "coll/p2p.h"
+#include "coll/tune.h"
 #include "hier/levels.h"
 #include "util/config.h"
 #include "hier/record.h"
@@ -1669,7 +1671,7 @@ std::string check_sched_order(const mxh_layout_t *L, mxh_coll_t coll, size_t cou
 
 }  // namespace
 
-// The stream's window (exec.c stream_window), read off its scratch (one slot per
+// The stream's window (tune.c stream_window), read off its scratch (one slot per
 // fragment in flight): stages + 2; two more per rootless reduce stage; stages + 3 with
 // three stages or more where the stream is paced, or where a bcast's staggered steps
 // post ahead (link times in ctx->times). 32 nodes x 8 in 4 leaves, 256 MiB in 4 MiB
@@ -1696,8 +1698,16 @@ TEST(Sched, StreamWindow)
         mxh_exec_ctx_t ctx;
         memset(&ctx, 0, sizeof(ctx));
         ctx.extent = 4;
-        ctx.pace   = pace;
-        ctx.times  = times;
+        // the tuning pass stamps the window (coll/tune.c), from these link times
+        mxh_tune_in_t in = {};
+        in.cfg           = &cfg;
+        in.pace          = pace;
+        in.pace_links    = pace;
+        in.times         = times;
+        if (S.p)
+            mxh_tune_sched(S.p, &in);
+        if (one.p)
+            mxh_tune_sched(one.p, &in);
         *n = *r = 0;
         for (int st = 0; S.p && st < S.p->nstages; st++) {
             int i = S.p->plan->stage_step[st];
@@ -2166,4 +2176,58 @@ TEST(AlltoallLayout, SlotsFollowRails)
         EXPECT_EQ(L.p->rail[r], slot[r]) << "rank " << r;
     EXPECT_EQ(1, slot[0]);
     EXPECT_EQ(0, slot[1]);
+}
+
+// The tuning pass stamps the executor's choices into the schedule, and the cost model
+// prices a stream by the same rules (tune.h): for a rank that runs every stage of the
+// plan's stages, the window and stage caps the model uses are the ones stamped into the
+// schedule, unpaced and paced, and every step carries the algorithm p2p.c's choice
+// gives it. 32 nodes x 8 GPUs in 4 leaf groups, 256 MiB in 4 MiB fragments.
+TEST(Tune, ModelReadsTheExecutorsCapsAndWindow)
+{
+    std::vector<int> nodes(32, 8);
+    Layout lay = make_layout(nodes, 8, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 256, kAllLevels, &L.p));
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    mxh_cost_model_t m;
+    mxh_cost_model_init(&m, &cfg, L.p);
+    ASSERT_EQ(3, m.nlevels);
+    for (mxh_coll_t coll : {MXH_COLL_ALLREDUCE, MXH_COLL_REDUCE_SCATTER_BLOCK})
+        for (int paced : {0, 1}) {
+            size_t count = coll == MXH_COLL_ALLREDUCE ? (size_t)64 << 20 : (size_t)1 << 18;
+            SchedPtr S;
+            ASSERT_EQ(MXH_OK, mxh_sched_create(L.p, 9, coll, count, -1, 4, 4 << 20, 0, 0, &S.p));
+            mxh_tune_in_t in = {};
+            in.cfg           = &cfg;
+            in.times         = &m;
+            in.pace          = paced ? &m : nullptr;
+            in.pace_links    = in.pace;
+            mxh_tune_sched(S.p, &in);
+            mxh_cost_model_t mm = m;
+            mm.pace             = paced;
+            mm.ramp             = 0;
+            int cap[2 * MXH_MAX_LEVELS + 1];
+            int W = mxh_cost_stream_caps(&mm, coll, count, 4, 4 << 20, cap, 2 * MXH_MAX_LEVELS + 1);
+            std::string what = std::string(mxh_coll_name(coll)) + (paced ? " paced" : "");
+            EXPECT_EQ(1, S.p->tuned.stream) << what;
+            EXPECT_EQ(W, S.p->tuned.window) << what;
+            ASSERT_EQ(2 * m.nlevels - 1, S.p->nstages) << what;
+            int n = 0; // allreduce: all five stages; reduce_scatter_block: the three up
+            for (int st = 0; st < S.p->nstages; st++) {
+                if (S.p->plan->stage_step[st] < 0)
+                    continue;
+                n++;
+                EXPECT_EQ(cap[st + 1], S.p->tuned.cap[st]) << what << " stage " << st;
+            }
+            EXPECT_EQ(coll == MXH_COLL_ALLREDUCE ? 5 : 3, n) << what;
+            EXPECT_EQ(paced ? MXH_TUNE_STAGE_CAP_PACED : MXH_TUNE_STAGE_CAP, S.p->tuned.cap[0])
+                << what;
+            EXPECT_EQ(paced != 0, S.p->tuned.pace != nullptr) << what;
+            for (int i = 0; i < S.p->plan->nsteps; i++) {
+                const mxh_step_t *s = &S.p->plan->steps[i];
+                EXPECT_EQ((int)mxh_p2p_choose(s, 4) + 1, s->algo) << what << " step " << i;
+            }
+        }
 }
