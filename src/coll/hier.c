@@ -1,6 +1,7 @@
-/* The per-communicator object (coll/hier.h): records -> layout -> level
- * communicators, cached on the communicator as an MPI attribute and freed with
- * it. */
+/* The per-communicator object (coll/hier.h), cached on the communicator as an MPI
+ * attribute and freed with it. Created in three steps: build (records -> layout ->
+ * level communicators, shared memory), measure (the network, coll/measure_run.h) and
+ * tune (the cost-model state, coll/tune_hier.h). */
 #include "config.h"
 
 #include "coll/hier.h"
