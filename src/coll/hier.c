@@ -1,12 +1,14 @@
-/* The per-communicator object (coll/hier.h): records -> layout -> level
- * communicators, cached on the communicator as an MPI attribute and freed with
- * it. */
+/* The per-communicator object (coll/hier.h), cached on the communicator as an MPI
+ * attribute and freed with it. Created in three steps: build (records -> layout ->
+ * level communicators, shared memory), measure (the network, coll/measure_run.h) and
+ * tune (the cost-model state, coll/tune_hier.h). */
 #include "config.h"
 
 #include "coll/hier.h"
 #include "coll/cost.h"
 #include "coll/tune.h"
 #include "coll/measure_run.h"
+#include "coll/tune_hier.h"
 #include "coll/ipc.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
@@ -477,75 +479,55 @@ mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, siz
     return MXH_OK;
 }
 
-static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
+/* A hierarchy with nothing built yet (its communicators null) holding a reference to
+ * @comm's queue; NULL, logged, if out of memory. */
+static mxh_hier_t *hier_new(MPI_Comm comm)
 {
-    mxh_hier_t *h;
-    mxh_record_t mine;
-    mxh_status_t st = MXH_OK, local = MXH_OK;
-    int bad_rank = -1;
-    char msg[512] = "";
+    mxh_hier_t *h = calloc(1, sizeof(*h));
 
-    h = calloc(1, sizeof(*h));
     if (h == NULL) {
         mxh_error("cannot allocate the hierarchy");
-        return MXH_ERR_NO_MEMORY;
+        return NULL;
     }
-    h->comm      = MPI_COMM_NULL;
-    h->node_comm = MPI_COMM_NULL;
+    h->comm        = MPI_COMM_NULL;
+    h->node_comm   = MPI_COMM_NULL;
     h->spread_comm = MPI_COMM_NULL;
-    h->user_comm = comm;
+    h->user_comm   = comm;
     for (int l = 0; l < MXH_MAX_LEVELS; l++)
         h->level_comm[l] = MPI_COMM_NULL;
     h->cq = comm_queue_get(comm, 1);
     if (h->cq == NULL) {
         free(h);
         mxh_error("cannot allocate the communicator's queue");
-        return MXH_ERR_NO_MEMORY;
+        return NULL;
     }
     h->cq->refs++;
     h->queue = &h->cq->q;
+    return h;
+}
 
-    /* configuration: default < environment < info (errors are reported after the
-     * records are exchanged, so that every rank fails together) */
+/* The configuration: default < environment < info. Its error is returned, to be
+ * reported after the records are exchanged, so that every rank fails together. */
+static mxh_status_t hier_config(mxh_hier_t *h, MPI_Info info)
+{
+    mxh_status_t local;
+
     mxh_log_clear_last_error();
     h->config = global_config;
-    local = global_config_status;
+    local     = global_config_status;
     if (local == MXH_OK)
         local = apply_info(&h->config, info);
     if (local == MXH_OK)
         mxh_log_set_level((mxh_log_level_t)h->config.log_level);
+    return local;
+}
 
-    if (MPI_Comm_dup(comm, &h->comm) != MPI_SUCCESS) {
-        comm_queue_unref(h->cq);
-        free(h);
-        mxh_error("MPI_Comm_dup failed");
-        return MXH_ERR_MPI;
-    }
-    MPI_Comm_set_errhandler(h->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(h->comm, &h->rank);
-    MPI_Comm_size(h->comm, &h->size);
+/* The collective verdicts on the gathered records, identical on every rank: some rank
+ * failed (this one with @local, @msg), or the configurations differ. */
+static mxh_status_t records_agree(const mxh_hier_t *h, mxh_status_t local, const char *msg)
+{
+    int bad_rank = -1;
 
-    st = mxh_discover_local_record(h->comm, &h->config, &mine);
-    if (local == MXH_OK)
-        local = st;
-    mine.status = (int32_t)local;
-    if (local != MXH_OK)
-        mxh_strlcpy(msg, global_config_status != MXH_OK ? global_config_error : mxh_log_last_error(),
-                    sizeof(msg));
-
-    h->recs = malloc(sizeof(mxh_record_t) * (size_t)h->size);
-    st = mxh_allgather_sliced(&mine, h->recs, sizeof(mine), MXH_RECORDS_SLICE_BYTES, h->comm);
-    if (h->recs == NULL) {
-        hier_destroy(h);
-        mxh_error("cannot allocate %d records", h->size);
-        return MXH_ERR_NO_MEMORY;
-    }
-    if (st != MXH_OK) {
-        hier_destroy(h);
-        return st;
-    }
-
-    /* collective verdicts: identical on every rank */
     for (int r = 0; r < h->size && bad_rank < 0; r++)
         if (h->recs[r].status != MXH_OK)
             bad_rank = r;
@@ -557,7 +539,6 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
             mxh_error("building the hierarchy failed on rank %d (%s); see that rank's "
                       "log for the cause",
                       bad_rank, mxh_status_string((mxh_status_t)h->recs[bad_rank].status));
-        hier_destroy(h);
         return MXH_ERR_CONFIG;
     }
     for (int r = 1; r < h->size; r++) {
@@ -567,157 +548,159 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
                            "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _PIPELINE_PACE, _SPREAD, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
                            "environment or MPI_Info) must be equal on all ranks",
                            r);
-            hier_destroy(h);
             return MXH_ERR_CONFIG;
         }
     }
+    return MXH_OK;
+}
 
-    st = mxh_layout_create(h->recs, h->size, h->config.levels_mask, &h->layout);
-    if (st != MXH_OK) {
-        hier_destroy(h);
-        return st;
+/* Every rank's record on every rank (collective over h->comm), this rank's carrying
+ * the configuration's status @local. */
+static mxh_status_t hier_records(mxh_hier_t *h, mxh_status_t local)
+{
+    mxh_record_t mine;
+    char msg[512] = "";
+    mxh_status_t st = mxh_discover_local_record(h->comm, &h->config, &mine);
+
+    if (local == MXH_OK)
+        local = st;
+    mine.status = (int32_t)local;
+    if (local != MXH_OK)
+        mxh_strlcpy(msg, global_config_status != MXH_OK ? global_config_error : mxh_log_last_error(),
+                    sizeof(msg));
+    h->recs = malloc(sizeof(mxh_record_t) * (size_t)h->size);
+    st = mxh_allgather_sliced(&mine, h->recs, sizeof(mine), MXH_RECORDS_SLICE_BYTES, h->comm);
+    if (h->recs == NULL) {
+        mxh_error("cannot allocate %d records", h->size);
+        return MXH_ERR_NO_MEMORY;
     }
+    if (st != MXH_OK)
+        return st;
+    return records_agree(h, local, msg);
+}
+
+/* The layout, its level and spread communicators and the shared-memory segments
+ * (collective over h->comm); what selection may use of them. */
+static mxh_status_t hier_levels(mxh_hier_t *h)
+{
+    mxh_status_t st = mxh_layout_create(h->recs, h->size, h->config.levels_mask, &h->layout);
+
+    if (st != MXH_OK)
+        return st;
     for (int l = 0; l < h->layout->nlevels; l++) {
         if (MPI_Comm_split(h->comm, h->layout->color[l][h->rank], h->layout->coord[l][h->rank],
                            &h->level_comm[l]) != MPI_SUCCESS) {
-            hier_destroy(h);
             mxh_error("MPI_Comm_split for level %d failed", l);
             return MXH_ERR_MPI;
         }
         MPI_Comm_set_errhandler(h->level_comm[l], MPI_ERRORS_RETURN);
     }
     /* the spread group of small allreduces (plan.c): same decision on every rank */
-    if (h->config.spread && (st = mxh_layout_spread_init(h->layout)) != MXH_OK) {
-        hier_destroy(h);
+    if (h->config.spread && (st = mxh_layout_spread_init(h->layout)) != MXH_OK)
         return st;
-    }
     if (h->layout->spread_p > 0) {
         if (MPI_Comm_split(h->comm, h->layout->coord[0][h->rank],
                            h->layout->spread_key[h->rank], &h->spread_comm) != MPI_SUCCESS) {
-            hier_destroy(h);
             mxh_error("MPI_Comm_split for the spread group failed");
             return MXH_ERR_MPI;
         }
         MPI_Comm_set_errhandler(h->spread_comm, MPI_ERRORS_RETURN);
     }
     create_shm(h);
-    {
-        /* the executors' agreed view of the shared-memory levels: where a segment
-         * exists (none under SimGrid, none where creation failed), not where one
-         * was configured */
-        unsigned mine = 0;
-        for (int l = 0; l < h->layout->nlevels; l++)
-            if (h->shm[l] != NULL)
-                mine |= 1u << l;
-        if (MPI_Allreduce(&mine, &h->shm_levels, 1, MPI_UNSIGNED, MPI_BOR, h->comm) !=
-            MPI_SUCCESS) {
-            hier_destroy(h);
-            mxh_error("MPI_Allreduce of the shared-memory levels failed");
-            return MXH_ERR_MPI;
-        }
+    /* the executors' agreed view of the shared-memory levels: where a segment exists
+     * (none under SimGrid, none where creation failed), not where one was configured */
+    unsigned mine = 0;
+    for (int l = 0; l < h->layout->nlevels; l++)
+        if (h->shm[l] != NULL)
+            mine |= 1u << l;
+    if (MPI_Allreduce(&mine, &h->shm_levels, 1, MPI_UNSIGNED, MPI_BOR, h->comm) !=
+        MPI_SUCCESS) {
+        mxh_error("MPI_Allreduce of the shared-memory levels failed");
+        return MXH_ERR_MPI;
     }
-    /* the network's parameters for selection and pacing (coll/measure.h): rank 0's
-     * times, broadcast, so every rank fits the same (agreed). MPIX_HIER_COST_MODEL=auto
-     * selects by the model where the network is flat in message size (measure.h:
-     * mxh_measure_flat), as on the link-exact networks it was validated on; elsewhere
-     * selection and pacing keep the configured figures, which simulated as well or
-     * better there (RESULTS.md section 5, "Measured parameters"), except where the
-     * model, with the measured figures, predicts its choice at least
-     * MXH_COST_TRUST_MARGIN faster than theirs (its schedules are then paced by the
-     * measured figures, as simulated). A fragment size the user set
-     * (MPIX_HIER_FRAG_SIZE) is kept: 'auto' does not override it. */
-    char measured[512] = "";
-    int model = h->config.cost_model == 1;
-    int uniform = 1; /* every level's members equally far (measure.h) */
-    /* MPIX_HIER_PIPELINE_RAMP=auto: linear where the network measured flat in message
-     * size, or (not measured) the model is asked for with flat factors (sched.h) */
-    int ramp_flat = model && mxh_measure_factors_flat(&h->config);
-    double margin = 0;
-    mxh_config_t sel_cfg = h->config; /* what the model selects by */
-    if ((h->config.cost_measure == 1 ||
-         (h->config.cost_measure == 2 && h->config.cost_model && !h->config.cost_given)) &&
-        (h->config.pipeline_pace || h->config.cost_model) && h->layout->nlevels > 0) {
-        mxh_measure_t m;
-        mxh_config_t seen = h->config;
-        mxh_measure_run(h->comm, h->layout, h->rank, &m);
-        int fitted = mxh_measure_fit(&m, h->layout->torus_ndims > 0, &seen) > 0;
-        int flat   = fitted && mxh_measure_flat(&m, &seen);
-        /* where a level's members are not equally far (a dragonfly group: the model's
-         * one latency per level fits neither; RESULTS.md section 5, "A dragonfly's far
-         * members") selection takes a margin, as on a torus */
-        uniform    = mxh_measure_uniform(&m);
-        ramp_flat  = flat;
-        int trust  = h->config.cost_model == 2 && fitted && !h->config.frag_given &&
-                    (flat || mxh_measure_plausible(&m, &seen));
-        int used   = model || (trust && flat) || h->config.cost_measure == 1;
-        /* a torus split: the model sees each rail as a grid of its own with shares of
-         * the links, and the fragment sizes it ranks within a few % of each other are
-         * ranked right no more than by chance (RESULTS.md section 5, "Direct exchanges
-         * along a torus ring"): there too only a margin overrides the thresholds */
-        int torus     = h->layout->torus_ndims > 0;
-        int by_margin = trust && flat && !model && (torus || !uniform);
-        char margin_how[256];
-        snprintf(margin_how, sizeof(margin_how),
-                 by_margin
-                     ? (torus ? "used; selection by the model where it predicts its choice "
-                                "%.0f %% faster than the thresholds' (MPIX_HIER_COST_MODEL=auto "
-                                "on a torus split)"
-                              : "used; selection by the model where it predicts its choice "
-                                "%.0f %% faster than the thresholds' (MPIX_HIER_COST_MODEL=auto: "
-                                "a level's members not equally far)")
-                     : "used where the model predicts its choice %.0f %% faster than the "
-                       "thresholds' (MPIX_HIER_COST_MODEL=auto: not flat in message size; "
-                       "pacing and the thresholds' choices keep the configured ones)",
-                 MXH_COST_TRUST_MARGIN * 100);
-        const char *how =
-            by_margin ? margin_how
-            : used    ? NULL
-            : trust   ? margin_how
-            : h->config.frag_given
-                ? "not used (MPIX_HIER_COST_MODEL=auto: MPIX_HIER_FRAG_SIZE is set; the "
-                  "configured ones stay)"
-                : "not used (MPIX_HIER_COST_MODEL=auto: not flat in message size, and not "
-                  "plausible as a network's; the configured ones stay)";
-        if (fitted)
-            mxh_measure_describe(&m, &seen, how, measured, sizeof(measured));
-        if (trust && (!flat || by_margin)) {
-            margin  = MXH_COST_TRUST_MARGIN;
-            sel_cfg = seen;
-        }
-        model = model || trust;
-        if (used)
-            h->config = sel_cfg = seen;
-    }
-    h->config.cost_model = model; /* resolved: what selection reads */
-    h->config.pipeline_ramp = sel_cfg.pipeline_ramp =
-        mxh_sched_ramp_auto(h->config.pipeline_ramp, ramp_flat, h->layout->torus_ndims > 0);
     h->shape.nranks   = h->size;
     h->shape.nlevels  = h->layout->nlevels;
     h->shape.shm_comm = h->shm_all != NULL;
-    if (h->config.cost_model) { /* a function of the layout and the configuration: agreed */
-        mxh_cost_sel_init(&h->cost_sel, &sel_cfg, h->layout, margin);
-        h->cost_sel.m.far_members = !uniform;
-        h->cost = &h->cost_sel;
-    }
-    if (h->config.pipeline_pace) {
-        mxh_cost_model_init(&h->pace_model, &h->config, h->layout);
-        h->pace = &h->pace_model;
-        if (margin > 0) {
-            mxh_cost_model_init(&h->pace_sel, &sel_cfg, h->layout);
-            h->pace_by_model = &h->pace_sel;
-        }
-        /* where a level's members are not equally far the model's pacing call takes
-         * the margin too (dragonfly, 128 GPUs, allgather 256 MiB: predicted paced 1.5 %
-         * faster, simulated 740.73 against 707.05 us unpaced) */
-        if (!uniform)
-            h->pace_model.pace_margin = h->pace_sel.pace_margin = MXH_COST_TRUST_MARGIN;
-        /* a torus: this rank's rail (its position in the node, the node level's coord;
-         * the only one where a node has one rank and no node level) */
-        int node = h->layout->nlevels > 0 && h->layout->type[0] == MXH_LEVEL_NODE;
-        int rail = h->layout->torus_ndims == 0 ? -1 : node ? h->layout->coord[0][h->rank] : 0;
-        mxh_cost_model_torus_rail(&h->pace_model, rail, &h->pace_links[0]);
-        mxh_cost_model_torus_rail(&h->pace_sel, rail, &h->pace_links[1]);
-    }
+    return MXH_OK;
+}
+
+/* ---- measure and tune ----------------------------------------------------------- */
+
+/* The network's parameters where the configuration wants them (coll/tune_hier.h):
+ * collective over h->comm, rank 0 measures and broadcasts. Returns @m, or NULL where
+ * not measured. */
+static const mxh_measure_t *hier_measure(const mxh_hier_t *h, mxh_measure_t *m)
+{
+    if (!mxh_tune_measure_wanted(&h->config, h->layout->nlevels))
+        return NULL;
+    mxh_measure_run(h->comm, h->layout, h->rank, m);
+    return m;
+}
+
+/* The cost-model state from the measurement @m (NULL: none), the configuration resolved
+ * by it (coll/tune_hier.h); @measured: the description's line on the measurement. */
+static void hier_tune(mxh_hier_t *h, const mxh_measure_t *m, char *measured, size_t len)
+{
+    mxh_config_t fit = h->config; /* the measured figures */
+    mxh_tune_facts_t f;
+
+    mxh_tune_facts(m, h->layout->torus_ndims > 0, &fit, &f);
+    mxh_tune_trust_t t = mxh_tune_trust(&h->config, &f);
+    mxh_tune_describe(&t, &f, m, &fit, measured, len);
+    mxh_tune_hier(&t, &fit, h->layout, h->rank, &h->config, &h->cost);
+}
+
+/* ---- describe ------------------------------------------------------------------- */
+
+/* The description's line on a device node level raised for ranks sharing a GPU. */
+static void describe_ipc(mxh_hier_t *h, size_t *dlen)
+{
+    char line[256];
+
+    if (h->ipc_shared[0] >= 0)
+        snprintf(line, sizeof(line),
+                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks %d and %d share "
+                 "GPU %d of their node\n",
+                 h->ipc_min, h->ipc_shared[0], h->ipc_shared[1], h->layout->gpu_of[h->ipc_shared[0]]);
+    else if (h->ipc_mps)
+        snprintf(line, sizeof(line),
+                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks of a node share "
+                 "a GPU through MPS\n",
+                 h->ipc_min);
+    else
+        return;
+    describe_add(h, dlen, line);
+}
+
+/* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash),
+ * and its line of the description. */
+static mxh_status_t describe_xrail(mxh_hier_t *h, size_t *dlen)
+{
+    char why[128], line[512];
+    size_t off = 0;
+
+    if (h->config.exclude_rails == 0)
+        return MXH_OK;
+    if (mxh_xrail_plan(h->layout, h->config.exclude_rails, &h->xrail, why, sizeof(why)) !=
+        MXH_OK)
+        return MXH_ERR_NO_MEMORY;
+    off += (size_t)snprintf(line + off, sizeof(line) - off, "  rails excluded:");
+    for (int r = 0; r < 64 && off < sizeof(line); r++)
+        if (h->config.exclude_rails >> r & 1)
+            off += (size_t)snprintf(line + off, sizeof(line) - off, " %d", r);
+    if (off < sizeof(line))
+        snprintf(line + off, sizeof(line) - off, " (MPIX_HIER_EXCLUDE_RAILS): %s\n",
+                 h->xrail.active ? "allreduce sends over the other rails" : why);
+    describe_add(h, dlen, line);
+    if (h->rank == 0 && !h->xrail.active)
+        mxh_warn("MPIX_HIER_EXCLUDE_RAILS ignored on this communicator: %s", why);
+    return MXH_OK;
+}
+
+/* The schedule cache, the block tables and the description (with the measurement's
+ * line @measured). */
+static mxh_status_t hier_describe(mxh_hier_t *h, const char *measured)
+{
     h->scheds = calloc((size_t)h->config.plan_cache_size, sizeof(*h->scheds));
     size_t dlen = mxh_layout_describe(h->layout, h->recs, NULL, 0);
     h->description = malloc(dlen + 1);
@@ -725,78 +708,83 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     h->blk_displs = malloc(sizeof(int) * (size_t)h->size);
     if (h->scheds == NULL || h->description == NULL || h->blk_counts == NULL ||
         h->blk_displs == NULL) {
-        hier_destroy(h);
         mxh_error("out of memory");
         return MXH_ERR_NO_MEMORY;
     }
     mxh_layout_describe(h->layout, h->recs, h->description, dlen + 1);
     if (measured[0] != '\0')
         describe_add(h, &dlen, measured);
-    if (h->ipc_shared[0] >= 0) {
-        char line[256];
-        snprintf(line, sizeof(line),
-                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks %d and %d share "
-                 "GPU %d of their node\n",
-                 h->ipc_min, h->ipc_shared[0], h->ipc_shared[1], h->layout->gpu_of[h->ipc_shared[0]]);
-        describe_add(h, &dlen, line);
-    } else if (h->ipc_mps) {
-        char line[256];
-        snprintf(line, sizeof(line),
-                 "  device node level (MPIX_HIER_IPC=auto) from %zu bytes: ranks of a node share "
-                 "a GPU through MPS\n",
-                 h->ipc_min);
-        describe_add(h, &dlen, line);
-    }
-    if (h->config.exclude_rails != 0) {
-        /* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash) */
-        char why[128], line[512];
-        size_t off = 0;
-        if (mxh_xrail_plan(h->layout, h->config.exclude_rails, &h->xrail, why, sizeof(why)) !=
-            MXH_OK) {
-            hier_destroy(h);
-            return MXH_ERR_NO_MEMORY;
-        }
-        off += (size_t)snprintf(line + off, sizeof(line) - off, "  rails excluded:");
-        for (int r = 0; r < 64 && off < sizeof(line); r++)
-            if (h->config.exclude_rails >> r & 1)
-                off += (size_t)snprintf(line + off, sizeof(line) - off, " %d", r);
-        if (off < sizeof(line))
-            snprintf(line + off, sizeof(line) - off, " (MPIX_HIER_EXCLUDE_RAILS): %s\n",
-                     h->xrail.active ? "allreduce sends over the other rails" : why);
-        describe_add(h, &dlen, line);
-        if (h->rank == 0 && !h->xrail.active)
-            mxh_warn("MPIX_HIER_EXCLUDE_RAILS ignored on this communicator: %s", why);
-    }
-    if (h->rank == 0) {
-        char cname[MPI_MAX_OBJECT_NAME] = "";
-        int clen = 0;
-        MPI_Comm_get_name(comm, cname, &clen);
-        char algo[2048];
-        describe_algorithms(h, algo, sizeof(algo));
-        mxh_info("communicator %s: %s  algorithms: %s", cname[0] ? cname : "(unnamed)",
-                 h->description, algo);
-        if (h->config.topo_file[0] != '\0') {
-            int unlisted = 0;
-            for (int v = 0; v < h->layout->nnodes; v++)
-                unlisted += h->recs[h->layout->node_first_rank[v]].leaf[0] == '\0';
-            if (unlisted)
-                mxh_warn("%d of %d nodes are not listed in %s (e.g. '%s'): they share a "
-                         "default leaf switch",
-                         unlisted, h->layout->nnodes, h->config.topo_file, h->recs[0].node);
-        }
-    }
+    describe_ipc(h, &dlen);
+    return describe_xrail(h, &dlen);
+}
 
+/* Rank 0's info line on the communicator @comm's hierarchy, and a topology file's
+ * unlisted nodes. */
+static void hier_log(const mxh_hier_t *h, MPI_Comm comm)
+{
+    char cname[MPI_MAX_OBJECT_NAME] = "";
+    int clen = 0;
+    MPI_Comm_get_name(comm, cname, &clen);
+    char algo[2048];
+    describe_algorithms(h, algo, sizeof(algo));
+    mxh_info("communicator %s: %s  algorithms: %s", cname[0] ? cname : "(unnamed)",
+             h->description, algo);
+    if (h->config.topo_file[0] != '\0') {
+        int unlisted = 0;
+        for (int v = 0; v < h->layout->nnodes; v++)
+            unlisted += h->recs[h->layout->node_first_rank[v]].leaf[0] == '\0';
+        if (unlisted)
+            mxh_warn("%d of %d nodes are not listed in %s (e.g. '%s'): they share a "
+                     "default leaf switch",
+                     unlisted, h->layout->nnodes, h->config.topo_file, h->recs[0].node);
+    }
+}
+
+/* The hierarchy of @comm (collective): build, measure, tune, describe. */
+static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
+{
+    mxh_hier_t *h = hier_new(comm);
+    mxh_measure_t m;
+    char measured[512];
+    mxh_status_t st, local;
+
+    if (h == NULL)
+        return MXH_ERR_NO_MEMORY;
+    local = hier_config(h, info);
+    if (MPI_Comm_dup(comm, &h->comm) != MPI_SUCCESS) {
+        mxh_error("MPI_Comm_dup failed");
+        st = MXH_ERR_MPI;
+        goto err_new;
+    }
+    MPI_Comm_set_errhandler(h->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(h->comm, &h->rank);
+    MPI_Comm_size(h->comm, &h->size);
+    if ((st = hier_records(h, local)) != MXH_OK || (st = hier_levels(h)) != MXH_OK)
+        goto err_built;
+    hier_tune(h, hier_measure(h, &m), measured, sizeof(measured));
+    if ((st = hier_describe(h, measured)) != MXH_OK)
+        goto err_built;
+    if (h->rank == 0)
+        hier_log(h, comm);
     hier_node_t *node = malloc(sizeof(*node));
     if (node == NULL) {
-        hier_destroy(h);
         mxh_error("out of memory");
-        return MXH_ERR_NO_MEMORY;
+        st = MXH_ERR_NO_MEMORY;
+        goto err_built;
     }
     node->hier = h;
     node->next = live_hiers;
     live_hiers = node;
     *hier_p    = h;
     return MXH_OK;
+
+err_built: /* frees what is set (collective, like the build) */
+    hier_destroy(h);
+    return st;
+err_new: /* no private communicator: nothing queued on it to drain */
+    comm_queue_unref(h->cq);
+    free(h);
+    return st;
 }
 
 static mxh_status_t hier_attach(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p)
@@ -860,7 +848,7 @@ int mxh_hier_active(const mxh_hier_t *hier)
 void mxh_hier_tune(const mxh_hier_t *h, mxh_sched_t *s, int picks)
 {
     mxh_tune_in_t in = {.cfg        = &h->config,
-                        .select     = h->cost != NULL ? &h->cost->m : NULL,
+                        .select     = h->cost.selects ? &h->cost.sel.m : NULL,
                         .times      = mxh_hier_times(h),
                         .pace       = mxh_hier_pace(h, s),
                         .pace_links = mxh_hier_pace_links(h, s),

@@ -22,6 +22,7 @@
 #include "coll/select.h"
 #include "coll/shm.h"
 #include "coll/task.h"
+#include "coll/tune_hier.h"
 #include "hier/levels.h"
 #include "hier/record.h"
 #include "mem/mem.h"
@@ -77,18 +78,8 @@ typedef struct mxh_hier {
     mxh_sched_entry_t *scheds;                    /* [config.plan_cache_size] LRU */
     uint64_t          clock;
     mxh_select_shape_t shape;                     /* what selection may use */
-    mxh_cost_sel_t    cost_sel;                   /* MPIX_HIER_COST_MODEL=yes: the cost
-                                                     model of the layout */
-    mxh_cost_sel_t   *cost;                       /* &cost_sel then, else NULL */
-    mxh_cost_model_t  pace_model;                 /* MPIX_HIER_PIPELINE_PACE=yes: the link
-                                                     times streams pace their exchanges by */
-    const mxh_cost_model_t *pace;                 /* &pace_model then, else NULL */
-    mxh_cost_model_t  pace_sel;                   /* the measured figures where the model
-                                                     selects with a margin (hier.c) */
-    const mxh_cost_model_t *pace_by_model;        /* &pace_sel then, else NULL */
-    mxh_cost_model_t  pace_links[2];              /* pace_model, pace_sel as this rank's
-                                                     links are (a torus: its rail's,
-                                                     mxh_cost_model_torus_rail) */
+    mxh_hier_cost_t   cost;                       /* the cost-model state selection and
+                                                     pacing read (coll/tune_hier.h) */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
     struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
                                                      NULL (agreed) */
@@ -128,10 +119,11 @@ typedef struct mxh_hier {
 } mxh_hier_t;
 
 /* The link times a schedule paces by: the measured figures where the cost model chose
- * it with a margin (hier.c), else the configured ones; NULL: unpaced. */
+ * it with a margin (coll/tune_hier.h), else the configured ones; NULL: unpaced. */
 static inline const mxh_cost_model_t *mxh_hier_pace(const mxh_hier_t *h, const mxh_sched_t *s)
 {
-    return s->by_model && h->pace_by_model != NULL ? h->pace_by_model : h->pace;
+    const mxh_hier_cost_t *c = &h->cost;
+    return c->npace == 0 ? NULL : &c->pace[s->by_model && c->npace > 1];
 }
 
 /* The links a paced schedule's exchanges are booked on (exec.c): mxh_hier_pace's as
@@ -140,7 +132,7 @@ static inline const mxh_cost_model_t *mxh_hier_pace_links(const mxh_hier_t *h,
                                                           const mxh_sched_t *s)
 {
     const mxh_cost_model_t *m = mxh_hier_pace(h, s);
-    return m == NULL ? NULL : m == h->pace_by_model ? &h->pace_links[1] : &h->pace_links[0];
+    return m == NULL ? NULL : &h->cost.links[m - h->cost.pace];
 }
 
 /* The link times a bcast's staggered steps post ahead by (exec.c stream_stagger): the
@@ -148,7 +140,15 @@ static inline const mxh_cost_model_t *mxh_hier_pace_links(const mxh_hier_t *h,
  * where MPIX_HIER_PIPELINE_PACE=no. */
 static inline const mxh_cost_model_t *mxh_hier_times(const mxh_hier_t *h)
 {
-    return h->pace_by_model != NULL ? h->pace_by_model : h->pace;
+    const mxh_hier_cost_t *c = &h->cost;
+    return c->npace == 0 ? NULL : &c->pace[c->npace - 1];
+}
+
+/* The model selection asks, NULL: the thresholds decide (MPIX_HIER_COST_MODEL resolved
+ * no). Not const: the model memoizes its choices. */
+static inline mxh_cost_sel_t *mxh_hier_model(mxh_hier_t *h)
+{
+    return h->cost.selects ? &h->cost.sel : NULL;
 }
 
 /* The hierarchy of @comm, built on first use (collective over @comm). */
@@ -212,10 +212,10 @@ mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, siz
 /* Hierarchical algorithms usable on this communicator at all. */
 int mxh_hier_active(const mxh_hier_t *hier);
 /* Algorithm for a call (pure, identical on every rank). */
-static inline mxh_choice_t mxh_hier_select(const mxh_hier_t *h, mxh_coll_t coll, size_t bytes,
+static inline mxh_choice_t mxh_hier_select(mxh_hier_t *h, mxh_coll_t coll, size_t bytes,
                                            size_t work_bytes)
 {
-    return mxh_select_cost(&h->config, &h->shape, h->cost, coll, bytes, work_bytes);
+    return mxh_select_cost(&h->config, &h->shape, mxh_hier_model(h), coll, bytes, work_bytes);
 }
 
 #ifdef __cplusplus
