@@ -424,8 +424,7 @@ static mxh_status_t no_memory(size_t bytes)
  * level skipped (the callers set those). Pacing books a rank's links as if
  * every member moved its even share; bcast and reduce move the region through
  * the root's link and the others' unevenly (the through shape): paced they ran
- * 1.6x slower (RESULTS.md section 5, "bcast and reduce through the root's groups"), so
- * they stream unpaced. */
+ * 1.6x slower (benchmarks/RESULTS.md section 5), so they stream unpaced. */
 static mxh_exec_ctx_t exec_ctx(mxh_hier_t *h, const mxh_sched_t *sched, MPI_Datatype dt,
                                size_t tsize, MPI_Op op, mxh_lvl_time_t *lvl)
 {
