@@ -170,7 +170,7 @@ static __attribute__((noinline)) int run_remembered(mxh_coll_t coll, const char 
     mxh_coll_args_t a;
     args_start(&a, coll, func, sendbuf, recvbuf, dt, op, root, comm);
     a.count = count;
-    if (coll == MXH_COLL_ALLGATHER) {
+    if (mxh_coll_info(coll)->sendtype) {
         a.sendcount = sendcount;
         a.sendtype  = sendtype;
     }

@@ -141,60 +141,15 @@ int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func)
 
 /* ---- datatypes and ops ---------------------------------------------------- */
 
-typedef struct {
-    MPI_Datatype      dt;
-    mxh_dtype_class_t cls;
-} dt_entry_t;
-
-#define DT(_t, _c) {_t, _c}
-static const dt_entry_t dt_table[] = {
-    /* C integer */
-    DT(MPI_INT, MXH_DT_C_INT), DT(MPI_LONG, MXH_DT_C_INT), DT(MPI_SHORT, MXH_DT_C_INT),
-    DT(MPI_UNSIGNED_SHORT, MXH_DT_C_INT), DT(MPI_UNSIGNED, MXH_DT_C_INT),
-    DT(MPI_UNSIGNED_LONG, MXH_DT_C_INT), DT(MPI_LONG_LONG_INT, MXH_DT_C_INT),
-    DT(MPI_LONG_LONG, MXH_DT_C_INT), DT(MPI_UNSIGNED_LONG_LONG, MXH_DT_C_INT),
-    DT(MPI_SIGNED_CHAR, MXH_DT_C_INT), DT(MPI_UNSIGNED_CHAR, MXH_DT_C_INT),
-    DT(MPI_INT8_T, MXH_DT_C_INT), DT(MPI_INT16_T, MXH_DT_C_INT), DT(MPI_INT32_T, MXH_DT_C_INT),
-    DT(MPI_INT64_T, MXH_DT_C_INT), DT(MPI_UINT8_T, MXH_DT_C_INT),
-    DT(MPI_UINT16_T, MXH_DT_C_INT), DT(MPI_UINT32_T, MXH_DT_C_INT),
-    DT(MPI_UINT64_T, MXH_DT_C_INT),
-    /* Fortran integer (MPI_AINT, MPI_OFFSET, MPI_COUNT belong here) */
-    DT(MPI_INTEGER, MXH_DT_F_INT), DT(MPI_AINT, MXH_DT_F_INT), DT(MPI_OFFSET, MXH_DT_F_INT),
-    DT(MPI_COUNT, MXH_DT_F_INT), DT(MPI_INTEGER1, MXH_DT_F_INT), DT(MPI_INTEGER2, MXH_DT_F_INT),
-    DT(MPI_INTEGER4, MXH_DT_F_INT), DT(MPI_INTEGER8, MXH_DT_F_INT),
-#ifdef MPI_INTEGER16
-    DT(MPI_INTEGER16, MXH_DT_F_INT),
-#endif
-    /* floating point */
-    DT(MPI_FLOAT, MXH_DT_FLOAT), DT(MPI_DOUBLE, MXH_DT_FLOAT), DT(MPI_LONG_DOUBLE, MXH_DT_FLOAT),
-    DT(MPI_REAL, MXH_DT_FLOAT), DT(MPI_DOUBLE_PRECISION, MXH_DT_FLOAT),
-    DT(MPI_REAL4, MXH_DT_FLOAT), DT(MPI_REAL8, MXH_DT_FLOAT), DT(MPI_REAL16, MXH_DT_FLOAT),
-    /* logical */
-    DT(MPI_LOGICAL, MXH_DT_LOGICAL), DT(MPI_C_BOOL, MXH_DT_LOGICAL),
-    DT(MPI_CXX_BOOL, MXH_DT_LOGICAL),
-    /* complex */
-    DT(MPI_COMPLEX, MXH_DT_COMPLEX), DT(MPI_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
-    DT(MPI_C_COMPLEX, MXH_DT_COMPLEX), DT(MPI_C_FLOAT_COMPLEX, MXH_DT_COMPLEX),
-    DT(MPI_C_DOUBLE_COMPLEX, MXH_DT_COMPLEX), DT(MPI_C_LONG_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
-    DT(MPI_CXX_FLOAT_COMPLEX, MXH_DT_COMPLEX), DT(MPI_CXX_DOUBLE_COMPLEX, MXH_DT_COMPLEX),
-    DT(MPI_CXX_LONG_DOUBLE_COMPLEX, MXH_DT_COMPLEX), DT(MPI_COMPLEX8, MXH_DT_COMPLEX),
-    DT(MPI_COMPLEX16, MXH_DT_COMPLEX), DT(MPI_COMPLEX32, MXH_DT_COMPLEX),
-    /* byte */
-    DT(MPI_BYTE, MXH_DT_BYTE),
-    /* MINLOC/MAXLOC pairs */
-    DT(MPI_FLOAT_INT, MXH_DT_PAIR), DT(MPI_DOUBLE_INT, MXH_DT_PAIR), DT(MPI_LONG_INT, MXH_DT_PAIR),
-    DT(MPI_2INT, MXH_DT_PAIR), DT(MPI_SHORT_INT, MXH_DT_PAIR),
-    DT(MPI_LONG_DOUBLE_INT, MXH_DT_PAIR), DT(MPI_2REAL, MXH_DT_PAIR),
-    DT(MPI_2DOUBLE_PRECISION, MXH_DT_PAIR), DT(MPI_2INTEGER, MXH_DT_PAIR),
-};
-
+/* @dt's group: its row of the datatype table (reduce/dtypes.h), else other
+ * predefined types and derived ones. */
 static mxh_dtype_class_t classify_slow(MPI_Datatype dt)
 {
+    const mxh_dtype_desc_t *d = mxh_dtype_find(dt);
     int ni, na, nd, combiner;
 
-    for (size_t i = 0; i < sizeof(dt_table) / sizeof(dt_table[0]); i++)
-        if (dt_table[i].dt != MPI_DATATYPE_NULL && dt_table[i].dt == dt)
-            return dt_table[i].cls;
+    if (d != NULL)
+        return d->cls;
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
         combiner == MPI_COMBINER_NAMED)
         return MXH_DT_OTHER;
@@ -371,20 +326,6 @@ int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, const char *what, const
     return MPI_SUCCESS;
 }
 
-static const char *op_name(MPI_Op op)
-{
-    static const struct { MPI_Op op; const char *name; } ops[] = {
-        {MPI_MAX, "MPI_MAX"},   {MPI_MIN, "MPI_MIN"},       {MPI_SUM, "MPI_SUM"},
-        {MPI_PROD, "MPI_PROD"}, {MPI_LAND, "MPI_LAND"},     {MPI_LOR, "MPI_LOR"},
-        {MPI_LXOR, "MPI_LXOR"}, {MPI_BAND, "MPI_BAND"},     {MPI_BOR, "MPI_BOR"},
-        {MPI_BXOR, "MPI_BXOR"}, {MPI_MINLOC, "MPI_MINLOC"}, {MPI_MAXLOC, "MPI_MAXLOC"},
-        {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"}};
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        if (ops[i].op == op)
-            return ops[i].name;
-    return NULL;
-}
-
 static const char *dtype_name(MPI_Datatype dt, char *buf, int len)
 {
     int rl = 0;
@@ -398,13 +339,13 @@ static int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, con
 {
     const char *name;
     mxh_dtype_class_t cls;
-    int allowed = 0, commute = 0;
+    int allowed, commute = 0;
     char tn[MPI_MAX_OBJECT_NAME];
 
     *hier_ok = 0;
     if (op == MPI_OP_NULL)
         return mxh_raise(comm, MPI_ERR_OP, func, "op is MPI_OP_NULL");
-    name = op_name(op);
+    name = mxh_dtype_op_name(op);
     if (name == NULL) {
         /* user-defined: MPI's collective. A user function is written for the
          * datatype it is given, and ranks may pass different datatypes with one
@@ -435,18 +376,7 @@ static int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, con
         if (cls == MXH_DT_DERIVED)
             return MPI_SUCCESS;
     }
-    if (op == MPI_MAX || op == MPI_MIN)
-        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
-                  cls == MXH_DT_HALF;
-    else if (op == MPI_SUM || op == MPI_PROD)
-        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_FLOAT ||
-                  cls == MXH_DT_COMPLEX || cls == MXH_DT_HALF;
-    else if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR)
-        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_LOGICAL;
-    else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
-        allowed = cls == MXH_DT_C_INT || cls == MXH_DT_F_INT || cls == MXH_DT_BYTE;
-    else if (op == MPI_MINLOC || op == MPI_MAXLOC)
-        allowed = cls == MXH_DT_PAIR;
+    allowed = mxh_dtype_op_defined(cls, mxh_dtype_op_kind(op));
     if (!allowed && cls == MXH_DT_HALF)
         return mxh_raise(comm, MPI_ERR_OP, func,
                          "%s is not defined for the half precision datatype %s (SUM, PROD, "

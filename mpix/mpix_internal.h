@@ -10,6 +10,7 @@
 #include "mpix_hier.h"
 #include "coll/hier.h"
 #include "mem/mem.h"
+#include "reduce/dtypes.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -33,13 +34,7 @@ void mxh_errors_cleanup(void);
 
 /* ---- argument checks (errors.c): return MPI_SUCCESS or a raised code ---- */
 
-typedef enum mxh_dtype_class {
-    MXH_DT_DERIVED = 0, /* not predefined: plain MPI decides */
-    MXH_DT_C_INT, MXH_DT_F_INT, MXH_DT_FLOAT, MXH_DT_LOGICAL, MXH_DT_COMPLEX, MXH_DT_BYTE,
-    MXH_DT_PAIR,        /* MINLOC/MAXLOC pair types */
-    MXH_DT_OTHER,       /* predefined, not reducible (MPI_CHAR, MPI_PACKED, ...) */
-    MXH_DT_HALF         /* MPIX_HIER_FLOAT16 / MPIX_HIER_BFLOAT16 (SUM, PROD, MAX, MIN) */
-} mxh_dtype_class_t;
+/* the classes: reduce/dtypes.h (MPI's groups of the predefined types) */
 
 mxh_dtype_class_t mxh_dtype_classify(MPI_Datatype dt);
 

@@ -20,46 +20,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* coll, name, rooted, reducing, blocks, sendtype, vector */
-static const mxh_coll_info_t coll_table[MXH_COLL_COUNT] = {
-    [MXH_COLL_ALLREDUCE]            = {MXH_COLL_ALLREDUCE, "allreduce", 0, 1, 0, 0, 0},
-    [MXH_COLL_REDUCE_SCATTER_BLOCK] = {MXH_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block",
-                                       0, 1, 1, 0, 0},
-    [MXH_COLL_ALLGATHER]            = {MXH_COLL_ALLGATHER, "allgather", 0, 0, 1, 1, 0},
-    [MXH_COLL_BCAST]                = {MXH_COLL_BCAST, "bcast", 1, 0, 0, 0, 0},
-    [MXH_COLL_REDUCE]               = {MXH_COLL_REDUCE, "reduce", 1, 1, 0, 0, 0},
-    [MXH_COLL_ALLGATHERV]           = {MXH_COLL_ALLGATHERV, "allgatherv", 0, 0, 0, 1, 1},
-    [MXH_COLL_REDUCE_SCATTER]       = {MXH_COLL_REDUCE_SCATTER, "reduce_scatter", 0, 1, 0, 0, 1},
-    [MXH_COLL_ALLTOALL]             = {MXH_COLL_ALLTOALL, "alltoall", 0, 0, 1, 1, 0},
-    [MXH_COLL_ALLTOALLV]            = {MXH_COLL_ALLTOALLV, "alltoallv", 0, 0, 0, 1, 1},
+/* What a call reads and writes at this rank: elements of the send buffer
+ * (sendtype) and of the receive buffer (dt), whether the receive buffer is
+ * input and output. */
+typedef struct buf_use {
+    size_t send_count, recv_count;
+    int recv_in, recv_out;
+} buf_use_t;
+
+/* One rank with device buffers (self_device): what its result is. */
+enum self_form {
+    SELF_NONE = 0, /* staged as any call */
+    SELF_KEEP,     /* its buffer as it is (bcast) */
+    SELF_COPY,     /* a copy of its input, dense types */
+    SELF_SIZES     /* the same, when the send and receive sides' sizes match (allgather) */
 };
 
-const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll)
-{
-    return &coll_table[coll];
-}
+/* What this file runs for each collective (coll_ops below); the collective's
+ * facts (rooted, reducing, ...) are coll/coll_desc.h's. NULL: the collective
+ * has no such form. */
+typedef struct coll_ops {
+    /* the hierarchical body on host buffers in the view (coll.h: vdt) */
+    mxh_status_t (*body)(mxh_coll_args_t *a, const void *s, void *r);
+    /* MPI's blocking collective and its nonblocking post (plain path) */
+    int (*mpi)(mxh_coll_args_t *a, const void *s, void *r);
+    int (*impi)(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req);
+    /* in place: the elements of recvbuf MPICH needs copied first, 0: none */
+    size_t (*inplace_copy)(const mxh_coll_args_t *a);
+    /* this rank's buffer use (@in_place: sendbuf is MPI_IN_PLACE) */
+    void (*buf_use)(const mxh_coll_args_t *a, int in_place, buf_use_t *u);
+    /* the shared-memory path of @n elements of @dt straight on the buffers */
+    mxh_status_t (*shm)(const mxh_coll_args_t *a, const void *s, void *r, size_t n,
+                        MPI_Datatype dt);
+    /* the device node level (coll/ipc.h): one node, and the nodes' part of a schedule */
+    mxh_status_t (*ipc)(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in, size_t n);
+    mxh_status_t (*ipc_nodes)(mxh_coll_args_t *a);
+    /* the path decided by selection adjusted to what the collective can take */
+    void (*settle)(mxh_coll_args_t *a);
+    int self;         /* enum self_form */
+    int staged_frags; /* a schedule staged fragment by fragment (stage_io_t) */
+    int own_counts;   /* each rank's send counts of its own: totals differ between ranks */
+} coll_ops_t;
+
+static inline const coll_ops_t *ops_of(const mxh_coll_args_t *a);
 
 /* ---- plain MPI ------------------------------------------------------------------------ */
-
-/* A blocking MPI collective, or inside a task its nonblocking form + a wait that
- * yields (a task never blocks in MPI). The error code goes to a->mpi_rc. */
-#define PLAIN(_a, _blocking, _nonblocking)                                               \
-    do {                                                                                 \
-        int _rc;                                                                         \
-        if (!mxh_task_in_fiber()) {                                                      \
-            _rc = (_blocking);                                                           \
-        } else {                                                                         \
-            MPI_Request _r = MPI_REQUEST_NULL;                                           \
-            _rc = (_nonblocking);                                                        \
-            if (_rc == MPI_SUCCESS)                                                      \
-                _rc = mxh_task_wait(&_r, MPI_STATUS_IGNORE);                             \
-        }                                                                                \
-        if (_rc != MPI_SUCCESS) {                                                        \
-            (_a)->mpi_rc = _rc;                                                          \
-            return MXH_ERR_MPI;                                                          \
-        }                                                                                \
-        return MXH_OK;                                                                   \
-    } while (0)
 
 /* Bytes a buffer of @count elements of @dt spans, and where they start
  * relative to the buffer pointer. */
@@ -96,74 +101,66 @@ static int typed_copy(const void *buf, int count, MPI_Datatype dt, void **copy_p
     return rc;
 }
 
-static mxh_status_t plain_allreduce(mxh_coll_args_t *a, const void *s, void *r)
+/* Elements of the reduce_scatter input: the sum of recvcounts. */
+static size_t v_total(const int *counts, int n)
 {
-    PLAIN(a, MPI_Allreduce(s, r, a->count, a->dt, a->mpi_op, a->comm),
-          MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, &_r));
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += (size_t)counts[i];
+    return t;
 }
 
-static mxh_status_t plain_rsb_call(mxh_coll_args_t *a, const void *s, void *r)
+/* MPI's blocking collective (mpi) and its nonblocking form (impi) on @s/@r. */
+static int mpi_allreduce(mxh_coll_args_t *a, const void *s, void *r)
 {
-    PLAIN(a, MPI_Reduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm),
-          MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, &_r));
+    return MPI_Allreduce(s, r, a->count, a->dt, a->mpi_op, a->comm);
 }
 
-/* In place through a copy: MPICH 4.0.2 asserts on overlapping memcpy in some
- * in-place reduce-scatter paths. */
-static mxh_status_t plain_rsb(mxh_coll_args_t *a, const void *s, void *r)
+static int impi_allreduce(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
-    void *copy = NULL, *base = NULL;
-    mxh_status_t st;
-    int rc;
-
-    if (s != MPI_IN_PLACE || a->count == 0 || (size_t)a->count * (size_t)a->size > INT_MAX)
-        return plain_rsb_call(a, s, r);
-    rc = typed_copy(r, a->count * a->size, a->dt, &copy, &base);
-    if (rc != MPI_SUCCESS) {
-        plain_rsb_call(a, MPI_IN_PLACE, r); /* keep the collective matched, then report */
-        mxh_error("cannot copy the in-place buffer");
-        return MXH_ERR_NO_MEMORY;
-    }
-    st = plain_rsb_call(a, copy, r);
-    free(base);
-    return st;
+    return MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
 }
 
-static mxh_status_t plain_allgather(mxh_coll_args_t *a, const void *s, void *r)
+static int mpi_rsb(mxh_coll_args_t *a, const void *s, void *r)
 {
-    PLAIN(a, MPI_Allgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm),
-          MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, &_r));
+    return MPI_Reduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm);
 }
 
-static mxh_status_t plain_bcast(mxh_coll_args_t *a, void *r)
+static int impi_rsb(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
-    PLAIN(a, MPI_Bcast(r, a->count, a->dt, a->root, a->comm),
-          MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, &_r));
+    return MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
 }
 
-static mxh_status_t plain_reduce_call(mxh_coll_args_t *a, const void *s, void *r)
+static int mpi_allgather(mxh_coll_args_t *a, const void *s, void *r)
 {
-    PLAIN(a, MPI_Reduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm),
-          MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, &_r));
+    return MPI_Allgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm);
 }
 
-/* MPI_IN_PLACE at a root other than 0 crashes MPICH 4.0.2's MPI_Reduce
- * (reduce_scatter_gather algorithm): the root reduces from a copy. */
-static mxh_status_t plain_reduce(mxh_coll_args_t *a, const void *s, void *r)
+static int impi_allgather(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
-    void *copy = NULL, *base = NULL;
-    mxh_status_t st;
+    return MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
+}
 
-    if (s != MPI_IN_PLACE || a->rank != a->root || a->root == 0 || a->count == 0)
-        return plain_reduce_call(a, s, r);
-    if (typed_copy(r, a->count, a->dt, &copy, &base) != MPI_SUCCESS) {
-        plain_reduce_call(a, MPI_IN_PLACE, r);
-        mxh_error("cannot copy the in-place buffer");
-        return MXH_ERR_NO_MEMORY;
-    }
-    st = plain_reduce_call(a, copy, r);
-    free(base);
-    return st;
+static int mpi_bcast(mxh_coll_args_t *a, const void *s, void *r)
+{
+    (void)s;
+    return MPI_Bcast(r, a->count, a->dt, a->root, a->comm);
+}
+
+static int impi_bcast(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
+{
+    (void)s;
+    return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
+}
+
+static int mpi_reduce(mxh_coll_args_t *a, const void *s, void *r)
+{
+    return MPI_Reduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm);
+}
+
+static int impi_reduce(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
+{
+    return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
 }
 
 /* allgatherv on one rank: MPICH 4.0.2 ignores displs[0] there (the block lands
@@ -178,87 +175,101 @@ static int allgatherv_self(mxh_coll_args_t *a, const void *s, void *r)
                         a->rcounts[0], a->dt, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
 }
 
-static mxh_status_t plain_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
+static int mpi_allgatherv(mxh_coll_args_t *a, const void *s, void *r)
 {
-    if (a->size == 1) {
-        int rc = allgatherv_self(a, s, r);
-        if (rc != MPI_SUCCESS) {
-            a->mpi_rc = rc;
-            return MXH_ERR_MPI;
-        }
-        return MXH_OK;
-    }
-    PLAIN(a,
-          MPI_Allgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
-                         a->comm),
-          MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
-                          a->comm, &_r));
+    if (a->size == 1)
+        return allgatherv_self(a, s, r);
+    return MPI_Allgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
+                          a->comm);
 }
 
-static mxh_status_t plain_reduce_scatter_call(mxh_coll_args_t *a, const void *s, void *r)
+static int impi_allgatherv(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
-    PLAIN(a, MPI_Reduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm),
-          MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, &_r));
+    int rc;
+    if (a->size > 1)
+        return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls, a->dt,
+                               a->comm, req);
+    rc = allgatherv_self(a, s, r); /* done now; a request that is complete */
+    return rc != MPI_SUCCESS ? rc : MPI_Ibarrier(MPI_COMM_SELF, req);
 }
 
-/* Elements of the reduce_scatter input: the sum of recvcounts. */
-static size_t v_total(const int *counts, int n)
+static int mpi_reduce_scatter(mxh_coll_args_t *a, const void *s, void *r)
 {
-    size_t t = 0;
-    for (int i = 0; i < n; i++)
-        t += (size_t)counts[i];
-    return t;
+    return MPI_Reduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm);
 }
 
-/* In place through a copy: MPICH 4.0.2 aborts in some in-place
- * MPI_Reduce_scatter calls (4 ranks, counts {0, 65538, 65539, 65540}). */
-static mxh_status_t plain_reduce_scatter(mxh_coll_args_t *a, const void *s, void *r)
+static int impi_reduce_scatter(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
 {
+    return MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, req);
+}
+
+static int mpi_alltoall(mxh_coll_args_t *a, const void *s, void *r)
+{
+    return MPI_Alltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm);
+}
+
+static int impi_alltoall(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
+{
+    return MPI_Ialltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
+}
+
+static int mpi_alltoallv(mxh_coll_args_t *a, const void *s, void *r)
+{
+    return MPI_Alltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
+                         a->dt, a->comm);
+}
+
+static int impi_alltoallv(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
+{
+    return MPI_Ialltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
+                          a->dt, a->comm, req);
+}
+
+/* In-place calls that MPICH 4.0.2 gets wrong run from a copy of the input: the
+ * elements of recvbuf to copy, 0 for none. reduce_scatter_block: it asserts on
+ * overlapping memcpy in some paths; reduce: MPI_IN_PLACE at a root other than
+ * 0 crashes its reduce_scatter_gather algorithm; reduce_scatter: it aborts in
+ * some calls (4 ranks, counts {0, 65538, 65539, 65540}). */
+static size_t inplace_rsb(const mxh_coll_args_t *a)
+{
+    size_t n = (size_t)a->count * (size_t)a->size;
+    return a->count > 0 && n <= INT_MAX ? n : 0;
+}
+
+static size_t inplace_reduce(const mxh_coll_args_t *a)
+{
+    return a->count > 0 && a->rank == a->root && a->root != 0 ? (size_t)a->count : 0;
+}
+
+static size_t inplace_reduce_scatter(const mxh_coll_args_t *a)
+{
+    size_t n = v_total(a->rcounts, a->size);
+    return n <= INT_MAX ? n : 0;
+}
+
+/* MPI's collective; inside a task its nonblocking form + a wait that yields (a
+ * task never blocks in MPI). The error code goes to a->mpi_rc. */
+static mxh_status_t plain_call(mxh_coll_args_t *a, const void *s, void *r);
+
+/* The plain-MPI path: MPI's collective on @s/@r, in place from a copy where
+ * MPICH needs one. */
+static mxh_status_t run_plain(mxh_coll_args_t *a, const void *s, void *r)
+{
+    size_t (*inplace)(const mxh_coll_args_t *) = ops_of(a)->inplace_copy;
     void *copy = NULL, *base = NULL;
-    size_t total = v_total(a->rcounts, a->size);
     mxh_status_t st;
+    size_t n;
 
-    if (s != MPI_IN_PLACE || total == 0 || total > INT_MAX)
-        return plain_reduce_scatter_call(a, s, r);
-    if (typed_copy(r, (int)total, a->dt, &copy, &base) != MPI_SUCCESS) {
-        plain_reduce_scatter_call(a, MPI_IN_PLACE, r);
+    if (s != MPI_IN_PLACE || inplace == NULL || (n = inplace(a)) == 0)
+        return plain_call(a, s, r);
+    if (typed_copy(r, (int)n, a->dt, &copy, &base) != MPI_SUCCESS) {
+        plain_call(a, MPI_IN_PLACE, r); /* keep the collective matched, then report */
         mxh_error("cannot copy the in-place buffer");
         return MXH_ERR_NO_MEMORY;
     }
-    st = plain_reduce_scatter_call(a, copy, r);
+    st = plain_call(a, copy, r);
     free(base);
     return st;
-}
-
-static mxh_status_t plain_alltoall(mxh_coll_args_t *a, const void *s, void *r)
-{
-    PLAIN(a, MPI_Alltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm),
-          MPI_Ialltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, &_r));
-}
-
-static mxh_status_t plain_alltoallv(mxh_coll_args_t *a, const void *s, void *r)
-{
-    PLAIN(a,
-          MPI_Alltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
-                        a->dt, a->comm),
-          MPI_Ialltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts, a->rdispls,
-                         a->dt, a->comm, &_r));
-}
-
-static mxh_status_t run_plain(mxh_coll_args_t *a, const void *s, void *r)
-{
-    switch (a->coll) {
-    case MXH_COLL_ALLGATHERV:           return plain_allgatherv(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER:       return plain_reduce_scatter(a, s, r);
-    case MXH_COLL_ALLTOALL:             return plain_alltoall(a, s, r);
-    case MXH_COLL_ALLTOALLV:            return plain_alltoallv(a, s, r);
-    case MXH_COLL_ALLREDUCE:            return plain_allreduce(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER_BLOCK: return plain_rsb(a, s, r);
-    case MXH_COLL_ALLGATHER:            return plain_allgather(a, s, r);
-    case MXH_COLL_BCAST:                return plain_bcast(a, r);
-    case MXH_COLL_REDUCE:               return plain_reduce(a, s, r);
-    default:                            return MXH_ERR_INVALID_PARAM;
-    }
 }
 
 /* ---- fragment I/O: data moved in and out of the work buffer ------------------------------ */
@@ -408,14 +419,35 @@ static mxh_status_t no_memory(size_t bytes)
     return MXH_ERR_NO_MEMORY;
 }
 
+/* The executor's context on the hierarchy @h: elements of @dt (@tsize bytes) reduced
+ * by @op, step times into @lvl; no fragment I/O, no level skipped (the callers set
+ * those). Everything else the executor reads from the tuned schedule. */
+static mxh_exec_ctx_t exec_ctx(mxh_hier_t *h, MPI_Datatype dt, size_t tsize, MPI_Op op,
+                               mxh_lvl_time_t *lvl)
+{
+    return (mxh_exec_ctx_t){
+        .comms       = h->level_comm,
+        .shm         = h->shm,
+        .dt          = dt,
+        .extent      = tsize,
+        .op          = op,
+        .reqs        = h->reqs,
+        .shm_levels  = h->shm_levels,
+        .lvl         = lvl,
+        .spread_comm = h->spread_comm,
+    };
+}
+
 /* Run @sched on @work (sched->work_count elements), fragments moved in and out
  * by @in/@out. */
 static mxh_status_t run_sched_io(mxh_coll_args_t *a, const mxh_sched_t *sched, void *work,
                                  MPI_Op op, mxh_frag_fn in, mxh_frag_fn out, frag_io_t *io)
 {
     mxh_hier_t *h      = a->hier;
-    mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->dt, a->tsize, op, h->reqs, in, NULL, out, io,
-                          h->shm_levels, a->lvl_p, 0, h->spread_comm};
+    mxh_exec_ctx_t ctx = exec_ctx(h, a->dt, a->tsize, op, a->lvl_p);
+    ctx.frag_in  = in;
+    ctx.frag_out = out;
+    ctx.frag_arg = io;
     /* allreduce/reduce: the first step may read the send buffer in place of a copy */
     if (in == frag_copy_in)
         ctx.src = io->src;
@@ -435,30 +467,38 @@ static void block_parts(mxh_hier_t *h, int count)
     }
 }
 
-static mxh_status_t get_sched(mxh_coll_args_t *a, size_t count, int root,
-                              const mxh_sched_t **sched)
+/* The cached schedule of this call's collective for @count elements (rooted
+ * collectives: at the call's root). */
+static mxh_status_t get_sched(mxh_coll_args_t *a, size_t count, const mxh_sched_t **sched)
 {
+    int root = mxh_coll_info(a->coll)->rooted ? a->root : -1;
     return mxh_hier_sched(a->hier, a->coll, count, root, a->tsize, &a->choice, sched);
 }
 
 /* The shared-memory path of the collectives of one count (allreduce, bcast,
  * reduce): @n elements of @dt, a->tsize bytes each (the call's own, or its
  * view's: coll.h, vdt). */
-static mxh_status_t shm_single(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
+static mxh_status_t shm_allreduce(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
+                                  size_t n, MPI_Datatype dt)
+{
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    return mxh_shm_allreduce(a->hier->shm_all, in, recvbuf, n, dt, a->tsize, a->mpi_op);
+}
+
+static mxh_status_t shm_bcast(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
+                              size_t n, MPI_Datatype dt)
+{
+    (void)sendbuf;
+    (void)dt;
+    return mxh_shm_bcast(a->hier->shm_all, recvbuf, n, a->tsize, a->root);
+}
+
+static mxh_status_t shm_reduce(const mxh_coll_args_t *a, const void *sendbuf, void *recvbuf,
                                size_t n, MPI_Datatype dt)
 {
-    mxh_shm_t *shm = a->hier->shm_all;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-        return mxh_shm_allreduce(shm, in, recvbuf, n, dt, a->tsize, a->mpi_op);
-    case MXH_COLL_BCAST:
-        return mxh_shm_bcast(shm, recvbuf, n, a->tsize, a->root);
-    default: /* MXH_COLL_REDUCE */
-        return mxh_shm_reduce(shm, in, a->rank == a->root ? recvbuf : NULL, n, dt, a->tsize,
-                              a->mpi_op, a->root);
-    }
+    return mxh_shm_reduce(a->hier->shm_all, in, a->rank == a->root ? recvbuf : NULL, n, dt,
+                          a->tsize, a->mpi_op, a->root);
 }
 
 static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void *recvbuf)
@@ -468,11 +508,11 @@ static mxh_status_t hier_allreduce(mxh_coll_args_t *a, const void *sendbuf, void
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
+        return shm_allreduce(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
     if (a->path == MXH_PATH_RAILX)
         return mxh_xrail_allreduce(h, sendbuf, recvbuf, a->count, a->dt, a->tsize, a->mpi_op,
                                    &a->mpi_rc);
-    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     frag_io_t io = {sendbuf, NULL, 0, 0, 0};
     return run_sched_io(a, sched, recvbuf, a->mpi_op,
@@ -501,7 +541,7 @@ static mxh_status_t hier_rsb(mxh_coll_args_t *a, const void *sendbuf, void *recv
             mxh_copy(recvbuf, out, block);
         return st;
     }
-    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     char *work = mxh_hier_scratch(h, block * (size_t)a->size);
     if (work == NULL)
@@ -527,7 +567,7 @@ static mxh_status_t hier_allgather(mxh_coll_args_t *a, const void *sendbuf, void
         return mxh_shm_allgather(h->shm_all, mine, recvbuf, h->blk_counts, h->blk_displs, a->dt,
                                  a->tsize);
     }
-    if ((st = get_sched(a, (size_t)a->count, -1, &sched)) != MXH_OK)
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     int identity = sched->nfrag == 1;
     for (int d = 0; d < a->size && identity; d++)
@@ -542,14 +582,15 @@ static mxh_status_t hier_allgather(mxh_coll_args_t *a, const void *sendbuf, void
                         identity ? NULL : frag_unpack_all, &io);
 }
 
-static mxh_status_t hier_bcast(mxh_coll_args_t *a, void *buffer)
+static mxh_status_t hier_bcast(mxh_coll_args_t *a, const void *sendbuf, void *buffer)
 {
+    (void)sendbuf; /* MPI_IN_PLACE */
     const mxh_sched_t *sched;
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return shm_single(a, MPI_IN_PLACE, buffer, (size_t)a->count, a->dt);
-    if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
+        return shm_bcast(a, MPI_IN_PLACE, buffer, (size_t)a->count, a->dt);
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     return run_sched_io(a, sched, buffer, MPI_OP_NULL, NULL, NULL, NULL);
 }
@@ -562,8 +603,8 @@ static mxh_status_t hier_reduce(mxh_coll_args_t *a, const void *sendbuf, void *r
     mxh_status_t st;
 
     if (a->path == MXH_PATH_SHM)
-        return shm_single(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
-    if ((st = get_sched(a, (size_t)a->count, a->root, &sched)) != MXH_OK)
+        return shm_reduce(a, sendbuf, recvbuf, (size_t)a->count, a->dt);
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     void *work = recvbuf;
     if (a->rank != a->root) {
@@ -1229,27 +1270,9 @@ static mxh_status_t hier_alltoallv(mxh_coll_args_t *a, const void *s, void *r)
 
 static mxh_status_t run_hier(mxh_coll_args_t *a, const void *s, void *r)
 {
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:            return hier_allreduce(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER_BLOCK: return hier_rsb(a, s, r);
-    case MXH_COLL_ALLGATHER:            return hier_allgather(a, s, r);
-    case MXH_COLL_BCAST:                return hier_bcast(a, r);
-    case MXH_COLL_REDUCE:               return hier_reduce(a, s, r);
-    case MXH_COLL_ALLGATHERV:           return hier_allgatherv(a, s, r);
-    case MXH_COLL_REDUCE_SCATTER:       return hier_reduce_scatter(a, s, r);
-    case MXH_COLL_ALLTOALL:             return hier_alltoall(a, s, r);
-    case MXH_COLL_ALLTOALLV:            return hier_alltoallv(a, s, r);
-    default:                            return MXH_ERR_INVALID_PARAM;
-    }
+    return ops_of(a)->body(a, s, r);
 }
 
-/* What a call reads and writes at this rank: elements of the send buffer
- * (sendtype) and of the receive buffer (dt), whether the receive buffer is
- * input and output. */
-typedef struct buf_use {
-    size_t send_count, recv_count;
-    int recv_in, recv_out;
-} buf_use_t;
 static buf_use_t buf_use(const mxh_coll_args_t *a);
 
 /* The hierarchical path on the view of the data (coll.h: vdt): the same call
@@ -1258,7 +1281,7 @@ static buf_use_t buf_use(const mxh_coll_args_t *a);
  * system). */
 static mxh_status_t run_view(mxh_coll_args_t *a, const void *s, void *r)
 {
-    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
     mxh_coll_args_t v;
     mxh_status_t st = MXH_OK;
     char *sm = NULL, *rm = NULL;
@@ -1363,60 +1386,79 @@ static size_t v_span(const int *counts, const int *displs, int n)
     return end;
 }
 
+/* Each collective's buffer use, @in_place: sendbuf is MPI_IN_PLACE. The
+ * receive buffer is written (recv_out) unless the function says otherwise. */
+static void use_allreduce(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : a->count;
+    u->recv_count = a->count;
+    u->recv_in    = in_place;
+}
+
+static void use_rsb(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : a->count * a->size;
+    u->recv_count = in_place ? a->count * a->size : a->count;
+    u->recv_in    = in_place;
+}
+
+static void use_allgather(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : a->sendcount;
+    u->recv_count = a->count * a->size;
+    u->recv_in    = in_place;
+}
+
+static void use_bcast(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    (void)in_place;
+    u->recv_count = a->count;
+    u->recv_in    = a->rank == a->root;
+    u->recv_out   = a->rank != a->root;
+}
+
+static void use_reduce(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : a->count;
+    u->recv_count = a->rank == a->root ? a->count : 0;
+    u->recv_in    = in_place;
+}
+
+/* the mirror holds the gaps between blocks too: copied in */
+static void use_allgatherv(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : a->sendcount;
+    u->recv_count = v_span(a->rcounts, a->rdispls, a->size);
+    u->recv_in    = 1;
+}
+
+static void use_reduce_scatter(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : v_total(a->rcounts, a->size);
+    u->recv_count = in_place ? v_total(a->rcounts, a->size) : (size_t)a->count;
+    u->recv_in    = in_place;
+}
+
+static void use_alltoall(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : (size_t)a->sendcount * (size_t)a->size;
+    u->recv_count = (size_t)a->count * (size_t)a->size;
+    u->recv_in    = in_place;
+}
+
+/* gaps, as allgatherv */
+static void use_alltoallv(const mxh_coll_args_t *a, int in_place, buf_use_t *u)
+{
+    u->send_count = in_place ? 0 : v_span(a->scounts, a->sdispls, a->size);
+    u->recv_count = v_span(a->rcounts, a->rdispls, a->size);
+    u->recv_in    = 1;
+}
+
 static buf_use_t buf_use(const mxh_coll_args_t *a)
 {
-    int in_place = a->sendbuf == MPI_IN_PLACE;
-    buf_use_t u  = {0, 0, 0, 1};
+    buf_use_t u = {0, 0, 0, 1};
 
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-        u.send_count = in_place ? 0 : a->count;
-        u.recv_count = a->count;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-        u.send_count = in_place ? 0 : a->count * a->size;
-        u.recv_count = in_place ? a->count * a->size : a->count;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_ALLGATHER:
-        u.send_count = in_place ? 0 : a->sendcount;
-        u.recv_count = a->count * a->size;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_BCAST:
-        u.recv_count = a->count;
-        u.recv_in    = a->rank == a->root;
-        u.recv_out   = a->rank != a->root;
-        break;
-    case MXH_COLL_REDUCE:
-        u.send_count = in_place ? 0 : a->count;
-        u.recv_count = a->rank == a->root ? a->count : 0;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_ALLGATHERV: /* the mirror holds the gaps between blocks too: copied in */
-        u.send_count = in_place ? 0 : a->sendcount;
-        u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = 1;
-        break;
-    case MXH_COLL_REDUCE_SCATTER:
-        u.send_count = in_place ? 0 : v_total(a->rcounts, a->size);
-        u.recv_count = in_place ? v_total(a->rcounts, a->size) : (size_t)a->count;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_ALLTOALL:
-        u.send_count = in_place ? 0 : (size_t)a->sendcount * (size_t)a->size;
-        u.recv_count = (size_t)a->count * (size_t)a->size;
-        u.recv_in    = in_place;
-        break;
-    case MXH_COLL_ALLTOALLV: /* gaps, as allgatherv */
-        u.send_count = in_place ? 0 : v_span(a->scounts, a->sdispls, a->size);
-        u.recv_count = v_span(a->rcounts, a->rdispls, a->size);
-        u.recv_in    = 1;
-        break;
-    default:
-        break;
-    }
+    ops_of(a)->buf_use(a, a->sendbuf == MPI_IN_PLACE, &u);
     /* a mirror of a type with holes is copied back whole: the holes must hold
      * the user's bytes, so it is copied in too */
     if (u.recv_count > 0 && !u.recv_in && u.recv_out && !mxh_dtype_dense(a->dt))
@@ -1432,7 +1474,7 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
 static mxh_status_t staged_sched(mxh_coll_args_t *a)
 {
     int in_place = a->sendbuf == MPI_IN_PLACE;
-    int gets     = a->coll == MXH_COLL_ALLREDUCE || a->rank == a->root; /* has results */
+    int gets     = !mxh_coll_info(a->coll)->rooted || a->rank == a->root; /* has results */
     size_t bytes = (size_t)a->count * a->tsize;
     const mxh_mem_ops_t *in_ops = in_place ? a->recv_mem : a->send_mem;
     const char *in              = in_place ? (const char *)a->recvbuf : (const char *)a->sendbuf;
@@ -1440,8 +1482,7 @@ static mxh_status_t staged_sched(mxh_coll_args_t *a)
     mxh_status_t st;
     char *work;
 
-    if ((st = get_sched(a, (size_t)a->count, a->coll == MXH_COLL_REDUCE ? a->root : -1,
-                        &sched)) != MXH_OK)
+    if ((st = get_sched(a, (size_t)a->count, &sched)) != MXH_OK)
         return st;
     if (gets && a->recv_mem->kind == MXH_MEM_HOST)
         work = a->recvbuf;
@@ -1497,8 +1538,7 @@ static mxh_status_t run_staged(mxh_coll_args_t *a)
         sm->hold(a->sendbuf);
     if (rm->hold)
         rm->hold(a->recvbuf);
-    if (a->path == MXH_PATH_SCHED &&
-        (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_REDUCE)) {
+    if (a->path == MXH_PATH_SCHED && ops_of(a)->staged_frags) {
         st = staged_sched(a);
         goto out;
     }
@@ -1559,9 +1599,7 @@ static inline int shm_direct(const mxh_coll_args_t *a)
 {
     /* not when the call tries the device node level: host buffers there too,
      * since only that level's agreement tells whether a peer's are device ones */
-    return a->path == MXH_PATH_SHM && !a->staged && !a->vpack &&
-           (a->coll == MXH_COLL_ALLREDUCE || a->coll == MXH_COLL_BCAST ||
-            a->coll == MXH_COLL_REDUCE) &&
+    return a->path == MXH_PATH_SHM && !a->staged && !a->vpack && ops_of(a)->shm != NULL &&
            (a->hier->ipc == NULL || !ipc_considered(a));
 }
 
@@ -1575,18 +1613,10 @@ static int ipc_considered(const mxh_coll_args_t *a)
 {
     size_t bytes = (size_t)a->count * a->vn * a->tsize;
 
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-    case MXH_COLL_BCAST:
-    case MXH_COLL_REDUCE:
-        break;
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-    case MXH_COLL_ALLGATHER:
-        bytes *= (size_t)a->size;
-        break;
-    default:
+    if (ops_of(a)->ipc == NULL)
         return 0;
-    }
+    if (mxh_coll_info(a->coll)->blocks)
+        bytes *= (size_t)a->size;
     return bytes >= a->hier->ipc_min && (size_t)a->count * a->vn <= INT_MAX;
 }
 
@@ -1626,40 +1656,59 @@ static void ipc_release(const mxh_coll_args_t *a, buf_use_t u, const mxh_mem_ops
     }
 }
 
+/* The device node level's form of each single-node collective: @n elements
+ * of the view at @in (the send buffer, or recvbuf in place) and recvbuf, the
+ * buffers' kind @ops. */
+static mxh_status_t ipc_allreduce(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in,
+                                  size_t n)
+{
+    return mxh_ipc_allreduce(a->hier->ipc, ops, in, a->recvbuf, n, a->vdt, a->tsize, a->mpi_op);
+}
+
+static mxh_status_t ipc_bcast(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in,
+                              size_t n)
+{
+    (void)in;
+    return mxh_ipc_bcast(a->hier->ipc, ops, a->recvbuf, n * a->tsize, a->root);
+}
+
+static mxh_status_t ipc_reduce(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in,
+                               size_t n)
+{
+    return mxh_ipc_reduce(a->hier->ipc, ops, in, a->rank == a->root ? a->recvbuf : NULL, n,
+                          a->vdt, a->tsize, a->mpi_op, a->root);
+}
+
+static mxh_status_t ipc_rsb(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in,
+                            size_t n)
+{
+    mxh_hier_t *h = a->hier;
+    block_parts(h, (int)n);
+    return mxh_ipc_reduce_scatter(h->ipc, ops, in, a->recvbuf, h->blk_counts, h->blk_displs,
+                                  a->vdt, a->tsize, a->mpi_op);
+}
+
+static mxh_status_t ipc_allgather(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in,
+                                  size_t n)
+{
+    mxh_hier_t *h = a->hier;
+    (void)in; /* in place, my block is in recvbuf at my rank's place */
+    block_parts(h, (int)n);
+    return mxh_ipc_allgather(h->ipc, ops,
+                             a->sendbuf == MPI_IN_PLACE
+                                 ? (const char *)a->recvbuf + (size_t)a->rank * n * a->tsize
+                                 : a->sendbuf,
+                             a->recvbuf, h->blk_counts, h->blk_displs, a->tsize);
+}
+
 static mxh_status_t ipc_single(mxh_coll_args_t *a)
 {
-    mxh_hier_t *h            = a->hier;
-    mxh_ipc_t *x             = h->ipc;
     buf_use_t u              = buf_use(a);
     size_t n                 = (size_t)a->count * a->vn; /* elements of the view */
     const void *in           = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
     const mxh_mem_ops_t *ops = ipc_hold(a, u);
-    mxh_status_t st;
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-        st = mxh_ipc_allreduce(x, ops, in, a->recvbuf, n, a->vdt, a->tsize, a->mpi_op);
-        break;
-    case MXH_COLL_BCAST:
-        st = mxh_ipc_bcast(x, ops, a->recvbuf, n * a->tsize, a->root);
-        break;
-    case MXH_COLL_REDUCE:
-        st = mxh_ipc_reduce(x, ops, in, a->rank == a->root ? a->recvbuf : NULL, n, a->vdt,
-                            a->tsize, a->mpi_op, a->root);
-        break;
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-        block_parts(h, (int)n);
-        st = mxh_ipc_reduce_scatter(x, ops, in, a->recvbuf, h->blk_counts, h->blk_displs,
-                                    a->vdt, a->tsize, a->mpi_op);
-        break;
-    default: /* MXH_COLL_ALLGATHER */
-        block_parts(h, (int)n);
-        st = mxh_ipc_allgather(x, ops,
-                               a->sendbuf == MPI_IN_PLACE
-                                   ? (const char *)a->recvbuf + (size_t)a->rank * n * a->tsize
-                                   : a->sendbuf,
-                               a->recvbuf, h->blk_counts, h->blk_displs, a->tsize);
-        break;
-    }
+    mxh_status_t st          = ops_of(a)->ipc(a, ops, in, n);
+
     ipc_release(a, u, ops);
     a->ipc = st != MXH_ERR_UNSUPPORTED;
     return st;
@@ -1722,7 +1771,7 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
     for (int l = 0; l < L->nlevels; l++)
         if (L->type[l] == MXH_LEVEL_NODE || L->type[l] == MXH_LEVEL_ISLAND)
             skip |= 1u << l;
-    able = get_sched(a, n, -1, &sched) == MXH_OK;
+    able = get_sched(a, n, &sched) == MXH_OK;
     if (able) {
         nfrag = sched->nfrag;
         reg   = mxh_hier_grow(&h->ipc_regs, 4 * (size_t)nfrag * sizeof(size_t));
@@ -1762,8 +1811,8 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
                               reg ? reg + nfrag : NULL, nfrag, a->vdt, ts, a->mpi_op, &engaged);
     if (engaged) {
         char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
-        mxh_exec_ctx_t ctx = {h->level_comm, h->shm, a->vdt, ts, a->mpi_op, h->reqs, NULL, NULL,
-                              NULL, NULL, h->shm_levels, a->lvl_p, skip, h->spread_comm};
+        mxh_exec_ctx_t ctx = exec_ctx(h, a->vdt, ts, a->mpi_op, a->lvl_p);
+        ctx.skip_levels    = skip;
         size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
         void *tmp        = mxh_hier_tmp(h, tmp_bytes);
         if (mirror == NULL || tmp == NULL) {
@@ -1789,45 +1838,39 @@ static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
 
 /* One rank, its buffers of one device kind, dense types: the result is its input, one
  * device-to-device copy (or nothing: in place, bcast) instead of host staging around
- * MPI's collective (an H200, allreduce 1 MiB: 153.1 us staged against 147.2 for the host
- * copies alone; benchmarks/RESULTS.md section 4). */
+ * MPI's collective, which costs more than the host copies alone (benchmarks/RESULTS.md
+ * section 4). */
 static int self_device(const mxh_coll_args_t *a)
 {
-    if (a->size != 1 || !a->staged || a->send_mem != a->recv_mem || a->vpack)
+    int self = ops_of(a)->self;
+    int ss = 0, rs = 0;
+
+    if (a->size != 1 || !a->staged || a->send_mem != a->recv_mem || a->vpack ||
+        self == SELF_NONE)
         return 0;
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-    case MXH_COLL_REDUCE_SCATTER:
-    case MXH_COLL_REDUCE:
-    case MXH_COLL_BCAST:
+    if (self != SELF_SIZES)
         return mxh_dtype_dense(a->dt);
-    case MXH_COLL_ALLGATHER: {
-        /* MPI's own call reports sizes that do not match */
-        int ss = 0, rs = 0;
-        if (a->sendbuf == MPI_IN_PLACE)
-            return 1;
-        MPI_Type_size(a->sendtype, &ss);
-        MPI_Type_size(a->dt, &rs);
-        return mxh_dtype_dense(a->dt) && mxh_dtype_dense(a->sendtype) &&
-               (size_t)a->sendcount * (size_t)ss == (size_t)a->count * (size_t)rs;
-    }
-    default:
-        return 0;
-    }
+    /* MPI's own call reports sizes that do not match */
+    if (a->sendbuf == MPI_IN_PLACE)
+        return 1;
+    MPI_Type_size(a->sendtype, &ss);
+    MPI_Type_size(a->dt, &rs);
+    return mxh_dtype_dense(a->dt) && mxh_dtype_dense(a->sendtype) &&
+           (size_t)a->sendcount * (size_t)ss == (size_t)a->count * (size_t)rs;
 }
 
 static mxh_status_t self_run(mxh_coll_args_t *a)
 {
-    const mxh_mem_ops_t *ops = a->recv_mem;
-    size_t count = a->coll == MXH_COLL_REDUCE_SCATTER ? (size_t)a->rcounts[0] : (size_t)a->count;
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
+    const mxh_mem_ops_t *ops  = a->recv_mem;
+    size_t count = ci->vector ? (size_t)a->rcounts[0] : (size_t)a->count;
     MPI_Aint slb, rlb;
     mxh_status_t st;
 
-    if (a->coll == MXH_COLL_BCAST || a->sendbuf == MPI_IN_PLACE || count == 0)
+    if (ops_of(a)->self == SELF_KEEP || a->sendbuf == MPI_IN_PLACE || count == 0)
         return MXH_OK;
     size_t bytes = type_span(a->dt, count, &rlb);
-    (void)type_span(a->coll == MXH_COLL_ALLGATHER ? a->sendtype : a->dt, 1, &slb);
+    (void)type_span(ci->sendtype ? a->sendtype : a->dt, 1, &slb);
     if (ops->hold) {
         ops->hold(a->sendbuf);
         ops->hold(a->recvbuf);
@@ -1840,6 +1883,102 @@ static mxh_status_t self_run(mxh_coll_args_t *a)
     return st;
 }
 
+/* ---- the table of collectives ---------------------------------------------------------------- */
+
+/* Adjustments of the path selection chose (mxh_coll_prepare; every rank takes
+ * them alike). Excluded rails (MPIX_HIER_EXCLUDE_RAILS): allreduces that would
+ * cross the network hierarchically keep those rails silent. */
+static void settle_allreduce(mxh_coll_args_t *a)
+{
+    if (a->path == MXH_PATH_SCHED && a->hier->xrail.active)
+        a->path = MXH_PATH_RAILX;
+}
+
+/* all-to-all: the rail-aligned algorithm where the layout allows it (its
+ * communicators are made here, outside any task, collectively: every rank
+ * takes this decision) */
+static void settle_alltoall(mxh_coll_args_t *a)
+{
+    if (a->path != MXH_PATH_SCHED)
+        return;
+    if (!mxh_alltoall_applicable(a->hier->layout))
+        a->why = MXH_FB_LAYOUT;
+    else if (mxh_alltoall_setup(a->hier) != MXH_OK)
+        a->why = MXH_FB_SETUP_FAILED;
+    if (a->why != MXH_FB_NONE)
+        a->path = MXH_PATH_PLAIN;
+}
+
+static void settle_alltoallv(mxh_coll_args_t *a)
+{
+    if (a->path == MXH_PATH_SHM) {
+        a->path = MXH_PATH_PLAIN; /* its shared-memory form would need every rank's counts */
+        a->why  = MXH_FB_NO_SHM_FORM;
+    }
+    settle_alltoall(a);
+}
+
+static const coll_ops_t coll_ops[MXH_COLL_COUNT] = {
+    [MXH_COLL_ALLREDUCE] = {
+        .body = hier_allreduce, .mpi = mpi_allreduce, .impi = impi_allreduce,
+        .buf_use = use_allreduce, .shm = shm_allreduce, .ipc = ipc_allreduce,
+        .ipc_nodes = ipc_hybrid_allreduce, .settle = settle_allreduce, .self = SELF_COPY,
+        .staged_frags = 1},
+    [MXH_COLL_REDUCE_SCATTER_BLOCK] = {
+        .body = hier_rsb, .mpi = mpi_rsb, .impi = impi_rsb, .inplace_copy = inplace_rsb,
+        .buf_use = use_rsb, .ipc = ipc_rsb, .self = SELF_COPY},
+    [MXH_COLL_ALLGATHER] = {
+        .body = hier_allgather, .mpi = mpi_allgather, .impi = impi_allgather,
+        .buf_use = use_allgather, .ipc = ipc_allgather, .self = SELF_SIZES},
+    [MXH_COLL_BCAST] = {
+        .body = hier_bcast, .mpi = mpi_bcast, .impi = impi_bcast, .buf_use = use_bcast,
+        .shm = shm_bcast, .ipc = ipc_bcast, .self = SELF_KEEP},
+    [MXH_COLL_REDUCE] = {
+        .body = hier_reduce, .mpi = mpi_reduce, .impi = impi_reduce,
+        .inplace_copy = inplace_reduce, .buf_use = use_reduce, .shm = shm_reduce,
+        .ipc = ipc_reduce, .self = SELF_COPY, .staged_frags = 1},
+    [MXH_COLL_ALLGATHERV] = {
+        .body = hier_allgatherv, .mpi = mpi_allgatherv, .impi = impi_allgatherv,
+        .buf_use = use_allgatherv},
+    [MXH_COLL_REDUCE_SCATTER] = {
+        .body = hier_reduce_scatter, .mpi = mpi_reduce_scatter, .impi = impi_reduce_scatter,
+        .inplace_copy = inplace_reduce_scatter, .buf_use = use_reduce_scatter,
+        .self = SELF_COPY},
+    [MXH_COLL_ALLTOALL] = {
+        .body = hier_alltoall, .mpi = mpi_alltoall, .impi = impi_alltoall,
+        .buf_use = use_alltoall, .settle = settle_alltoall},
+    [MXH_COLL_ALLTOALLV] = {
+        .body = hier_alltoallv, .mpi = mpi_alltoallv, .impi = impi_alltoallv,
+        .buf_use = use_alltoallv, .settle = settle_alltoallv, .own_counts = 1},
+};
+
+static inline const coll_ops_t *ops_of(const mxh_coll_args_t *a)
+{
+    return &coll_ops[a->coll];
+}
+
+static mxh_status_t plain_call(mxh_coll_args_t *a, const void *s, void *r)
+{
+    const coll_ops_t *o = ops_of(a);
+    int rc;
+
+    if (!mxh_task_in_fiber()) {
+        rc = o->mpi(a, s, r);
+    } else {
+        MPI_Request req = MPI_REQUEST_NULL;
+        rc = o->impi(a, s, r, &req);
+        if (rc == MPI_SUCCESS)
+            rc = mxh_task_wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (rc != MPI_SUCCESS) {
+        a->mpi_rc = rc;
+        return MXH_ERR_MPI;
+    }
+    return MXH_OK;
+}
+
+/* ---- running a call ---------------------------------------------------------------------------- */
+
 static mxh_status_t body(mxh_coll_args_t *a)
 {
     if (self_device(a))
@@ -1850,14 +1989,14 @@ static mxh_status_t body(mxh_coll_args_t *a)
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
     }
-    if (a->path == MXH_PATH_SCHED && a->coll == MXH_COLL_ALLREDUCE && a->hier->ipc_node != NULL &&
+    if (a->path == MXH_PATH_SCHED && ops_of(a)->ipc_nodes != NULL && a->hier->ipc_node != NULL &&
         ipc_considered(a)) {
-        mxh_status_t st = ipc_hybrid_allreduce(a);
+        mxh_status_t st = ops_of(a)->ipc_nodes(a);
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
     }
     if (shm_direct(a))
-        return shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
+        return ops_of(a)->shm(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     if (a->staged && a->path == MXH_PATH_PLAIN && mpi_takes(a->send_mem) && mpi_takes(a->recv_mem))
         return run_plain(a, a->sendbuf, a->recvbuf);
     return a->staged ? run_staged(a) : run_host(a, a->sendbuf, a->recvbuf);
@@ -1872,7 +2011,7 @@ static mxh_status_t body(mxh_coll_args_t *a)
  * mpix/errors.c), which see elements of the basic type alike. */
 static int view(mxh_coll_args_t *a)
 {
-    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
     int dense = a->tsize > 0; /* the entry layer: predefined and dense, or a half type */
     int size  = 0;
 
@@ -1923,27 +2062,29 @@ static int view(mxh_coll_args_t *a)
  * its send and receive buffers, in the user's types (README: Metrics). */
 static size_t call_bytes(const mxh_coll_args_t *a)
 {
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
     size_t rt = a->tsize, st = 0, n = a->size > 0 ? (size_t)a->size : 1;
     int k;
 
     if (rt == 0 && MPI_Type_size(a->dt, &k) == MPI_SUCCESS && k > 0)
         rt = (size_t)k;
-    switch (a->coll) {
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-    case MXH_COLL_ALLGATHER:
-    case MXH_COLL_ALLTOALL:
+    if (ci->blocks)
         return (size_t)a->count * rt * n;
-    case MXH_COLL_ALLGATHERV:
-    case MXH_COLL_REDUCE_SCATTER:
-        return v_total(a->rcounts, a->size) * rt;
-    case MXH_COLL_ALLTOALLV:
-        if (a->sendbuf != MPI_IN_PLACE && MPI_Type_size(a->sendtype, &k) == MPI_SUCCESS && k > 0)
-            st = v_total(a->scounts, a->size) * (size_t)k;
-        rt *= v_total(a->rcounts, a->size);
-        return st > rt ? st : rt;
-    default:
+    if (!ci->vector)
         return (size_t)a->count * rt;
-    }
+    if (ops_of(a)->own_counts && a->sendbuf != MPI_IN_PLACE &&
+        MPI_Type_size(a->sendtype, &k) == MPI_SUCCESS && k > 0)
+        st = v_total(a->scounts, a->size) * (size_t)k;
+    rt *= v_total(a->rcounts, a->size);
+    return st > rt ? st : rt;
+}
+
+/* The memory kind of this rank's receive buffer: a reduce's results exist at
+ * its root only (elsewhere recvbuf is not significant: looked up as none). */
+static inline const mxh_mem_ops_t *recv_mem_of(const mxh_coll_args_t *a)
+{
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
+    return mxh_mem_of(ci->rooted && ci->reducing && a->rank != a->root ? NULL : a->recvbuf);
 }
 
 /* The send side of a collective with a send type of its own (allgather,
@@ -1951,13 +2092,13 @@ static size_t call_bytes(const mxh_coll_args_t *a)
  * the memo's key (count, dt, op) holds the whole call's shape. */
 static inline int same_send(const mxh_coll_args_t *a)
 {
-    return !coll_table[a->coll].sendtype || a->sendbuf == MPI_IN_PLACE ||
+    return !mxh_coll_info(a->coll)->sendtype || a->sendbuf == MPI_IN_PLACE ||
            (a->sendtype == a->dt && a->sendcount == a->count);
 }
 
 int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
 {
-    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
     size_t elements           = (size_t)a->count;
 
     /* rank and size only where this call needs them before the hierarchy is
@@ -1988,8 +2129,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     }
     /* memory kinds: only the buffers significant at this rank */
     a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
-    a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
-                                                                               : a->recvbuf);
+    a->recv_mem = recv_mem_of(a);
     a->staged   = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
 
     /* one count of a predefined type (a handle never reused), the send side
@@ -2010,7 +2150,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
     if (ci->vector) {
         /* the whole vector, in the view's elements: agreed (allgatherv,
          * reduce_scatter); alltoallv's totals differ between ranks */
-        if (a->coll == MXH_COLL_ALLTOALLV)
+        if (ops_of(a)->own_counts)
             return 1;
         elements = v_total(a->rcounts, a->size) * a->vn;
         if (elements == 0) {
@@ -2033,7 +2173,7 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
 
 void mxh_coll_prepare(mxh_coll_args_t *a)
 {
-    const mxh_coll_info_t *ci = mxh_coll_info(a->coll);
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
     size_t bytes, work;
 
     if (a->hier == NULL || (a->path != MXH_PATH_PLAIN && a->path != MXH_PATH_SCHED))
@@ -2042,10 +2182,10 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     a->size = a->hier->size;
     bytes    = (size_t)a->count * a->vn * a->tsize; /* the view's bytes (coll.h: vdt) */
     work     = ci->blocks ? bytes * (size_t)a->size : bytes;
-    if (ci->vector && a->coll != MXH_COLL_ALLTOALLV) { /* the whole vector, its mean */
+    if (ci->vector && !ops_of(a)->own_counts) { /* the whole vector, its mean */
         work  = v_total(a->rcounts, a->size) * a->vn * a->tsize;
         bytes = work / (size_t)a->size;
-    } else if (a->coll == MXH_COLL_ALLTOALLV) {
+    } else if (ci->vector) {
         /* the totals differ between ranks: no size can decide */
         bytes = work = a->hier->config.min_bytes;
     }
@@ -2056,26 +2196,8 @@ void mxh_coll_prepare(mxh_coll_args_t *a)
     case MXH_ALGO_SHM: a->path = MXH_PATH_SHM; break;
     default:           a->path = MXH_PATH_SCHED; break;
     }
-    /* all-to-all: the rail-aligned algorithm where the layout allows it (its
-     * communicators are made here, outside any task, collectively: every rank
-     * takes this decision) */
-    if (a->coll == MXH_COLL_ALLTOALLV && a->path == MXH_PATH_SHM) {
-        a->path = MXH_PATH_PLAIN; /* its shared-memory form would need every rank's counts */
-        a->why  = MXH_FB_NO_SHM_FORM;
-    }
-    /* excluded rails (MPIX_HIER_EXCLUDE_RAILS): allreduces that would cross the network
-     * hierarchically keep those rails silent */
-    if (a->coll == MXH_COLL_ALLREDUCE && a->path == MXH_PATH_SCHED && a->hier->xrail.active)
-        a->path = MXH_PATH_RAILX;
-    if ((a->coll == MXH_COLL_ALLTOALL || a->coll == MXH_COLL_ALLTOALLV) &&
-        a->path == MXH_PATH_SCHED) {
-        if (!mxh_alltoall_applicable(a->hier->layout))
-            a->why = MXH_FB_LAYOUT;
-        else if (mxh_alltoall_setup(a->hier) != MXH_OK)
-            a->why = MXH_FB_SETUP_FAILED;
-        if (a->why != MXH_FB_NONE)
-            a->path = MXH_PATH_PLAIN;
-    }
+    if (ops_of(a)->settle != NULL)
+        ops_of(a)->settle(a);
     if (a->memo) {
         /* dense predefined type: vsn == vn, vpack == 0 */
         a->hier->memo[a->coll] = (mxh_coll_memo_t){
@@ -2108,8 +2230,7 @@ int mxh_coll_recall(mxh_coll_args_t *a, int hier_op)
         a->staged   = 0;
     } else {
         a->send_mem = mxh_mem_of(a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf);
-        a->recv_mem = mxh_mem_of(a->coll == MXH_COLL_REDUCE && a->rank != a->root ? NULL
-                                                                                   : a->recvbuf);
+        a->recv_mem = recv_mem_of(a);
         a->staged = a->send_mem->kind != MXH_MEM_HOST || a->recv_mem->kind != MXH_MEM_HOST;
     }
     a->path     = (mxh_coll_path_t)m->path;
@@ -2165,45 +2286,11 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
     }
     /* the shared-memory call without body()'s frame (it is most of a small call) */
     if (shm_direct(a))
-        st = shm_single(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
+        st = ops_of(a)->shm(a, a->sendbuf, a->recvbuf, (size_t)a->count * a->vn, a->vdt);
     else
         st = body(a);
     mxh_metrics_record(a, 1);
     return st;
-}
-
-/* Post MPI's nonblocking collective on @s/@r. */
-static int plain_ipost(mxh_coll_args_t *a, const void *s, void *r, MPI_Request *req)
-{
-    switch (a->coll) {
-    case MXH_COLL_ALLREDUCE:
-        return MPI_Iallreduce(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
-    case MXH_COLL_REDUCE_SCATTER_BLOCK:
-        return MPI_Ireduce_scatter_block(s, r, a->count, a->dt, a->mpi_op, a->comm, req);
-    case MXH_COLL_ALLGATHER:
-        return MPI_Iallgather(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
-    case MXH_COLL_BCAST:
-        return MPI_Ibcast(r, a->count, a->dt, a->root, a->comm, req);
-    case MXH_COLL_REDUCE:
-        return MPI_Ireduce(s, r, a->count, a->dt, a->mpi_op, a->root, a->comm, req);
-    case MXH_COLL_ALLGATHERV: {
-        int rc;
-        if (a->size > 1)
-            return MPI_Iallgatherv(s, a->sendcount, a->sendtype, r, a->rcounts, a->rdispls,
-                                   a->dt, a->comm, req);
-        rc = allgatherv_self(a, s, r); /* done now; a request that is complete */
-        return rc != MPI_SUCCESS ? rc : MPI_Ibarrier(MPI_COMM_SELF, req);
-    }
-    case MXH_COLL_REDUCE_SCATTER:
-        return MPI_Ireduce_scatter(s, r, a->rcounts, a->dt, a->mpi_op, a->comm, req);
-    case MXH_COLL_ALLTOALL:
-        return MPI_Ialltoall(s, a->sendcount, a->sendtype, r, a->count, a->dt, a->comm, req);
-    case MXH_COLL_ALLTOALLV:
-        return MPI_Ialltoallv(s, a->scounts, a->sdispls, a->sendtype, r, a->rcounts,
-                              a->rdispls, a->dt, a->comm, req);
-    default:
-        return MPI_ERR_INTERN;
-    }
 }
 
 static void plain_undo(mxh_coll_args_t *a)
@@ -2266,30 +2353,18 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
             return st;
         }
     }
-    if (s == MPI_IN_PLACE && a->coll == MXH_COLL_REDUCE_SCATTER &&
-        v_total(a->rcounts, a->size) > 0 && v_total(a->rcounts, a->size) <= INT_MAX) {
+    size_t (*inplace)(const mxh_coll_args_t *) = ops_of(a)->inplace_copy;
+    size_t n;
+    if (s == MPI_IN_PLACE && inplace != NULL && (n = inplace(a)) > 0) {
         void *copy;
-        if (typed_copy(r, (int)v_total(a->rcounts, a->size), a->dt, &copy, &a->nb.copy) !=
-            MPI_SUCCESS) {
-            mxh_error("%s: cannot copy the in-place buffer", a->func);
-            plain_undo(a);
-            return MXH_ERR_NO_MEMORY;
-        }
-        s = copy;
-    } else if (s == MPI_IN_PLACE && a->count > 0 &&
-        ((a->coll == MXH_COLL_REDUCE_SCATTER_BLOCK &&
-          (size_t)a->count * (size_t)a->size <= INT_MAX) ||
-         (a->coll == MXH_COLL_REDUCE && a->rank == a->root && a->root != 0))) {
-        int n = a->coll == MXH_COLL_REDUCE ? a->count : a->count * a->size;
-        void *copy;
-        if (typed_copy(r, n, a->dt, &copy, &a->nb.copy) != MPI_SUCCESS) {
+        if (typed_copy(r, (int)n, a->dt, &copy, &a->nb.copy) != MPI_SUCCESS) {
             mxh_error("%s: cannot copy the in-place buffer", a->func);
             plain_undo(a);
             return MXH_ERR_NO_MEMORY;
         }
         s = copy;
     }
-    rc = plain_ipost(a, s, r, &a->nb.req);
+    rc = ops_of(a)->impi(a, s, r, &a->nb.req);
     if (rc != MPI_SUCCESS) {
         a->mpi_rc = rc;
         plain_undo(a);

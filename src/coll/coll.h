@@ -106,17 +106,7 @@ typedef struct mxh_coll_args {
     } nb;
 } mxh_coll_args_t;
 
-/* The one table of collectives. */
-typedef struct mxh_coll_info {
-    mxh_coll_t  coll;
-    const char *name;
-    int         rooted;    /* bcast, reduce */
-    int         reducing;  /* takes an op */
-    int         blocks;    /* the vector is size blocks of count (rsb, allgather, alltoall) */
-    int         sendtype;  /* the send buffer has a type of its own (sendtype) */
-    int         vector;    /* per-rank counts (rcounts, ...) */
-} mxh_coll_info_t;
-const mxh_coll_info_t *mxh_coll_info(mxh_coll_t coll);
+/* The facts of each collective (rooted, reducing, ...): coll/coll_desc.h, mxh_coll_info. */
 
 /* Set the fields the decision needs: element size, op, memory kinds; whether
  * the call needs the communicator's hierarchy (otherwise it is plain MPI or

@@ -300,7 +300,7 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
         return;
     }
     for (int c = 0; c < MXH_COLL_COUNT; c++) {
-        s.key[5] = "coll", s.val[5] = mxh_config_coll_names[c];
+        s.key[5] = "coll", s.val[5] = mxh_coll_name((mxh_coll_t)c);
         if (f == F_LVL_SECONDS || f == F_LVL_STEPS) {
             s.n = 8;
             for (int g = MXH_ALG_SHM; g < MXH_NALG; g++) { /* the algorithms that have levels */

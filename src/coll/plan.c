@@ -8,14 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *mxh_coll_name(mxh_coll_t coll)
-{
-    static const char *const names[MXH_COLL_COUNT] = {
-        "allreduce", "reduce_scatter_block", "allgather", "bcast",   "reduce",
-        "allgatherv", "reduce_scatter",      "alltoall",  "alltoallv"};
-    return (coll >= 0 && coll < MXH_COLL_COUNT) ? names[coll] : "?";
-}
-
 const char *mxh_step_type_name(mxh_step_type_t type)
 {
     static const char *const names[] = {"reduce_scatter", "reduce", "allreduce",

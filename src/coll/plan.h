@@ -8,26 +8,13 @@
 
 #include <stddef.h>
 
+#include "coll/coll_desc.h"
 #include "hier/levels.h"
 #include "util/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum mxh_coll {
-    MXH_COLL_ALLREDUCE = 0,
-    MXH_COLL_REDUCE_SCATTER_BLOCK,
-    MXH_COLL_ALLGATHER,
-    MXH_COLL_BCAST,
-    MXH_COLL_REDUCE,
-    MXH_COLL_NSCHED,                     /* the above have plans of one count and schedules */
-    MXH_COLL_ALLGATHERV = MXH_COLL_NSCHED, /* per-rank block counts: plans of their own */
-    MXH_COLL_REDUCE_SCATTER,
-    MXH_COLL_ALLTOALL,
-    MXH_COLL_ALLTOALLV,
-    MXH_COLL_COUNT
-} mxh_coll_t;
 
 typedef enum mxh_step_type {
     MXH_STEP_REDUCE_SCATTER = 0, /* in place over the region; my part lands at displs[me] */
@@ -97,7 +84,6 @@ typedef struct mxh_plan {
     int        *stage_step; /* [nstages] index of my step of that stage, or -1 */
 } mxh_plan_t;
 
-const char *mxh_coll_name(mxh_coll_t coll);
 const char *mxh_step_type_name(mxh_step_type_t type);
 
 /* Build the plan of @rank. The layout must have at least one level. */

@@ -217,9 +217,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             start = pts[i];
         }
     }
-    if (cfg->cost_model == 1 && (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
-                            coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST ||
-                            coll == MXH_COLL_REDUCE))
+    if (cfg->cost_model == 1 && coll < MXH_COLL_NSCHED) /* the collectives with schedules */
         PUT(" (MPIX_HIER_COST_MODEL=yes: hier or pipeline and the fragments by the cost model on "
             "grid hierarchies, mpix_info --explain)");
 #undef PUT

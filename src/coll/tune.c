@@ -131,11 +131,6 @@ static void picks(mxh_sched_t *s, const mxh_tune_in_t *in)
 
 /* ---- the stream ----------------------------------------------------------------------- */
 
-static int rooted(mxh_coll_t coll)
-{
-    return coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
-}
-
 /* A step the stream runs point to point whatever its size: the size threshold of
  * mxh_p2p_usable differs between ranks whose parts of a small fragment differ, and the
  * choice of the stream executor must be the same on every rank. */
@@ -313,7 +308,7 @@ void mxh_tune_sched(mxh_sched_t *s, const mxh_tune_in_t *in)
     /* pacing books a rank's links as if every member moved its even share; bcast and
      * reduce move the region through the root's link and the others' unevenly (the
      * through shape): they stream unpaced (RESULTS.md section 5) */
-    int paced = in->pace_links != NULL && !rooted(s->coll) && !s->unpaced;
+    int paced = in->pace_links != NULL && !mxh_coll_info(s->coll)->rooted && !s->unpaced;
     t->io_piece = s->frag_bytes / 8 > 64 ? s->frag_bytes / 8 : 64;
     t->pace     = NULL;
     t->times    = NULL;

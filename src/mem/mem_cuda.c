@@ -32,6 +32,7 @@
 #include "gpu/gpu.h"
 #include "mem/mem.h"
 #include "mem/mem_impl.h"
+#include "reduce/dtypes.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_cuda.h"
 #include "util/log.h"
@@ -238,77 +239,46 @@ static mxh_status_t cuda_ipc_map(const mxh_mem_ipc_desc_t *d, void *owner, void 
 extern __typeof__(mxh_half_kind) mxh_half_kind __attribute__((weak));
 extern __typeof__(mxh_half_op_lookup) mxh_half_op_lookup __attribute__((weak));
 
-/* MPI's predefined datatypes as the kernels' element kinds, with the ops MPI
- * defines on them: the one table of the CUDA kind's reductions. Not here (the
- * staged path reduces them): long double, the pair types (MINLOC/MAXLOC),
- * Fortran types, and MAX/MIN on unsigned types (MPICH 4.0.2 compares those
- * as signed; mxh_reduce_multi follows it, the kernels do not). */
-enum {
-    OPS_INT   = 1, /* SUM PROD MAX MIN LAND LOR LXOR BAND BOR BXOR */
-    OPS_UINT  = 2, /* the same but MAX MIN */
-    OPS_FLOAT = 3, /* SUM PROD MAX MIN */
-    OPS_CPLX  = 4, /* SUM PROD */
-    OPS_BYTE  = 5, /* BAND BOR BXOR */
-    OPS_BOOL  = 6  /* LAND LOR LXOR */
-};
-
-#define CSINT(T) (sizeof(T) == 1 ? MXH_CUDA_I8 : sizeof(T) == 2 ? MXH_CUDA_I16 \
-                  : sizeof(T) == 4 ? MXH_CUDA_I32 : sizeof(T) == 8 ? MXH_CUDA_I64 : MXH_CUDA_DT_NONE)
-#define CUINT(T) (sizeof(T) == 1 ? MXH_CUDA_U8 : sizeof(T) == 2 ? MXH_CUDA_U16 \
-                  : sizeof(T) == 4 ? MXH_CUDA_U32 : sizeof(T) == 8 ? MXH_CUDA_U64 : MXH_CUDA_DT_NONE)
+/* The kernels' element and the ops the CUDA kind reduces on it, per element of
+ * the datatype table (reduce/dtypes.h). Not here (the staged path reduces
+ * them): long double, the pair types (MINLOC/MAXLOC), Fortran types, C++ types
+ * (host_only), and MAX/MIN on unsigned types (MPICH 4.0.2 compares those as
+ * signed; mxh_reduce_multi follows it, the kernels do not). Which (element, op)
+ * pairs have kernels at all: mxh_cuda_reduce_supported. */
+#define ALL_OPS     0x3ffu
+#define OPS_UINT    (ALL_OPS & ~(1u << MXH_CUDA_MAX | 1u << MXH_CUDA_MIN))
+#define OPS_BYTE    (1u << MXH_CUDA_BAND | 1u << MXH_CUDA_BOR | 1u << MXH_CUDA_BXOR)
+#define OPS_BOOL    (1u << MXH_CUDA_LAND | 1u << MXH_CUDA_LOR | 1u << MXH_CUDA_LXOR)
+#define NO_CUDA_ELEM {MXH_CUDA_DT_NONE, 0}
 
 static const struct {
-    MPI_Datatype dt;
-    int          cdt; /* mxh_cuda_dt_t */
-    int          ops;
-} cuda_dts[] = {
-    {MPI_FLOAT, MXH_CUDA_F32, OPS_FLOAT}, {MPI_DOUBLE, MXH_CUDA_F64, OPS_FLOAT},
-    {MPI_INT, CSINT(int), OPS_INT}, {MPI_LONG, CSINT(long), OPS_INT},
-    {MPI_UNSIGNED, CUINT(unsigned), OPS_UINT},
-    {MPI_INT8_T, MXH_CUDA_I8, OPS_INT}, {MPI_INT16_T, MXH_CUDA_I16, OPS_INT},
-    {MPI_INT32_T, MXH_CUDA_I32, OPS_INT}, {MPI_INT64_T, MXH_CUDA_I64, OPS_INT},
-    {MPI_UINT8_T, MXH_CUDA_U8, OPS_UINT}, {MPI_UINT16_T, MXH_CUDA_U16, OPS_UINT},
-    {MPI_UINT32_T, MXH_CUDA_U32, OPS_UINT}, {MPI_UINT64_T, MXH_CUDA_U64, OPS_UINT},
-    {MPI_SHORT, CSINT(short), OPS_INT}, {MPI_UNSIGNED_SHORT, CUINT(unsigned short), OPS_UINT},
-    {MPI_UNSIGNED_LONG, CUINT(unsigned long), OPS_UINT},
-    {MPI_LONG_LONG_INT, CSINT(long long), OPS_INT}, {MPI_LONG_LONG, CSINT(long long), OPS_INT},
-    {MPI_UNSIGNED_LONG_LONG, CUINT(unsigned long long), OPS_UINT},
-    {MPI_SIGNED_CHAR, CSINT(signed char), OPS_INT},
-    {MPI_UNSIGNED_CHAR, CUINT(unsigned char), OPS_UINT},
-    {MPI_AINT, CSINT(MPI_Aint), OPS_INT}, {MPI_OFFSET, CSINT(MPI_Offset), OPS_INT},
-    {MPI_COUNT, CSINT(MPI_Count), OPS_INT},
-    {MPI_BYTE, MXH_CUDA_U8, OPS_BYTE},
-    {MPI_C_BOOL, sizeof(_Bool) == 1 ? MXH_CUDA_U8 : MXH_CUDA_DT_NONE, OPS_BOOL},
-    {MPI_C_COMPLEX, MXH_CUDA_C32, OPS_CPLX}, {MPI_C_FLOAT_COMPLEX, MXH_CUDA_C32, OPS_CPLX},
-    {MPI_C_DOUBLE_COMPLEX, MXH_CUDA_C64, OPS_CPLX},
+    int      cdt; /* mxh_cuda_dt_t */
+    unsigned ops; /* bit per mxh_cuda_op_t */
+} cuda_elems[MXH_ELEM_COUNT] = {
+    [MXH_ELEM_NONE] = NO_CUDA_ELEM,
+    [MXH_ELEM_I8] = {MXH_CUDA_I8, ALL_OPS},     [MXH_ELEM_I16] = {MXH_CUDA_I16, ALL_OPS},
+    [MXH_ELEM_I32] = {MXH_CUDA_I32, ALL_OPS},   [MXH_ELEM_I64] = {MXH_CUDA_I64, ALL_OPS},
+    [MXH_ELEM_U8] = {MXH_CUDA_U8, OPS_UINT},    [MXH_ELEM_U16] = {MXH_CUDA_U16, OPS_UINT},
+    [MXH_ELEM_U32] = {MXH_CUDA_U32, OPS_UINT},  [MXH_ELEM_U64] = {MXH_CUDA_U64, OPS_UINT},
+    [MXH_ELEM_F32] = {MXH_CUDA_F32, ALL_OPS},   [MXH_ELEM_F64] = {MXH_CUDA_F64, ALL_OPS},
+    [MXH_ELEM_LD] = NO_CUDA_ELEM,
+    [MXH_ELEM_C32] = {MXH_CUDA_C32, ALL_OPS},   [MXH_ELEM_C64] = {MXH_CUDA_C64, ALL_OPS},
+    [MXH_ELEM_BOOL] = {sizeof(_Bool) == 1 ? MXH_CUDA_U8 : MXH_CUDA_DT_NONE, OPS_BOOL},
+    [MXH_ELEM_BYTE] = {MXH_CUDA_U8, OPS_BYTE},
+    [MXH_ELEM_FP16] = {MXH_CUDA_F16, ALL_OPS},  [MXH_ELEM_BF16] = {MXH_CUDA_BF16, ALL_OPS},
 };
+
+/* The kernels' ops are the datatype table's op kinds SUM .. BXOR. */
+_Static_assert((int)MXH_CUDA_SUM == (int)MXH_OP_SUM && (int)MXH_CUDA_MIN == (int)MXH_OP_MIN &&
+                   (int)MXH_CUDA_LAND == (int)MXH_OP_LAND &&
+                   (int)MXH_CUDA_BXOR == (int)MXH_OP_BXOR &&
+                   (int)MXH_CUDA_OP_COUNT == (int)MXH_OP_NKERNEL,
+               "mxh_cuda_op_t in mxh_op_kind_t order");
 
 static mxh_cuda_op_t cuda_op_of(MPI_Op op)
 {
-    if (op == MPI_SUM) return MXH_CUDA_SUM;
-    if (op == MPI_PROD) return MXH_CUDA_PROD;
-    if (op == MPI_MAX) return MXH_CUDA_MAX;
-    if (op == MPI_MIN) return MXH_CUDA_MIN;
-    if (op == MPI_LAND) return MXH_CUDA_LAND;
-    if (op == MPI_LOR) return MXH_CUDA_LOR;
-    if (op == MPI_LXOR) return MXH_CUDA_LXOR;
-    if (op == MPI_BAND) return MXH_CUDA_BAND;
-    if (op == MPI_BOR) return MXH_CUDA_BOR;
-    if (op == MPI_BXOR) return MXH_CUDA_BXOR;
-    return MXH_CUDA_OP_NONE;
-}
-
-static int ops_allow(int ops, mxh_cuda_op_t o)
-{
-    switch (ops) {
-    case OPS_INT: return 1;
-    case OPS_UINT: return o != MXH_CUDA_MAX && o != MXH_CUDA_MIN;
-    case OPS_FLOAT: return o <= MXH_CUDA_MIN;
-    case OPS_CPLX: return o == MXH_CUDA_SUM || o == MXH_CUDA_PROD;
-    case OPS_BYTE: return o >= MXH_CUDA_BAND;
-    case OPS_BOOL: return o == MXH_CUDA_LAND || o == MXH_CUDA_LOR || o == MXH_CUDA_LXOR;
-    default: return 0;
-    }
+    int k = mxh_dtype_op_kind(op);
+    return k >= 0 && k < MXH_OP_NKERNEL ? (mxh_cuda_op_t)k : MXH_CUDA_OP_NONE;
 }
 
 /* (dt, op) as the kernels' (element kind, op); 0 when there is no kernel. */
@@ -326,18 +296,15 @@ static int cuda_reduce_pair(MPI_Datatype dt, MPI_Op op, mxh_cuda_dt_t *cdt, mxh_
         if (o == MXH_CUDA_OP_NONE && mxh_half_op_lookup != NULL &&
             mxh_half_op_lookup(op, &ok, &base) && ok == hk)
             o = cuda_op_of(base);
-        if (o == MXH_CUDA_OP_NONE || !ops_allow(OPS_FLOAT, o))
+        if (o == MXH_CUDA_OP_NONE || o > MXH_CUDA_MIN)
             return 0;
         *cdt = hk == MXH_HALF_FP16 ? MXH_CUDA_F16 : MXH_CUDA_BF16;
     } else {
-        size_t i, n = sizeof(cuda_dts) / sizeof(cuda_dts[0]);
-        if (dt == MPI_DATATYPE_NULL || o == MXH_CUDA_OP_NONE)
+        const mxh_dtype_desc_t *d = mxh_dtype_find(dt);
+        if (d == NULL || d->host_only || d->elem >= MXH_ELEM_COUNT || o == MXH_CUDA_OP_NONE ||
+            cuda_elems[d->elem].cdt == MXH_CUDA_DT_NONE || !(cuda_elems[d->elem].ops >> o & 1u))
             return 0;
-        for (i = 0; i < n && cuda_dts[i].dt != dt; i++)
-            ;
-        if (i == n || cuda_dts[i].cdt == MXH_CUDA_DT_NONE || !ops_allow(cuda_dts[i].ops, o))
-            return 0;
-        *cdt = (mxh_cuda_dt_t)cuda_dts[i].cdt;
+        *cdt = (mxh_cuda_dt_t)cuda_elems[d->elem].cdt;
     }
     *cop = o;
     return mxh_cuda_reduce_supported(*cdt, *cop);

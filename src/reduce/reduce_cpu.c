@@ -17,6 +17,7 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off", "no-trapping-math")
 #endif
 
+#include "reduce/dtypes.h"
 #include "reduce/half.h"
 #include "sim/sim.h"
 #include "reduce/reduce.h"
@@ -30,97 +31,45 @@
 
 /* ---- operations and element kinds ----------------------------------------- */
 
-enum opk { O_SUM, O_PROD, O_MAX, O_MIN, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR, NOPK };
-
-enum kind {
-    K_NONE = 0,
-    K_I8, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64,
-    K_F32, K_F64, K_LD,
-    K_BOOL, K_BYTE, K_FP16, K_BF16,
-    NKIND,
-    /* resolved by MPI_Type_size at lookup (Fortran types) */
-    K_FINT, K_FREAL
-};
+/* The kernels' ops and elements are reduce/dtypes.h's: the op kinds SUM .. BXOR,
+ * the elements of the datatype table's rows. */
+enum { NOPK = MXH_OP_NKERNEL };
 
 typedef void (*kern_t)(const void *restrict in, void *restrict inout, size_t n);
 
-#define KSINT(T) (sizeof(T) == 1 ? K_I8 : sizeof(T) == 2 ? K_I16 : sizeof(T) == 4 ? K_I32 \
-                  : sizeof(T) == 8 ? K_I64 : K_NONE)
-#define KUINT(T) (sizeof(T) == 1 ? K_U8 : sizeof(T) == 2 ? K_U16 : sizeof(T) == 4 ? K_U32 \
-                  : sizeof(T) == 8 ? K_U64 : K_NONE)
-
-static const struct {
-    MPI_Datatype dt;
-    unsigned char kind;
-} dt_kinds[] = {
-    /* the common ones first (linear search) */
-    {MPI_FLOAT, K_F32}, {MPI_DOUBLE, K_F64}, {MPI_INT, KSINT(int)},
-    {MPI_LONG, KSINT(long)}, {MPI_UNSIGNED, KUINT(unsigned)},
-    {MPI_INT32_T, K_I32}, {MPI_INT64_T, K_I64}, {MPI_UINT64_T, K_U64}, {MPI_UINT32_T, K_U32},
-    {MPI_INT8_T, K_I8}, {MPI_UINT8_T, K_U8}, {MPI_INT16_T, K_I16}, {MPI_UINT16_T, K_U16},
-    {MPI_BYTE, K_BYTE}, {MPI_C_BOOL, K_BOOL},
-    {MPI_SHORT, KSINT(short)}, {MPI_UNSIGNED_SHORT, KUINT(unsigned short)},
-    {MPI_UNSIGNED_LONG, KUINT(unsigned long)}, {MPI_LONG_LONG_INT, KSINT(long long)},
-    {MPI_LONG_LONG, KSINT(long long)}, {MPI_UNSIGNED_LONG_LONG, KUINT(unsigned long long)},
-    {MPI_SIGNED_CHAR, KSINT(signed char)}, {MPI_UNSIGNED_CHAR, KUINT(unsigned char)},
-    {MPI_AINT, KSINT(MPI_Aint)}, {MPI_OFFSET, KSINT(MPI_Offset)}, {MPI_COUNT, KSINT(MPI_Count)},
-    {MPI_LONG_DOUBLE, K_LD}, {MPI_CXX_BOOL, K_BOOL},
-    /* Fortran: sizes from MPI */
-    {MPI_INTEGER, K_FINT}, {MPI_INTEGER1, K_FINT}, {MPI_INTEGER2, K_FINT},
-    {MPI_INTEGER4, K_FINT}, {MPI_INTEGER8, K_FINT},
-    {MPI_REAL, K_FREAL}, {MPI_DOUBLE_PRECISION, K_FREAL}, {MPI_REAL4, K_FREAL},
-    {MPI_REAL8, K_FREAL},
-    /* No kernel, MPI_Reduce_local: MPI_LOGICAL (Fortran .TRUE. encoding),
-     * MPI_REAL16, MPI_INTEGER16, and all complex types: when both operands
-     * of an add or multiply are NaN, which payload MPICH returns depends on
-     * the operand order its compiler chose for each component (it differs
-     * between C and Fortran complex, SUM and PROD), so no loop of ours can
-     * promise its bits. */
-};
-
-#define NDT_KINDS (sizeof(dt_kinds) / sizeof(dt_kinds[0]))
-
-/* *idx: the table entry (NDT_KINDS if none) */
-static enum kind kind_of(MPI_Datatype dt, size_t *idx)
+/* The element kind of @dt (*row: its datatype table row, NULL if none): the
+ * Fortran types' by the size MPI reports, the half types' by their handles. */
+static mxh_elem_t kind_of(MPI_Datatype dt, const mxh_dtype_desc_t **row)
 {
-    *idx = NDT_KINDS;
-    for (size_t i = 0; i < NDT_KINDS; i++) {
-        if (dt_kinds[i].dt != dt || dt == MPI_DATATYPE_NULL)
-            continue;
-        *idx = i;
-        enum kind k = (enum kind)dt_kinds[i].kind;
-        int sz = 0;
-        if (k < NKIND)
-            return k;
-        if (MPI_Type_size(dt, &sz) != MPI_SUCCESS)
-            return K_NONE;
-        switch (k) {
-        case K_FINT: return sz == 1 ? K_I8 : sz == 2 ? K_I16 : sz == 4 ? K_I32 : sz == 8 ? K_I64
-                                                                                     : K_NONE;
-        case K_FREAL: return sz == 4 ? K_F32 : sz == 8 ? K_F64 : K_NONE;
-        default: return K_NONE;
+    const mxh_dtype_desc_t *d = mxh_dtype_find(dt);
+    int sz = 0;
+
+    *row = d;
+    if (d == NULL) {
+        switch (mxh_half_kind(dt)) {
+        case MXH_HALF_FP16: return MXH_ELEM_FP16;
+        case MXH_HALF_BF16: return MXH_ELEM_BF16;
+        default: return MXH_ELEM_NONE;
         }
     }
-    switch (mxh_half_kind(dt)) {
-    case MXH_HALF_FP16: return K_FP16;
-    case MXH_HALF_BF16: return K_BF16;
-    default: return K_NONE;
+    if (d->elem < MXH_ELEM_COUNT)
+        return d->elem;
+    if (MPI_Type_size(dt, &sz) != MPI_SUCCESS)
+        return MXH_ELEM_NONE;
+    switch (d->elem) {
+    case MXH_ELEM_FINT:
+        return sz == 1 ? MXH_ELEM_I8 : sz == 2 ? MXH_ELEM_I16 : sz == 4 ? MXH_ELEM_I32
+             : sz == 8 ? MXH_ELEM_I64 : MXH_ELEM_NONE;
+    case MXH_ELEM_FREAL: return sz == 4 ? MXH_ELEM_F32 : sz == 8 ? MXH_ELEM_F64 : MXH_ELEM_NONE;
+    default: return MXH_ELEM_NONE;
     }
 }
 
+/* The kernel op of @op, -1: none. */
 static int opk_of(MPI_Op op)
 {
-    if (op == MPI_SUM) return O_SUM;
-    if (op == MPI_MAX) return O_MAX;
-    if (op == MPI_MIN) return O_MIN;
-    if (op == MPI_PROD) return O_PROD;
-    if (op == MPI_BAND) return O_BAND;
-    if (op == MPI_BOR) return O_BOR;
-    if (op == MPI_BXOR) return O_BXOR;
-    if (op == MPI_LAND) return O_LAND;
-    if (op == MPI_LOR) return O_LOR;
-    if (op == MPI_LXOR) return O_LXOR;
-    return -1;
+    int k = mxh_dtype_op_kind(op);
+    return k < NOPK ? k : -1;
 }
 
 /* ---- kernels ---------------------------------------------------------------- */
@@ -201,26 +150,31 @@ KERNEL(prod_bf16, uint16_t, bf16_mul(a[i], b[i]))
 #define INT_ROW(s) {sum_##s, prod_##s, max_##s, min_##s, land_##s, lor_##s, lxor_##s, \
                     band_##s, bor_##s, bxor_##s}
 
+/* The kernels per element. None for the complex elements (MPI_Reduce_local):
+ * when both operands of an add or multiply are NaN, which payload MPICH
+ * returns depends on the operand order its compiler chose for each component
+ * (it differs between C and Fortran complex, SUM and PROD), so no loop of ours
+ * can promise its bits. */
 static const struct {
     size_t size, align;
     kern_t fn[NOPK];
-} kinds[NKIND] = {
-    [K_I8]   = {1, alignof(int8_t), INT_ROW(i8)},
-    [K_I16]  = {2, alignof(int16_t), INT_ROW(i16)},
-    [K_I32]  = {4, alignof(int32_t), INT_ROW(i32)},
-    [K_I64]  = {8, alignof(int64_t), INT_ROW(i64)},
-    [K_U8]   = {1, alignof(uint8_t), INT_ROW(u8)},
-    [K_U16]  = {2, alignof(uint16_t), INT_ROW(u16)},
-    [K_U32]  = {4, alignof(uint32_t), INT_ROW(u32)},
-    [K_U64]  = {8, alignof(uint64_t), INT_ROW(u64)},
-    [K_F32]  = {sizeof(float), alignof(float), {sum_f32, prod_f32, max_f32, min_f32}},
-    [K_F64]  = {sizeof(double), alignof(double), {sum_f64, prod_f64, max_f64, min_f64}},
-    [K_LD]   = {sizeof(long double), alignof(long double), {sum_ld, prod_ld, max_ld, min_ld}},
-    [K_BOOL] = {sizeof(bool), alignof(bool),
-                {[O_LAND] = land_bool, [O_LOR] = lor_bool, [O_LXOR] = lxor_bool}},
-    [K_BYTE] = {1, 1, {[O_BAND] = band_u8, [O_BOR] = bor_u8, [O_BXOR] = bxor_u8}},
-    [K_FP16] = {2, alignof(uint16_t), {sum_fp16, prod_fp16, max_fp16, min_fp16}},
-    [K_BF16] = {2, alignof(uint16_t), {sum_bf16, prod_bf16, max_bf16, min_bf16}},
+} kinds[MXH_ELEM_COUNT] = {
+    [MXH_ELEM_I8]   = {1, alignof(int8_t), INT_ROW(i8)},
+    [MXH_ELEM_I16]  = {2, alignof(int16_t), INT_ROW(i16)},
+    [MXH_ELEM_I32]  = {4, alignof(int32_t), INT_ROW(i32)},
+    [MXH_ELEM_I64]  = {8, alignof(int64_t), INT_ROW(i64)},
+    [MXH_ELEM_U8]   = {1, alignof(uint8_t), INT_ROW(u8)},
+    [MXH_ELEM_U16]  = {2, alignof(uint16_t), INT_ROW(u16)},
+    [MXH_ELEM_U32]  = {4, alignof(uint32_t), INT_ROW(u32)},
+    [MXH_ELEM_U64]  = {8, alignof(uint64_t), INT_ROW(u64)},
+    [MXH_ELEM_F32]  = {sizeof(float), alignof(float), {sum_f32, prod_f32, max_f32, min_f32}},
+    [MXH_ELEM_F64]  = {sizeof(double), alignof(double), {sum_f64, prod_f64, max_f64, min_f64}},
+    [MXH_ELEM_LD]   = {sizeof(long double), alignof(long double), {sum_ld, prod_ld, max_ld, min_ld}},
+    [MXH_ELEM_BOOL] = {sizeof(bool), alignof(bool),
+                {[MXH_OP_LAND] = land_bool, [MXH_OP_LOR] = lor_bool, [MXH_OP_LXOR] = lxor_bool}},
+    [MXH_ELEM_BYTE] = {1, 1, {[MXH_OP_BAND] = band_u8, [MXH_OP_BOR] = bor_u8, [MXH_OP_BXOR] = bxor_u8}},
+    [MXH_ELEM_FP16] = {2, alignof(uint16_t), {sum_fp16, prod_fp16, max_fp16, min_fp16}},
+    [MXH_ELEM_BF16] = {2, alignof(uint16_t), {sum_bf16, prod_bf16, max_bf16, min_bf16}},
 };
 
 /* ---- dispatch ----------------------------------------------------------------- */
@@ -229,11 +183,12 @@ static const struct {
  * MPI_Reduce_local gives max(1, UINT_MAX) = 1). Results must equal MPICH's,
  * so each unsigned type is probed once: 1 = MPI compares as unsigned,
  * 2 = as signed (then the signed kernel of the same width is used). */
-static unsigned char unsigned_minmax[NDT_KINDS];
+static unsigned char unsigned_minmax[MXH_DTYPES_MAX];
 
-static int minmax_as_signed(size_t idx, enum kind k)
+static int minmax_as_signed(const mxh_dtype_desc_t *row, mxh_elem_t k)
 {
-    if (idx >= NDT_KINDS)
+    int idx = row != NULL ? (int)(row - mxh_dtypes) : -1;
+    if (idx < 0)
         return 0;
     if (unsigned_minmax[idx] == 0) {
         unsigned char one[8], ones[8];
@@ -246,17 +201,17 @@ static int minmax_as_signed(size_t idx, enum kind k)
             return 0; /* cannot ask; do not cache */
         /* the value 1 in a little- or big-endian integer of sz bytes */
         memset(one, 0, sizeof(one));
-        if (k == K_U8) { uint8_t x = 1; memcpy(one, &x, 1); }
-        else if (k == K_U16) { uint16_t x = 1; memcpy(one, &x, 2); }
-        else if (k == K_U32) { uint32_t x = 1; memcpy(one, &x, 4); }
+        if (k == MXH_ELEM_U8) { uint8_t x = 1; memcpy(one, &x, 1); }
+        else if (k == MXH_ELEM_U16) { uint16_t x = 1; memcpy(one, &x, 2); }
+        else if (k == MXH_ELEM_U32) { uint32_t x = 1; memcpy(one, &x, 4); }
         else memcpy(one, &v1, 8);
         memset(ones, 0xff, sizeof(ones));
-        if (MPI_Reduce_local(one, ones, 1, dt_kinds[idx].dt, MPI_MAX) != MPI_SUCCESS)
+        if (MPI_Reduce_local(one, ones, 1, row->dt, MPI_MAX) != MPI_SUCCESS)
             return 0;
         unsigned_minmax[idx] = memcmp(ones, one, sz) == 0 ? 2 : 1;
         if (unsigned_minmax[idx] == 2)
-            mxh_debug("MPI compares this unsigned type as signed in MPI_MAX/MPI_MIN; "
-                      "kernels do the same");
+            mxh_debug("MPI compares %s as signed in MPI_MAX/MPI_MIN; kernels do the same",
+                      row->name);
     }
     return unsigned_minmax[idx] == 2;
 }
@@ -309,11 +264,11 @@ static mxh_status_t fallback(const void *in, void *inout, size_t count, MPI_Data
     return MXH_OK;
 }
 
-/* The element kind of @dt (*idx: its dt_kinds entry) and the op index of @op
- * (-1: none), the half types' user ops resolved to their predefined op. */
-static enum kind lookup(MPI_Datatype dt, MPI_Op op, size_t *idx, int *o)
+/* The element kind of @dt (*row: its datatype table row) and the kernel op of
+ * @op (-1: none), the half types' user ops resolved to their predefined op. */
+static mxh_elem_t lookup(MPI_Datatype dt, MPI_Op op, const mxh_dtype_desc_t **row, int *o)
 {
-    enum kind k = kind_of(dt, idx);
+    mxh_elem_t k = kind_of(dt, row);
 
     *o = opk_of(op);
     if (*o < 0) {
@@ -321,7 +276,7 @@ static enum kind lookup(MPI_Datatype dt, MPI_Op op, size_t *idx, int *o)
         mxh_half_kind_t hk;
         MPI_Op base;
         if (mxh_half_op_lookup(op, &hk, &base) &&
-            (hk == MXH_HALF_FP16 ? K_FP16 : K_BF16) == k)
+            (hk == MXH_HALF_FP16 ? MXH_ELEM_FP16 : MXH_ELEM_BF16) == k)
             *o = opk_of(base);
     }
     return k;
@@ -329,28 +284,29 @@ static enum kind lookup(MPI_Datatype dt, MPI_Op op, size_t *idx, int *o)
 
 int mxh_reduce_has_kernel(MPI_Datatype dt, MPI_Op op)
 {
-    size_t idx;
+    const mxh_dtype_desc_t *row;
     int o;
-    enum kind k = lookup(dt, op, &idx, &o);
+    mxh_elem_t k = lookup(dt, op, &row, &o);
     /* unsigned MAX/MIN may run the signed kernel of the same width: both exist */
-    return k != K_NONE && o >= 0 && kinds[k].fn[o] != NULL;
+    return k != MXH_ELEM_NONE && o >= 0 && kinds[k].fn[o] != NULL;
 }
 
 /* inout = in op inout, not charged to a simulated clock. */
 static mxh_status_t reduce_exec(const void *in, void *inout, size_t count, MPI_Datatype dt,
                                 MPI_Op op)
 {
-    enum kind k;
-    size_t idx;
+    const mxh_dtype_desc_t *row;
+    mxh_elem_t k;
     int o;
     kern_t fn = NULL;
 
-    k = lookup(dt, op, &idx, &o);
-    if ((o == O_MAX || o == O_MIN) && k >= K_U8 && k <= K_U64 && minmax_as_signed(idx, k))
-        k = (enum kind)(k - K_U8 + K_I8);
-    if (k != K_NONE && o >= 0)
+    k = lookup(dt, op, &row, &o);
+    if ((o == MXH_OP_MAX || o == MXH_OP_MIN) && k >= MXH_ELEM_U8 && k <= MXH_ELEM_U64 &&
+        minmax_as_signed(row, k))
+        k = (mxh_elem_t)(k - MXH_ELEM_U8 + MXH_ELEM_I8);
+    if (k != MXH_ELEM_NONE && o >= 0)
         fn = kinds[k].fn[o];
-    if (fn == NULL && (k == K_FP16 || k == K_BF16) && opk_of(op) >= 0) {
+    if (fn == NULL && (k == MXH_ELEM_FP16 || k == MXH_ELEM_BF16) && opk_of(op) >= 0) {
         /* MPI would reject a predefined op on the derived half type */
         mxh_error("mxh_reduce_local: op not defined for the half precision datatypes "
                   "(SUM, PROD, MAX, MIN are)");

@@ -2231,3 +2231,27 @@ TEST(Tune, ModelReadsTheExecutorsCapsAndWindow)
             }
         }
 }
+
+// MPIX_HIER_ALGO spells the collectives (util/config.c, a floor below the
+// collectives' table) as coll/coll_desc.c names them, in mxh_coll_t order.
+TEST(CollDesc, ConfigNamesAreTheTablesNames)
+{
+    ASSERT_EQ((int)MXH_COLL_COUNT, MXH_CONFIG_NCOLL);
+    for (int c = 0; c < MXH_COLL_COUNT; c++)
+        EXPECT_STREQ(mxh_coll_name((mxh_coll_t)c), mxh_config_coll_names[c]) << "collective " << c;
+    EXPECT_STREQ("?", mxh_coll_name(MXH_COLL_COUNT));
+}
+
+// The facts the bodies, plans and cost model read from the table.
+TEST(CollDesc, Facts)
+{
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        const mxh_coll_desc_t *d = mxh_coll_info((mxh_coll_t)c);
+        EXPECT_EQ(c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE, d->rooted) << d->name;
+        EXPECT_EQ(c == MXH_COLL_ALLGATHERV || c == MXH_COLL_REDUCE_SCATTER ||
+                      c == MXH_COLL_ALLTOALLV,
+                  d->vector)
+            << d->name;
+        EXPECT_EQ(c < MXH_COLL_NSCHED, !d->vector && c != MXH_COLL_ALLTOALL) << d->name;
+    }
+}
