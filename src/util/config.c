@@ -614,6 +614,8 @@ static const mxh_config_type_t t_composite = {parse_composite, print_composite, 
 
 /* ---- the table ------------------------------------------------------------------ */
 
+/* A row's flags: PLAN changes the plan (hashed, must agree); USER is shown by mpix_info -c
+ * (the others are expert: --all); COST and FRAG record cost_given / frag_given. */
 #define PLAN 1
 #define USER 2
 #define COST (MXH_CONFIG_GIVEN_COST << 2)

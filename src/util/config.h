@@ -113,19 +113,19 @@ typedef struct mxh_config_var {
 /* The table (terminated by a NULL name). */
 extern const mxh_config_var_t mxh_config_vars[];
 
+/* Every row's default string, parsed. */
 void mxh_config_init_defaults(mxh_config_t *cfg);
 
 /* Set one variable by name (upper case MPIX_HIER_X or lower case mpix_hier_x).
  * @source names where the value came from ("environment", "MPI_Info") for
- * messages. Unknown name -> MXH_ERR_CONFIG; malformed value -> MXH_ERR_PARSE;
- * the cause is logged. */
+ * messages and for precedence: a key of MPIX_HIER_TUNE / _NET leaves a variable set by
+ * its own name from the same source. Unknown name -> MXH_ERR_CONFIG; malformed value ->
+ * MXH_ERR_PARSE; the cause is logged. */
 mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
                             const char *source);
 
-/* Apply every MPIX_HIER_* variable of the environment. Unknown MPIX_HIER_* (when
- * @warn_unknown)
- * names are reported with a warning naming the variable and ignored;
- * a malformed value is an error. */
+/* Apply every MPIX_HIER_* variable of the environment. Unknown MPIX_HIER_* names are
+ * ignored (with a warning naming them when @warn_unknown); a malformed value is an error. */
 mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown);
 
 /* Current value of a variable as a string (for tools and logs). */
