@@ -2,10 +2,12 @@
  *
  *   mpix_info                    this machine: GPUs, NVLink islands, NICs and the GPUs they
  *                                serve, UCX transports and memory types, MPICH CUDA support,
- *                                and every MPIX_HIER_* variable
+ *                                and the MPIX_HIER_* variables a user sets
  *   mpix_info --hwloc-xml FILE   the same from an hwloc XML export (any machine)
  *   mpix_info --nccl-topo FILE   the same from an NCCL topology file
- *   mpix_info -c                 only the configuration variables
+ *   mpix_info -c [--all]         only the configuration variables a user sets (--all: every
+ *                                variable, the expert ones too)
+ *   mpix_info -c --markdown      the reference of every variable as markdown tables
  *   mpix_info -m                 only the metrics (MPIX_HIER_METRICS_FILE, MPIX_Hier_comm_get_stats)
  *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
  *                                each collective would use (--count N elements)
@@ -40,7 +42,7 @@
 
 typedef struct {
     const char *hwloc_xml, *nccl_topo;
-    int         json, config_only, metrics_only, hier, local;
+    int         json, config_only, all, markdown, metrics_only, hier, local;
     long        count;
     const char *explain_coll, *explain_bytes;
     int         nodes, gpus, leaves;
@@ -50,7 +52,8 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config] [--json]\n"
+    fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config [--all] "
+               "[--markdown]] [--json]\n"
                "                 [-m|--metrics] [--count N] [--hier] [--local] [-h]\n"
                "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | "
                "--torus XxYxZ]] [--tsize T]\n"
@@ -77,9 +80,12 @@ static void json_str(const char *s)
 
 /* ---- configuration ------------------------------------------------------------ */
 
-static void print_config(const mxh_config_t *cfg, int json)
+/* The variables users set (@all: every variable), with value, default and doc; JSON
+ * always lists every variable, "user" telling which. */
+static void print_config(const mxh_config_t *cfg, int json, int all)
 {
     char val[MXH_CONFIG_STR_MAX];
+    int nexpert = 0;
     if (json) {
         printf("\"config\": [");
         for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++) {
@@ -90,8 +96,9 @@ static void print_config(const mxh_config_t *cfg, int json)
             json_str(v->dflt);
             printf(", \"value\": ");
             json_str(val);
-            printf(", \"set\": %s, \"must_agree\": %s, \"doc\": ", getenv(v->name) ? "true" : "false",
-                   v->plan ? "true" : "false");
+            printf(", \"set\": %s, \"must_agree\": %s, \"user\": %s, \"doc\": ",
+                   getenv(v->name) ? "true" : "false", v->plan ? "true" : "false",
+                   v->user ? "true" : "false");
             json_str(v->doc);
             printf("}");
         }
@@ -101,10 +108,50 @@ static void print_config(const mxh_config_t *cfg, int json)
     printf("# Configuration (environment MPIX_HIER_*, or MPI_Info keys in lower case with "
            "MPIX_Hier_comm_init)\n");
     for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++) {
+        if (!v->user && !all && !getenv(v->name)) {
+            nexpert++;
+            continue;
+        }
         mxh_config_get_string(cfg, v->name, val, sizeof(val));
         printf("%s=%s%s\n", v->name, val, getenv(v->name) ? "   (set)" : "");
         printf("    # %s\n    # default: '%s'%s\n", v->doc, v->dflt,
                v->plan ? "; must be equal on all ranks" : "");
+    }
+    if (nexpert)
+        printf("# and %d expert variables at their defaults: mpix_info -c --all\n", nexpert);
+}
+
+/* Markdown text of @s for a table cell. */
+static void md_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<' || *s == '>')
+            printf("&%ct;", *s == '<' ? 'l' : 'g');
+        else if (*s == '|')
+            printf("\\|");
+        else
+            putchar(*s);
+    }
+}
+
+/* mpix_info -c --markdown: the reference of every variable, users' first, from the table. */
+static void print_config_markdown(void)
+{
+    for (int user = 1; user >= 0; user--) {
+        printf("%s### %s\n\n| Variable | Default | Description |\n|---|---|---|\n",
+               user ? "" : "\n", user ? "Variables users set" : "Expert variables");
+        for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++) {
+            if (v->user != user)
+                continue;
+            printf("| `%s` | ", v->name);
+            if (v->dflt[0])
+                printf("`%s`", v->dflt);
+            else
+                printf("(empty)");
+            printf(" | %s", v->plan ? "*plan.* " : "");
+            md_cell(v->doc);
+            printf(" |\n");
+        }
     }
 }
 
@@ -287,6 +334,97 @@ static void print_caps(const mxh_caps_t *caps, int json)
 
 /* ---- hierarchy (under mpiexec) ------------------------------------------------------ */
 
+/* The hierarchy's levels, groups and every rank's record, as JSON. */
+static void print_layout_json(const mxh_hier_t *h, int size)
+{
+    const mxh_layout_t *L = h->layout;
+    printf(",\n\"hierarchy\": {\"ranks\": %d, \"nodes\": %d, \"leaves\": %d, \"levels\": [",
+           size, L->nnodes, L->nleaves);
+    for (int l = 0; l < L->nlevels; l++) {
+        printf("%s\n  {\"name\": \"%s\", \"kind\": \"%s\", \"groups\": [", l ? "," : "",
+               mxh_level_type_name(L->type[l]), mxh_level_kind_name(L->kind[l]));
+        for (int g = 0; g < L->ngroups[l]; g++) {
+            printf("%s[", g ? ", " : "");
+            int k = 0;
+            for (int pos = 0; pos < size; pos++)
+                for (int r = 0; r < size; r++)
+                    if (L->color[l][r] == g && L->coord[l][r] == pos)
+                        printf("%s%d", k++ ? "," : "", r);
+            printf("]");
+        }
+        printf("]}");
+    }
+    printf("], \"ranks_info\": [");
+    for (int r = 0; r < size; r++) {
+        const mxh_record_t *rec = &h->recs[r];
+        printf("%s\n  {\"rank\": %d, \"node\": ", r ? "," : "", r);
+        json_str(rec->node);
+        printf(", \"leaf\": ");
+        json_str(rec->leaf);
+        printf(", \"local_index\": %d, \"gpu\": %d, \"gpu_busid\": ", L->local_index[r],
+               L->gpu_of[r]);
+        json_str(rec->gpu_busid);
+        printf(", \"nvlink_island\": %d, \"rail\": %d, \"nic\": ", L->island_of[r], L->rail[r]);
+        json_str(L->gpu_of[r] >= 0 && rec->rail < 0 && L->rail[r] < rec->nnics
+                     ? rec->nic_names[L->rail[r]] : "");
+        printf("}");
+    }
+    printf("]}");
+}
+
+/* Rank 0's plan of each collective (every rank builds them: collective calls). */
+static void print_plans(mxh_hier_t *h, int rank, long count, int json)
+{
+    if (rank == 0 && json)
+        printf(",\n\"plans\": [");
+    for (int c = 0; c < MXH_COLL_NSCHED; c++) {
+        const mxh_plan_t *p;
+        int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? 0 : -1;
+        if (mxh_hier_plan(h, (mxh_coll_t)c, (size_t)count, root, &p) != MXH_OK)
+            continue;
+        if (rank != 0)
+            continue;
+        size_t need = mxh_plan_describe(p, NULL, 0);
+        char *buf = malloc(need + 1);
+        if (buf == NULL)
+            continue;
+        mxh_plan_describe(p, buf, need + 1);
+        if (json) {
+            printf("%s\n  {\"collective\": \"%s\", \"count\": %ld, \"rank\": 0, \"steps\": ",
+                   c ? "," : "", mxh_coll_name((mxh_coll_t)c), count);
+            json_str(buf);
+            printf("}");
+        } else {
+            printf("%s# Plan of rank 0: %s", c ? "" : "\n", buf);
+        }
+        free(buf);
+    }
+    if (rank == 0 && json)
+        printf("]");
+}
+
+/* The algorithm each collective takes, by message size (identical on every rank). */
+static void print_algorithms(const mxh_hier_t *h, int json)
+{
+    if (json)
+        printf(",\n\"algorithms\": {");
+    else
+        printf("\n# Algorithms by message size (bytes per rank)%s\n",
+               h->config.enable ? "" : " (MPIX_HIER_ENABLE=no)");
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        char sel[512];
+        mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
+        if (json) {
+            printf("%s\"%s\": ", c ? ", " : "", mxh_coll_name((mxh_coll_t)c));
+            json_str(sel);
+        } else {
+            printf("  %-22s %s\n", mxh_coll_name((mxh_coll_t)c), sel);
+        }
+    }
+    if (json)
+        printf("}");
+}
+
 static void print_hierarchy(MPI_Comm comm, long count, int json)
 {
     mxh_hier_t *h;
@@ -298,95 +436,14 @@ static void print_hierarchy(MPI_Comm comm, long count, int json)
         fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n", mxh_log_last_error());
         return;
     }
-    const mxh_layout_t *L = h->layout;
-    if (rank != 0)
-        goto plans_barrier;
-    if (json) {
-        printf(",\n\"hierarchy\": {\"ranks\": %d, \"nodes\": %d, \"leaves\": %d, \"levels\": [",
-               size, L->nnodes, L->nleaves);
-        for (int l = 0; l < L->nlevels; l++) {
-            printf("%s\n  {\"name\": \"%s\", \"kind\": \"%s\", \"groups\": [", l ? "," : "",
-                   mxh_level_type_name(L->type[l]), mxh_level_kind_name(L->kind[l]));
-            for (int g = 0; g < L->ngroups[l]; g++) {
-                printf("%s[", g ? ", " : "");
-                int k = 0;
-                for (int pos = 0; pos < size; pos++)
-                    for (int r = 0; r < size; r++)
-                        if (L->color[l][r] == g && L->coord[l][r] == pos)
-                            printf("%s%d", k++ ? "," : "", r);
-                printf("]");
-            }
-            printf("]}");
-        }
-        printf("], \"ranks_info\": [");
-        for (int r = 0; r < size; r++) {
-            const mxh_record_t *rec = &h->recs[r];
-            printf("%s\n  {\"rank\": %d, \"node\": ", r ? "," : "", r);
-            json_str(rec->node);
-            printf(", \"leaf\": ");
-            json_str(rec->leaf);
-            printf(", \"local_index\": %d, \"gpu\": %d, \"gpu_busid\": ", L->local_index[r],
-                   L->gpu_of[r]);
-            json_str(rec->gpu_busid);
-            printf(", \"nvlink_island\": %d, \"rail\": %d, \"nic\": ", L->island_of[r], L->rail[r]);
-            json_str(L->gpu_of[r] >= 0 && rec->rail < 0 && L->rail[r] < rec->nnics
-                         ? rec->nic_names[L->rail[r]] : "");
-            printf("}");
-        }
-        printf("]}");
-    } else {
+    if (rank == 0 && json)
+        print_layout_json(h, size);
+    else if (rank == 0)
         printf("\n# Hierarchy of MPI_COMM_WORLD (%d ranks)\n%s", size, h->description);
-    }
-plans_barrier:
-    /* plans of rank 0 for each collective */
-    if (mxh_hier_active(h)) {
-        if (rank == 0 && json)
-            printf(",\n\"plans\": [");
-        for (int c = 0; c < MXH_COLL_NSCHED; c++) {
-            const mxh_plan_t *p;
-            int root = (c == MXH_COLL_BCAST || c == MXH_COLL_REDUCE) ? 0 : -1;
-            if (mxh_hier_plan(h, (mxh_coll_t)c, (size_t)count, root, &p) != MXH_OK)
-                continue;
-            if (rank != 0)
-                continue;
-            size_t need = mxh_plan_describe(p, NULL, 0);
-            char *buf = malloc(need + 1);
-            if (buf == NULL)
-                continue;
-            mxh_plan_describe(p, buf, need + 1);
-            if (json) {
-                printf("%s\n  {\"collective\": \"%s\", \"count\": %ld, \"rank\": 0, \"steps\": ",
-                       c ? "," : "", mxh_coll_name((mxh_coll_t)c), count);
-                json_str(buf);
-                printf("}");
-            } else {
-                printf("%s# Plan of rank 0: %s", c ? "" : "\n", buf);
-            }
-            free(buf);
-        }
-        if (rank == 0 && json)
-            printf("]");
-    }
-    /* the algorithm each collective takes, by message size (identical on every rank) */
-    if (rank == 0) {
-        if (json)
-            printf(",\n\"algorithms\": {");
-        else
-            printf("\n# Algorithms by message size (bytes per rank)%s\n",
-                   h->config.enable ? "" : " (MPIX_HIER_ENABLE=no)");
-        for (int c = 0; c < MXH_COLL_COUNT; c++) {
-            char sel[512];
-            mxh_select_describe(&h->config, &h->shape, (mxh_coll_t)c, sel, sizeof(sel));
-            if (json) {
-                printf("%s\"%s\": ", c ? ", " : "", mxh_coll_name((mxh_coll_t)c));
-                json_str(sel);
-            } else {
-                printf("  %-22s %s\n", mxh_coll_name((mxh_coll_t)c), sel);
-            }
-        }
-        if (json)
-            printf("}");
-    }
+    if (mxh_hier_active(h))
+        print_plans(h, rank, count, json);
+    if (rank == 0)
+        print_algorithms(h, json);
 }
 
 /* ---- cost model (--explain) ---------------------------------------------------------- */
@@ -468,32 +525,20 @@ static int torus_layout(const opts_t *o, const mxh_config_t *cfg, mxh_layout_t *
     return 0;
 }
 
-/* The model's candidates, its choice and today's selection for one collective and size. */
-static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t *L)
+/* The model of --explain: MPI_COMM_WORLD's layout @L, a torus (--torus) or a grid
+ * (--nodes, --gpus, --leaves); 0, or 2 (message printed). */
+static int explain_model(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t *L,
+                         mxh_cost_model_t *m)
 {
-    mxh_cost_model_t m;
-    mxh_coll_t coll = MXH_COLL_COUNT;
-    size_t bytes = parse_bytes(o->explain_bytes), ts = (size_t)o->tsize;
-    char a[32], b[32];
-
-    for (int c = 0; c < MXH_COLL_NSCHED; c++)
-        if (!strcmp(o->explain_coll, mxh_coll_name((mxh_coll_t)c)))
-            coll = (mxh_coll_t)c;
-    if (coll == MXH_COLL_COUNT || bytes == 0) {
-        fprintf(stderr, "mpix_info: --explain COLL BYTES: COLL one of allreduce, "
-                        "reduce_scatter_block, allgather, bcast, reduce; BYTES > 0 (k/m/g "
-                        "suffixes)\n");
-        return 2;
-    }
     if (L != NULL) {
-        mxh_cost_model_init(&m, cfg, L);
+        mxh_cost_model_init(m, cfg, L);
     } else if (o->torus != NULL) {
         /* N nodes x G GPUs on a torus: the records a cluster file with torus= gives (node
          * n at coordinates n mod X, n / X mod Y, ...), through the library's levels */
         mxh_layout_t *T = NULL;
         if (torus_layout(o, cfg, &T) != 0)
             return 2;
-        mxh_cost_model_init(&m, cfg, T);
+        mxh_cost_model_init(m, cfg, T);
         printf("# torus");
         for (int j = 0; j < T->torus_ndims; j++)
             printf("%s%c%d", j ? " x " : " ", "xyz"[T->torus_dim[j]], T->torus_k[j]);
@@ -516,57 +561,46 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                             "--leaves) or mpiexec\n");
             return 2;
         }
-        mxh_cost_model_grid(&m, cfg, nl - first, type + first, gsize + first);
+        mxh_cost_model_grid(m, cfg, nl - first, type + first, gsize + first);
     }
-    int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
-    size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
-    int rooted = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
-    if (count == 0 || !m.grid || (m.trails > 0 && rooted)) {
-        fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
-                count == 0  ? "fewer bytes than one element per rank"
-                : !m.grid   ? "not a grid hierarchy"
-                            : "bcast and reduce on torus levels: plan.c's scatter shape there");
-        return 1;
-    }
-    printf("# Cost model: %s of %s (%s for every rank, %zu-byte elements), %d ranks:",
-           mxh_coll_name(coll), fmt_bytes(bytes, a, sizeof(a)),
-           fmt_bytes(count * ts, b, sizeof(b)), ts, m.nranks);
-    for (int l = 0; l < m.nlevels; l++)
-        printf("%s %s %d", l ? " x" : "", mxh_level_type_name(m.type[l]), m.gsize[l]);
+    return 0;
+}
+
+/* The model's parameters per level, the torus' link shares and the factors. */
+static void explain_params(const mxh_cost_model_t *m, const mxh_config_t *cfg)
+{
     printf("\n#   per level: alpha (us per exchange), 1/beta (GB/s per rank):");
-    for (int l = 0; l < m.nlevels; l++)
-        printf(" %s %.3g, %.4g;", mxh_level_type_name(m.type[l]), m.lvl[l].alpha * 1e6,
-               1e-9 / m.lvl[l].beta);
-    printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m.gamma, 1e-9 / m.kappa);
-    if (m.trails > 0) { /* the torus: every rail's group sizes and link shares */
+    for (int l = 0; l < m->nlevels; l++)
+        printf(" %s %.3g, %.4g;", mxh_level_type_name(m->type[l]), m->lvl[l].alpha * 1e6,
+               1e-9 / m->lvl[l].beta);
+    printf(" reduce %.4g GB/s, copy %.4g GB/s\n", 1e-9 / m->gamma, 1e-9 / m->kappa);
+    if (m->trails > 0) { /* the torus: every rail's group sizes and link shares */
         printf("#   torus: %.3g us per exchange, link %.4g GB/s per direction, NIC %.4g GB/s; "
                "per rail, level: ranks, GB/s of its link share\n",
-               m.talpha * 1e6, 1e-9 / m.tlink_beta, 1e-9 / m.tnic_beta);
-        for (int c = 0; c < m.trails; c++) {
+               m->talpha * 1e6, 1e-9 / m->tlink_beta, 1e-9 / m->tnic_beta);
+        for (int c = 0; c < m->trails; c++) {
             printf("#     rail %d:", c);
-            for (int l = 0; l < m.nlevels; l++)
-                printf(" %d, %.4g;", m.tgsize[c][l], 1e-9 / m.tbeta[c][l]);
+            for (int l = 0; l < m->nlevels; l++)
+                printf(" %d, %.4g;", m->tgsize[c][l], 1e-9 / m->tbeta[c][l]);
             printf("\n");
         }
     }
-    if (m.lat_n || m.bw_n) {
+    if (m->lat_n || m->bw_n) {
         char f[512];
         mxh_config_get_string(cfg, "MPIX_HIER_COST_LAT_FACTOR", f, sizeof(f));
-        printf("#   latency factors by message size: %s\n", m.lat_n ? f : "-");
+        printf("#   latency factors by message size: %s\n", m->lat_n ? f : "-");
         mxh_config_get_string(cfg, "MPIX_HIER_COST_BW_FACTOR", f, sizeof(f));
-        printf("#   bandwidth factors by message size: %s\n", m.bw_n ? f : "-");
+        printf("#   bandwidth factors by message size: %s\n", m->bw_n ? f : "-");
     }
-    double bound = mxh_cost_bound(&m, coll, count, ts);
-    printf("#   bound (busiest link's bytes, no latency): %.2f us\n", bound * 1e6);
+}
 
-    mxh_cost_cand_t cand[64];
-    int n = mxh_cost_candidates(&m, coll, count, ts, cand, 64), best = mxh_cost_choose(cand, n);
-    /* today's selection (size thresholds, MPIX_HIER_FRAG_SIZE) */
-    mxh_select_shape_t shape = {m.nranks, m.nlevels, 0};
-    mxh_config_t c0 = *cfg;
-    c0.cost_model = 0;
-    mxh_choice_t today = mxh_select(&c0, &shape, coll, count * ts, count * ts * per);
-    size_t tf = today.algo == MXH_ALGO_PIPELINE ? today.frag_bytes : 0;
+/* The candidates' table, marking the model's pick and today's schedule (@tf: today's
+ * fragment, 0 unpipelined). */
+static void explain_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
+                               size_t ts, const mxh_cost_cand_t *cand, int n, int best,
+                               double bound, const mxh_choice_t *today, size_t tf)
+{
+    char a[32];
     printf("  %-9s %-8s %-10s %-7s %9s %12s %8s\n", "algorithm", "plan", "fragment", "ramp",
            "fragments", "predicted us", "of bound");
     for (int i = 0; i < n; i++) {
@@ -584,52 +618,64 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
                k->frag_bytes ? fmt_bytes(k->frag_bytes, a, sizeof(a)) : "-", rp, k->nfrag, pt, pb,
                i == best ? "  <- model" : "",
                k->variant == MXH_COST_PLAN &&
-                       (today.algo == MXH_ALGO_PIPELINE || today.algo == MXH_ALGO_HIER) &&
-                       k->nfrag == mxh_cost_frags(&m, coll, count, ts, tf, NULL, 0) &&
-                       (k->algo == MXH_ALGO_HIER || k->ramp == today.ramp) &&
+                       (today->algo == MXH_ALGO_PIPELINE || today->algo == MXH_ALGO_HIER) &&
+                       k->nfrag == mxh_cost_frags(m, coll, count, ts, tf, NULL, 0) &&
+                       (k->algo == MXH_ALGO_HIER || k->ramp == today->ramp) &&
                        (k->algo == MXH_ALGO_HIER) == (tf == 0)
                    ? "  <- today"
                    : "");
     }
-    if (best >= 0)
-        printf("model: %s%s%s%s, %zu fragment(s): %.2f us (%.2f of the bound)\n",
-               mxh_algo_name(cand[best].algo), cand[best].frag_bytes ? ", fragments of " : "",
-               cand[best].frag_bytes ? fmt_bytes(cand[best].frag_bytes, a, sizeof(a)) : "",
-               cand[best].algo == MXH_ALGO_PIPELINE
-                   ? (cand[best].ramp == MXH_SCHED_RAMP_LINEAR ? ", linear ramp"
-                      : cand[best].ramp == 0                   ? ", no ramp"
-                                                               : ", halving ramp")
-                   : "",
-               cand[best].nfrag, cand[best].t * 1e6, bound / cand[best].t);
-    mxh_cost_model_t today_m = m; /* the thresholds' schedule runs halvings where m picks */
-    if (best >= 0) {
-        double tk = -1, td = -1;
-        m.ramp = cand[best].ramp; /* the picks below predict the chosen schedule */
-        int k = mxh_cost_kary_pick(&m, coll, count, ts, cand[best].frag_bytes, &tk, &td);
-        if (k || (tk > 0 && td > 0 && tk != td))
-            printf("model, long network levels: kary exchanges %.2f us, direct %.2f us (%+.2f %%):"
-                   " %s\n",
-                   tk * 1e6, td * 1e6, (tk / td - 1) * 100,
-                   k ? "kary (within MXH_COST_KARY_MARGIN: far fewer messages)" : "direct");
-        mxh_cost_model_t a = m; /* the rsag pick is made with the kary choice */
-        double ty = -1, tn = -1;
-        a.kary = k;
-        int y  = mxh_cost_rsag_pick(&a, coll, count, ts, cand[best].frag_bytes, &ty, &tn);
-        if (ty > 0 && tn > 0 && ty != tn)
-            printf("model, small network allreduce steps: reduce-scatter + allgather %.2f us, "
-                   "radix %.2f us (%+.2f %%): %s\n",
-                   ty * 1e6, tn * 1e6, (ty / tn - 1) * 100,
-                   y ? "reduce-scatter + allgather (MPIX_HIER_RSAG)" : "radix");
-    }
-    double tt = (today.algo == MXH_ALGO_HIER || today.algo == MXH_ALGO_PIPELINE) &&
+}
+
+/* The model's choice @best and its kary and rsag picks (@m: the model, its ramp set to
+ * the choice's). */
+static void explain_choice(mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t ts,
+                           const mxh_cost_cand_t *best, double bound)
+{
+    char a[32];
+    printf("model: %s%s%s%s, %zu fragment(s): %.2f us (%.2f of the bound)\n",
+           mxh_algo_name(best->algo), best->frag_bytes ? ", fragments of " : "",
+           best->frag_bytes ? fmt_bytes(best->frag_bytes, a, sizeof(a)) : "",
+           best->algo == MXH_ALGO_PIPELINE
+               ? (best->ramp == MXH_SCHED_RAMP_LINEAR ? ", linear ramp"
+                  : best->ramp == 0                   ? ", no ramp"
+                                                      : ", halving ramp")
+               : "",
+           best->nfrag, best->t * 1e6, bound / best->t);
+    double tk = -1, td = -1;
+    m->ramp = best->ramp; /* the picks below predict the chosen schedule */
+    int k   = mxh_cost_kary_pick(m, coll, count, ts, best->frag_bytes, &tk, &td);
+    if (k || (tk > 0 && td > 0 && tk != td))
+        printf("model, long network levels: kary exchanges %.2f us, direct %.2f us (%+.2f %%):"
+               " %s\n",
+               tk * 1e6, td * 1e6, (tk / td - 1) * 100,
+               k ? "kary (within MXH_COST_KARY_MARGIN: far fewer messages)" : "direct");
+    mxh_cost_model_t r = *m; /* the rsag pick is made with the kary choice */
+    double ty = -1, tn = -1;
+    r.kary = k;
+    int y  = mxh_cost_rsag_pick(&r, coll, count, ts, best->frag_bytes, &ty, &tn);
+    if (ty > 0 && tn > 0 && ty != tn)
+        printf("model, small network allreduce steps: reduce-scatter + allgather %.2f us, "
+               "radix %.2f us (%+.2f %%): %s\n",
+               ty * 1e6, tn * 1e6, (ty / tn - 1) * 100,
+               y ? "reduce-scatter + allgather (MPIX_HIER_RSAG)" : "radix");
+}
+
+/* Today's schedule (thresholds, MPIX_HIER_FRAG_SIZE) and which one the library takes. */
+static void explain_today(const mxh_cost_model_t *today_m, const mxh_config_t *cfg,
+                          mxh_coll_t coll, size_t count, size_t ts, const mxh_choice_t *today,
+                          size_t tf, double bound)
+{
+    char a[32];
+    double tt = (today->algo == MXH_ALGO_HIER || today->algo == MXH_ALGO_PIPELINE) &&
                         mxh_cost_shape_modelled(coll, count, ts, tf)
-                    ? mxh_cost_predict(&today_m, coll, count, ts, tf, MXH_COST_PLAN)
+                    ? mxh_cost_predict(today_m, coll, count, ts, tf, MXH_COST_PLAN)
                     : -1;
-    printf("today: %s%s%s (MPIX_HIER_FRAG_SIZE): ", mxh_algo_name(today.algo),
+    printf("today: %s%s%s (MPIX_HIER_FRAG_SIZE): ", mxh_algo_name(today->algo),
            tf ? ", fragments of " : "", tf ? fmt_bytes(tf, a, sizeof(a)) : "");
     if (tt > 0)
         printf("%zu fragment(s), %.2f us (%.2f of the bound)\n",
-               mxh_cost_frags(&today_m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
+               mxh_cost_frags(today_m, coll, count, ts, tf, NULL, 0), tt * 1e6, bound / tt);
     else
         printf("not modelled\n");
     if (cfg->cost_model == 2 && cfg->frag_given)
@@ -643,48 +689,99 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     else
         printf("library: '%s' (MPIX_HIER_COST_MODEL=%s)\n", cfg->cost_model ? "model" : "today",
                cfg->cost_model ? "yes" : "no");
+}
+
+/* The model's candidates, its choice and today's selection for one collective and size. */
+static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t *L)
+{
+    mxh_cost_model_t m;
+    mxh_coll_t coll = MXH_COLL_COUNT;
+    size_t bytes = parse_bytes(o->explain_bytes), ts = (size_t)o->tsize;
+    char a[32], b[32];
+
+    for (int c = 0; c < MXH_COLL_NSCHED; c++)
+        if (!strcmp(o->explain_coll, mxh_coll_name((mxh_coll_t)c)))
+            coll = (mxh_coll_t)c;
+    if (coll == MXH_COLL_COUNT || bytes == 0) {
+        fprintf(stderr, "mpix_info: --explain COLL BYTES: COLL one of allreduce, "
+                        "reduce_scatter_block, allgather, bcast, reduce; BYTES > 0 (k/m/g "
+                        "suffixes)\n");
+        return 2;
+    }
+    if (explain_model(o, cfg, L, &m) != 0)
+        return 2;
+    int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
+    size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
+    int rooted = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
+    if (count == 0 || !m.grid || (m.trails > 0 && rooted)) {
+        fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
+                count == 0  ? "fewer bytes than one element per rank"
+                : !m.grid   ? "not a grid hierarchy"
+                            : "bcast and reduce on torus levels: plan.c's scatter shape there");
+        return 1;
+    }
+    printf("# Cost model: %s of %s (%s for every rank, %zu-byte elements), %d ranks:",
+           mxh_coll_name(coll), fmt_bytes(bytes, a, sizeof(a)),
+           fmt_bytes(count * ts, b, sizeof(b)), ts, m.nranks);
+    for (int l = 0; l < m.nlevels; l++)
+        printf("%s %s %d", l ? " x" : "", mxh_level_type_name(m.type[l]), m.gsize[l]);
+    explain_params(&m, cfg);
+    double bound = mxh_cost_bound(&m, coll, count, ts);
+    printf("#   bound (busiest link's bytes, no latency): %.2f us\n", bound * 1e6);
+
+    mxh_cost_cand_t cand[64];
+    int n = mxh_cost_candidates(&m, coll, count, ts, cand, 64), best = mxh_cost_choose(cand, n);
+    /* today's selection (size thresholds, MPIX_HIER_FRAG_SIZE) */
+    mxh_select_shape_t shape = {m.nranks, m.nlevels, 0};
+    mxh_config_t c0 = *cfg;
+    c0.cost_model = 0;
+    mxh_choice_t today = mxh_select(&c0, &shape, coll, count * ts, count * ts * per);
+    size_t tf = today.algo == MXH_ALGO_PIPELINE ? today.frag_bytes : 0;
+    explain_candidates(&m, coll, count, ts, cand, n, best, bound, &today, tf);
+    mxh_cost_model_t today_m = m; /* the thresholds' schedule runs halvings where m picks */
+    if (best >= 0)
+        explain_choice(&m, coll, count, ts, &cand[best], bound);
+    explain_today(&today_m, cfg, coll, count, ts, &today, tf, bound);
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Reads the arguments into @o: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, opts_t *o)
 {
-    opts_t o = {NULL, NULL, 0, 0, 0, 0, 0, 1 << 20, NULL, NULL, 0, 0, 0, 4, NULL};
-    mxh_config_t cfg;
-    const mxh_machine_t *m = NULL;
-    mxh_caps_t caps;
-    char my_busid[MXH_BUSID_LEN] = "";
-    int rank = 0, size = 1, rc = 0;
-
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--hwloc-xml") && i + 1 < argc)
-            o.hwloc_xml = argv[++i];
+            o->hwloc_xml = argv[++i];
         else if (!strcmp(argv[i], "--nccl-topo") && i + 1 < argc)
-            o.nccl_topo = argv[++i];
+            o->nccl_topo = argv[++i];
         else if (!strcmp(argv[i], "--json"))
-            o.json = 1;
+            o->json = 1;
         else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config"))
-            o.config_only = 1;
+            o->config_only = 1;
+        else if (!strcmp(argv[i], "--all"))
+            o->all = 1;
+        else if (!strcmp(argv[i], "--markdown"))
+            o->markdown = o->config_only = 1;
         else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--metrics"))
-            o.metrics_only = 1;
+            o->metrics_only = 1;
         else if (!strcmp(argv[i], "--hier"))
-            o.hier = 1;
+            o->hier = 1;
         else if (!strcmp(argv[i], "--local"))
-            o.local = 1;
+            o->local = 1;
         else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-            o.count = atol(argv[++i]);
+            o->count = atol(argv[++i]);
         else if (!strcmp(argv[i], "--explain") && i + 2 < argc) {
-            o.explain_coll  = argv[++i];
-            o.explain_bytes = argv[++i];
+            o->explain_coll  = argv[++i];
+            o->explain_bytes = argv[++i];
         } else if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
-            o.nodes = atoi(argv[++i]);
+            o->nodes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
-            o.gpus = atoi(argv[++i]);
+            o->gpus = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--leaves") && i + 1 < argc)
-            o.leaves = atoi(argv[++i]);
+            o->leaves = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--torus") && i + 1 < argc)
-            o.torus = argv[++i];
+            o->torus = argv[++i];
         else if (!strcmp(argv[i], "--tsize") && i + 1 < argc)
-            o.tsize = atol(argv[++i]);
+            o->tsize = atol(argv[++i]);
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -694,9 +791,81 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (o.count < 1)
-        o.count = 1;
+    if (o->count < 1)
+        o->count = 1;
+    return -1;
+}
 
+/* --explain: on the given grid or torus, else on MPI_COMM_WORLD's hierarchy. */
+static int run_explain(opts_t *o, const mxh_config_t *cfg, int rank, int size)
+{
+    mxh_hier_t *h;
+    if (o->tsize < 1)
+        o->tsize = 4;
+    if (o->nodes > 0 || size == 1)
+        return rank == 0 ? explain(o, cfg, NULL) : 0;
+    if (mxh_hier_get(MPI_COMM_WORLD, &h) != MXH_OK) {
+        fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n", mxh_log_last_error());
+        return 1;
+    }
+    return rank == 0 ? explain(o, &h->config, h->layout) : 0;
+}
+
+/* Rank 0's report without the hierarchy: the machine, transports, configuration and
+ * metrics (or the parts -c and -m ask for). */
+static int print_local(const opts_t *o, mxh_config_t *cfg)
+{
+    const mxh_machine_t *m = NULL;
+    char my_busid[MXH_BUSID_LEN] = "";
+    mxh_caps_t caps;
+    int rc = 0;
+
+    if (o->metrics_only) {
+        print_metrics(o->json);
+        printf(o->json ? "\n" : "");
+        return 0;
+    }
+    if (!o->config_only) {
+        if (mxh_discover_machine(cfg, &m) != MXH_OK) {
+            fprintf(stderr, "mpix_info: cannot load the machine description: %s\n",
+                    mxh_log_last_error());
+            rc = 1;
+        } else {
+            if (!o->hwloc_xml && !o->nccl_topo) {
+                mxh_discover_cuda_busid(my_busid);
+                if (!my_busid[0] && cfg->gpu_busid[0])
+                    mxh_busid_normalize(cfg->gpu_busid, my_busid);
+            }
+            print_machine(m, my_busid, o->json);
+            printf(o->json ? ",\n" : "\n");
+            mxh_caps_init(&caps);
+            mxh_caps_query_ucx(&caps);
+            mxh_caps_query_mpi(&caps);
+            print_caps(&caps, o->json);
+            printf(o->json ? ",\n" : "\n");
+        }
+    }
+    print_config(cfg, o->json, o->all);
+    if (!o->config_only) {
+        printf(o->json ? ",\n" : "\n");
+        print_metrics(o->json);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.count = 1 << 20, .leaves = 0, .tsize = 4};
+    mxh_config_t cfg;
+    int rank = 0, size = 1, rc = parse_args(argc, argv, &o);
+
+    if (rc >= 0)
+        return rc;
+    rc = 0;
+    if (o.markdown) { /* the reference of every variable, no MPI needed */
+        print_config_markdown();
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -714,21 +883,7 @@ int main(int argc, char **argv)
         snprintf(cfg.nccl_topo_file, sizeof(cfg.nccl_topo_file), "%s", o.nccl_topo);
 
     if (o.explain_coll) {
-        if (o.tsize < 1)
-            o.tsize = 4;
-        if (o.nodes > 0 || size == 1) {
-            if (rank == 0)
-                rc = explain(&o, &cfg, NULL);
-        } else {
-            mxh_hier_t *h;
-            if (mxh_hier_get(MPI_COMM_WORLD, &h) != MXH_OK) {
-                fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n",
-                        mxh_log_last_error());
-                rc = 1;
-            } else if (rank == 0) {
-                rc = explain(&o, &h->config, h->layout);
-            }
-        }
+        rc = run_explain(&o, &cfg, rank, size);
         goto out;
     }
     if (rank == 0 && o.json)
@@ -737,36 +892,8 @@ int main(int argc, char **argv)
     if (rank == 0 && !o.json)
         printf("mpix_info: mpix-hier %d.%d.%d\n\n", MPIX_HIER_VERSION_MAJOR,
                MPIX_HIER_VERSION_MINOR, MPIX_HIER_VERSION_PATCH);
-    if (rank == 0 && o.metrics_only) {
-        print_metrics(o.json);
-        printf(o.json ? "\n" : "");
-    } else if (rank == 0 && !(o.hier && size > 1)) {
-        if (!o.config_only) {
-            if (mxh_discover_machine(&cfg, &m) != MXH_OK) {
-                fprintf(stderr, "mpix_info: cannot load the machine description: %s\n",
-                        mxh_log_last_error());
-                rc = 1;
-            } else {
-                if (!o.hwloc_xml && !o.nccl_topo) {
-                    mxh_discover_cuda_busid(my_busid);
-                    if (!my_busid[0] && cfg.gpu_busid[0])
-                        mxh_busid_normalize(cfg.gpu_busid, my_busid);
-                }
-                print_machine(m, my_busid, o.json);
-                printf(o.json ? ",\n" : "\n");
-                mxh_caps_init(&caps);
-                mxh_caps_query_ucx(&caps);
-                mxh_caps_query_mpi(&caps);
-                print_caps(&caps, o.json);
-                printf(o.json ? ",\n" : "\n");
-            }
-        }
-        print_config(&cfg, o.json);
-        if (!o.config_only) {
-            printf(o.json ? ",\n" : "\n");
-            print_metrics(o.json);
-        }
-    }
+    if (rank == 0 && (o.metrics_only || !(o.hier && size > 1)))
+        rc = print_local(&o, &cfg);
     if ((size > 1 || o.hier) && !o.local && !o.config_only && !o.metrics_only)
         print_hierarchy(MPI_COMM_WORLD, o.count, o.json);
     if (rank == 0 && o.json)

@@ -1,3 +1,6 @@
+/* Configuration as one field table: each MPIX_HIER_* variable is one row {name, default,
+ * doc, field, parser, plan, user}; setting, printing, the defaults and the plan hash walk
+ * the table (in the style of UCX's ucs_config_field_t). */
 #include "util/config.h"
 #include "util/log.h"
 
@@ -10,215 +13,313 @@
 
 extern char **environ;
 
-#define MXH_LEVELS_ALL 0xF /* node, rail, spine, island */
+/* ---- parsers and printers ------------------------------------------------------- */
 
-const mxh_config_var_t mxh_config_vars[] = {
-    {"MPIX_HIER_ENABLE", "yes",
-     "Use hierarchical algorithms (yes/no). 'no' makes every MPIX_Hier_ call the plain MPI "
-     "collective.", 1},
-    {"MPIX_HIER_LOG_LEVEL", "warn",
-     "Log level: error, warn, info, debug, trace. 'info' prints each communicator's hierarchy "
-     "once.", 0},
-    {"MPIX_HIER_HOSTNAME", "",
-     "Node identity of this rank (default: MPI_Get_processor_name refined by "
-     "MPI_COMM_TYPE_SHARED). Set it per rank to fake several nodes on one machine.", 0},
-    {"MPIX_HIER_TOPO_FILE", "",
-     "Slurm topology.conf (tree: SwitchName=, Nodes=, Switches=; block: BlockName=) giving the "
-     "leaf switch of each node. Empty: /etc/slurm/topology.conf if readable, else all nodes "
-     "under one leaf.", 0},
-    {"MPIX_HIER_CLUSTER_FILE", "",
-     "Cluster description: lines 'HOSTLIST node=NAME rail=N leaf=NAME' mapping host names "
-     "(MPI_Get_processor_name, or MPIX_HIER_HOSTNAME; under SimGrid the simulated host) to "
-     "node, rail and leaf switch group; values may be hostlists applied element-wise "
-     "(README: Cluster file). Listed values override discovery and MPIX_HIER_TOPO_FILE.", 0},
-    {"MPIX_HIER_HWLOC_XML", "",
-     "hwloc XML export to discover GPUs, NICs and NVLink from instead of this machine "
-     "(default: hwloc's HWLOC_XMLFILE, else the live machine).", 0},
-    {"MPIX_HIER_NCCL_TOPO_FILE", "",
-     "NCCL topology XML (<system>) stating GPU/NIC/NVLink placement; preferred over hwloc "
-     "where they disagree (default: NCCL_TOPO_FILE).", 0},
-    {"MPIX_HIER_GPU_BUSID", "",
-     "PCI bus id of the GPU this rank drives (e.g. 0000:07:00.0), for codes that select GPUs "
-     "themselves and for tests. Default: CUDA's current device, else CUDA_VISIBLE_DEVICES / "
-     "local index over the node's GPUs.", 0},
-    {"MPIX_HIER_GPU_MPS", "auto",
-     "Whether this rank's GPU contexts are shared through CUDA MPS (one context for the "
-     "processes on a GPU: ranks sharing it take the device node level from MPIX_HIER_IPC_MIN, "
-     "not 4 MiB): auto (CUDA's cudaDevAttrMpsEnabled of the current device), yes, no.", 0},
-    {"MPIX_HIER_DISCOVER", "yes",
-     "Discover GPUs, NICs and NVLink with hwloc/CUDA/UCX (no: rails are local indices, nodes "
-     "are whole nodes).", 1},
-    {"MPIX_HIER_MIN_BYTES", "0",
-     "Messages smaller than this many bytes (per rank) use the plain MPI collective. "
-     "Accepts k/m/g suffixes.", 1},
-    {"MPIX_HIER_LEVELS", "island,node,rail,spine",
-     "Comma-separated levels the hierarchy may use: node and rail are required; without "
-     "spine, leaf switches are ignored and rails span all nodes; without island, NVLink "
-     "islands inside a node are not separated.", 1},
-    {"MPIX_HIER_PLAN_CACHE_SIZE", "16",
-     "Schedules (per collective, count, root and element size) cached per communicator.", 0},
-    {"MPIX_HIER_ALGO", "auto",
-     "Force algorithms for experiments: auto, or an algorithm for every collective (mpi, shm, "
-     "hier, pipeline), or a list coll:algo with coll one of allreduce, "
-     "reduce_scatter_block, allgather, bcast, reduce, allgatherv, reduce_scatter, alltoall, "
-     "alltoallv (e.g. 'allreduce:pipeline,bcast:mpi'). An algorithm that "
-     "cannot run on the communicator degrades (shm -> hier -> mpi).", 1},
-    {"MPIX_HIER_FRAG_SIZE", "8m",
-     "Pipelining fragment in bytes of the whole vector: hierarchical schedules of messages of "
-     "at least two fragments overlap levels fragment by fragment; from 1m on a minimum: a "
-     "message of more than 64 such fragments is cut into 64 larger ones; 0 disables "
-     "pipelining.", 1},
-    {"MPIX_HIER_PIPELINE_DEPTH", "0",
-     "Fragments in flight at most (0: one per stage of the schedule, one more when fragments "
-     "stream point to point, 2 x stages - 2 for schedules of more than 3 stages; 1: no "
-     "overlap).",
-     1},
-    {"MPIX_HIER_PIPELINE_RAMP", "auto",
-     "Pipelines of fragments of 1m or more fill and drain with small pieces: k (at most 4): "
-     "the first fragment is cut into pieces of 1/2^k, 1/2^k, ..., 1/2 of it, the last likewise "
-     "in reverse; linear: pieces of 1/8, 2/8, ..., 7/8 of a fragment (allgather: sixths) at the "
-     "start and the same reversed at the end; 0: uniform fragments; auto: where the measured "
-     "network is flat in message size (not on a torus) the cost model picks linear or 2 per "
-     "schedule, else 2.",
-     1},
-    {"MPIX_HIER_SHM", "yes",
-     "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
-     "collectives and the node level of hierarchical schedules.", 1},
-    {"MPIX_HIER_SHM_CHUNK", "128k",
-     "Shared-memory slot per rank in bytes (messages larger than a slot are pipelined through "
-     "it chunk by chunk).", 1},
-    {"MPIX_HIER_IPC", "auto",
-     "Device buffers of the ranks of one node are read through peer mappings (CUDA IPC) and "
-     "reduced by the device's kernels instead of being staged through host memory: auto (when "
-     "every rank of the node drives a GPU), yes, no.", 1},
-    {"MPIX_HIER_IPC_MIN", "256k",
-     "Smallest message (bytes of the whole vector) that tries the device node level; smaller "
-     "ones are staged. Where the level exists every rank of the node, host buffers too, pays "
-     "one shared-memory exchange per such call (0.1-0.5 us on 2 ranks) to agree. With "
-     "MPIX_HIER_IPC=auto, where two ranks of a node drive one GPU without MPS: at least "
-     "4 MiB (there every call cost ~1.2 ms on an H200 shared by 4 processes; 62-153 us "
-     "under MPS, MPIX_HIER_GPU_MPS).", 1},
-    /* mpix_doctor's feedback (README: mpix_doctor) */
-    {"MPIX_HIER_EXCLUDE_RAILS", "",
-     "Rails whose ranks send nothing on the network: a comma list of rail indices (e.g. '1'), "
-     "or the path of an mpix_doctor --json report (its exclude_rails). allreduce on node + rail "
-     "layouts routes their node's data over the healthy rails; ignored (warning) when every rail "
-     "is excluded.", 1},
-    /* metrics (coll/metrics.h) */
-    {"MPIX_HIER_METRICS", "yes",
-     "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; README: "
-     "Metrics). 'no' saves two clock reads per call; the counters then read 0.", 0},
-    {"MPIX_HIER_PIPELINE_PACE", "auto",
-     "Pipelines streamed point to point post an exchange of one fragment on a link (NVLink, "
-     "the NIC) only once its latency would end as the bytes booked on that link before it "
-     "have crossed (their time and latency by the MPIX_HIER_COST_* parameters and factors), "
-     "so that latencies overlap other fragments' transfers instead of fragments waiting "
-     "together and then sharing the link; allreduce, reduce_scatter_block, allgather "
-     "(bcast and reduce stream unpaced; a bcast's staggered node steps post each scatter a "
-     "latency before the one before is due to end, by these link times, unless 'no') "
-     "(yes/no/auto). 'auto': per schedule, paced where the "
-     "cost model predicts it faster than unpaced (mpix_info --explain shows the prediction "
-     "of the pacing chosen).",
-     1},
-    {"MPIX_HIER_KARY", "auto",
-     "Network levels of more than 16 ranks (rails under one leaf of more than 16 nodes) "
-     "reduce-scatter and allgather in log_f p exchanges of up to 7 messages (kary, factors "
-     "of at most 8) instead of one exchange with every peer: the same bytes, one more "
-     "latency per factor, far fewer messages (yes/no/auto). 'auto': per schedule, where "
-     "the cost model predicts it at most 0.25 % slower (mpix_info --explain).",
-     1},
-    {"MPIX_HIER_RSAG", "auto",
-     "Allreduce steps of up to 32 KiB on a network level (the spine's of a pipelined "
-     "allreduce at 1024 GPUs) reduce-scatter and then allgather (two latencies, each rank's "
-     "share of the bytes) instead of sending the whole piece to every peer (radix: one "
-     "latency, p - 1 times the bytes) (yes/no/auto). 'auto': per schedule, where the cost "
-     "model predicts it at least 1 % faster (mpix_info --explain): where the NIC is the "
-     "pipeline's bottleneck, its bytes cost more than the latency.",
-     1},
-    {"MPIX_HIER_SPREAD", "yes",
-     "Small allreduces (up to 4 KiB) on layouts with two network levels or more (rails under "
-     "leaf switches and a spine) cross them in one exchange: after the node's allreduce each of "
-     "its g ranks reduces the node sums of 1/g of the nodes over its own rail, then the node "
-     "adds the g partial sums; one network latency instead of one per level, for one more "
-     "NVLink latency (yes/no). 'no': an allreduce per level.",
-     1},
-    {"MPIX_HIER_METRICS_FILE", "",
-     "Write the metrics (Prometheus text format; mpix_info --metrics lists them) to this file "
-     "at MPI_Finalize and every MPIX_HIER_METRICS_INTERVAL seconds: %r is the MPI_COMM_WORLD "
-     "rank, %h the host name, %p the process id, %% a percent sign; without %r or %p, jobs of "
-     "several ranks get .rank<r> appended. Written to a temporary file, then renamed.", 0},
-    {"MPIX_HIER_METRICS_INTERVAL", "0",
-     "Seconds between writes of MPIX_HIER_METRICS_FILE (checked in library calls and in the "
-     "progress of nonblocking collectives; 0: only at MPI_Finalize).", 0},
-    /* cost model (coll/cost.h): per level latency and bandwidth, the rank's reduction and
-     * copy speed; mpix_info --explain COLL BYTES prints its predictions */
-    {"MPIX_HIER_COST_MODEL", "auto",
-     "Choose hier or pipeline and the fragment size of allreduce, reduce_scatter_block, "
-     "allgather, bcast and reduce on grid hierarchies (and allreduce, reduce_scatter_block, "
-     "allgather on torus levels) by the cost model (the MPIX_HIER_COST_* parameters) "
-     "instead of MPIX_HIER_FRAG_SIZE (yes/no/auto). 'auto': where the network measured "
-     "(MPIX_HIER_COST_MEASURE) is flat in message size (every size class within 1.5 times "
-     "the large messages' latency and bandwidth), with the measured figures (on a torus split, "
-     "and where a level's last member answers 8 B more than 1.25 times slower or faster than "
-     "its first (a dragonfly group), the model's choice only where it predicts it at least 5 % "
-     "faster than the thresholds', and there pacing too only 5 % faster); "
-     "where it is not flat but plausible, the same margin with those figures; where nothing "
-     "was measured, and where MPIX_HIER_FRAG_SIZE is set, no.", 1},
-    {"MPIX_HIER_COST_MEASURE", "auto",
-     "Measure the cost model's parameters when a communicator's hierarchy is built: rank 0 "
-     "exchanges messages of 8 B to 512 KiB with one member of each of its level groups (a "
-     "rank of its node, of its rail, across the spine) and 8 B with the group's last member, "
-     "fits each level's latency and "
-     "bandwidth and the latency and bandwidth factors of smaller messages, and every rank "
-     "uses rank 0's "
-     "figures (pacing and MPIX_HIER_COST_MODEL read them; mpix_info --explain shows the "
-     "configured ones) (yes/no/auto). 'auto': with MPIX_HIER_COST_MODEL yes or auto, unless "
-     "a MPIX_HIER_COST_ latency, bandwidth or factor variable is set; 'yes': always, "
-     "measured figures replacing those.", 1},
-    {"MPIX_HIER_COST_NODE_LATENCY", "1us",
-     "Cost model: seconds per exchange inside a node (NVLink, shared memory); suffix s, ms, "
-     "us or ns.", 1},
-    {"MPIX_HIER_COST_NODE_BW", "370g",
-     "Cost model: bytes per second of one rank's link inside a node, each direction "
-     "(decimal suffix k, m, g, t).", 1},
-    {"MPIX_HIER_COST_NET_LATENCY", "2us",
-     "Cost model: seconds per exchange across nodes under one leaf (rail level: NIC, leaf "
-     "switch, NIC).", 1},
-    {"MPIX_HIER_COST_NET_BW", "48g",
-     "Cost model: bytes per second of one rank's NIC (rail and spine levels).", 1},
-    {"MPIX_HIER_COST_SPINE_LATENCY", "4us",
-     "Cost model: seconds per exchange between leaf groups (spine level: NIC, leaf, spine, "
-     "leaf, NIC); its bandwidth is the NIC's.", 1},
-    {"MPIX_HIER_COST_TORUS_LATENCY", "3us",
-     "Cost model: seconds per exchange between neighbours of a torus of nodes (a level per "
-     "torus dimension: NIC, one torus link, NIC).", 1},
-    {"MPIX_HIER_COST_TORUS_BW", "0",
-     "Cost model: bytes per second of one torus link, each direction (decimal suffix k, m, g, "
-     "t); 0: the node's GPUs' NICs over 2 links per dimension, g x MPIX_HIER_COST_NET_BW / (2 "
-     "x dimensions longer than 1), gen_platform.py's default.", 1},
-    {"MPIX_HIER_COST_NET_CONTENTION", "1",
-     "Cost model: factor on the network levels' byte time (ranks sharing a NIC, an "
-     "oversubscribed spine).", 1},
-    {"MPIX_HIER_COST_REDUCE_BW", "1000g",
-     "Cost model: bytes per second of two-input reduction output of one rank (an n-input "
-     "reduction costs (n + 1) / 3 of that per output byte).", 1},
-    {"MPIX_HIER_COST_COPY_BW", "1500g", "Cost model: bytes per second of local copies.", 1},
-    {"MPIX_HIER_COST_LAT_FACTOR", "",
-     "Cost model: latency factors by message size, 'BYTES:FACTOR;...' (a message pays the "
-     "factor of the largest BYTES not above its size; SimGrid's smpi/lat-factor syntax: "
-     "protocol changes such as eager/rendezvous); empty: 1.", 1},
-    {"MPIX_HIER_COST_BW_FACTOR", "",
-     "Cost model: bandwidth factors by message size, the same syntax (smpi/bw-factor); "
-     "empty: 1.", 1},
-    {NULL, NULL, NULL, 0}};
+/* A parser returns 0, -1 (malformed: the setter logs the row's doc) or -2 (the cause is
+ * logged already). */
+struct mxh_config_type {
+    int (*parse)(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                 const char *source);
+    void (*print)(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len);
+    uint64_t (*hash)(const mxh_config_var_t *v, const mxh_config_t *cfg, uint64_t h);
+};
 
-static const char *const level_names[] = {"node", "rail", "spine", "island"};
+#define FIELD(T, v, cfg)  ((T *)(void *)((char *)(cfg) + (v)->offset))
+#define CFIELD(T, v, cfg) ((const T *)(const void *)((const char *)(cfg) + (v)->offset))
+
+typedef struct { long lo, hi; } range_t;       /* int and size rows: accepted values */
+typedef struct { double lo, hi; } drange_t;    /* plain numbers */
+typedef enum { REAL_TIME, REAL_RATE, REAL_PLAIN } real_kind_t;
+typedef struct { real_kind_t kind; double min; int zero; } real_t; /* zero: "0" accepted */
+typedef struct { size_t size_off, f_off; } factors_t; /* the row's field is the count */
+#define KEY_LIST  1 /* items without '=' belong to this key, joined by ',' */
+#define KEY_COMMA 2 /* the variable's ';' is written ',' inside the composite string */
+typedef struct { const char *key, *var; int flags; } cfg_key_t; /* composite rows: {NULL} ends */
+
+static const mxh_config_var_t *find_var(const char *name);
+static mxh_status_t set_var(mxh_config_t *cfg, const mxh_config_var_t *v, const char *value,
+                            const char *source);
+
+static const char *const level_names[]     = {"node", "rail", "spine", "island"};
+static const char *const log_level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL] = {
     "allreduce",  "reduce_scatter_block", "allgather", "bcast",    "reduce",
     "allgatherv", "reduce_scatter",       "alltoall",  "alltoallv"};
 const char *const mxh_config_algo_names[MXH_CONFIG_NALGO] = {"auto", "mpi", "shm", "hier",
                                                              "pipeline"};
+
+static int parse_yesno(const char *s, int *out)
+{
+    static const char *const yes[] = {"1", "yes", "y", "true", "on"};
+    static const char *const no[]  = {"0", "no", "n", "false", "off"};
+    for (int i = 0; i < 5; i++) {
+        if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+            *out = !strcasecmp(s, yes[i]);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_bool(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    (void)src;
+    return parse_yesno(s, FIELD(int, v, cfg));
+}
+
+static void print_bool(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", *CFIELD(int, v, cfg) ? "yes" : "no");
+}
+
+/* yes/no/auto: arg points at the value 'auto' stores */
+static int parse_tri(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    (void)src;
+    if (!strcasecmp(s, "auto")) {
+        *FIELD(int, v, cfg) = *(const int *)v->arg;
+        return 0;
+    }
+    return parse_yesno(s, FIELD(int, v, cfg));
+}
+
+static void print_tri(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    int x = *CFIELD(int, v, cfg);
+    snprintf(buf, len, "%s", x == *(const int *)v->arg ? "auto" : x ? "yes" : "no");
+}
+
+static int parse_int_in(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_int(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    const range_t *r = v->arg;
+    (void)src;
+    return parse_int_in(s, r->lo, r->hi, FIELD(int, v, cfg));
+}
+
+static void print_int(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d", *CFIELD(int, v, cfg));
+}
+
+/* bytes with an optional k/m/g (binary) suffix and b; arg: a range_t or NULL */
+static int parse_size(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    const range_t *r = v->arg;
+    char *end;
+    unsigned long long x;
+
+    (void)src;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    x     = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    switch (tolower((unsigned char)*end)) {
+    case 'k': x <<= 10; end++; break;
+    case 'm': x <<= 20; end++; break;
+    case 'g': x <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0' || (r && (x < (unsigned long long)r->lo || x > (unsigned long long)r->hi)))
+        return -1;
+    *FIELD(size_t, v, cfg) = (size_t)x;
+    return 0;
+}
+
+static void print_size(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%zu", *CFIELD(size_t, v, cfg));
+}
+
+/* A positive number with a suffix: times s, ms, us, ns (seconds); rates and plain
+ * factors decimal k, m, g, t ("g" = 1e9). */
+static int parse_real(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    const real_t *k = v->arg;
+    char *end;
+    double x;
+
+    (void)src;
+    if (k->zero && !strcmp(s, "0")) {
+        *FIELD(double, v, cfg) = 0;
+        return 0;
+    }
+    errno = 0;
+    x     = strtod(s, &end);
+    if (errno || end == s || !(x > 0))
+        return -1;
+    if (k->kind == REAL_TIME) {
+        static const struct { const char *unit; double scale; } units[] = {
+            {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"s", 1}};
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            if (!strcmp(end, units[i].unit)) {
+                x *= units[i].scale;
+                end += strlen(units[i].unit);
+                break;
+            }
+        }
+    } else {
+        const char *p = strchr("kmgt", tolower((unsigned char)*end));
+        if (*end && p) {
+            static const double scale[] = {1e3, 1e6, 1e9, 1e12};
+            x *= scale[p - "kmgt"];
+            end++;
+        }
+    }
+    if (*end != '\0' || x < k->min)
+        return -1;
+    *FIELD(double, v, cfg) = x;
+    return 0;
+}
+
+static void print_real(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    const real_t *k = v->arg;
+    double x        = *CFIELD(double, v, cfg);
+    if (k->zero && x == 0)
+        snprintf(buf, len, "0");
+    else if (k->kind == REAL_TIME)
+        snprintf(buf, len, "%gus", x * 1e6);
+    else if (k->kind == REAL_RATE)
+        snprintf(buf, len, "%gg", x / 1e9);
+    else
+        snprintf(buf, len, "%g", x);
+}
+
+/* a plain number in [lo, hi] (drange_t) */
+static int parse_number(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                        const char *src)
+{
+    const drange_t *r = v->arg;
+    char *end;
+    double x;
+
+    (void)src;
+    errno = 0;
+    x     = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(x >= r->lo) || x > r->hi)
+        return -1;
+    *FIELD(double, v, cfg) = x;
+    return 0;
+}
+
+static void print_number(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%g", *CFIELD(double, v, cfg));
+}
+
+static int parse_string(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                        const char *src)
+{
+    (void)src;
+    if (strlen(s) >= v->size) {
+        mxh_error("%s: value is longer than %zu characters", v->name, v->size - 1);
+        return -2;
+    }
+    memset(FIELD(char, v, cfg), 0, v->size); /* canonical: equal values, equal bytes */
+    strcpy(FIELD(char, v, cfg), s);
+    return 0;
+}
+
+static void print_string(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", CFIELD(char, v, cfg));
+}
+
+static int parse_log_level(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                           const char *src)
+{
+    mxh_log_level_t l;
+    (void)src;
+    if (mxh_log_level_parse(s, &l) != 0)
+        return -1;
+    *FIELD(int, v, cfg) = (int)l;
+    return 0;
+}
+
+static void print_log_level(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf,
+                            size_t len)
+{
+    snprintf(buf, len, "%s", log_level_names[*CFIELD(int, v, cfg)]);
+}
+
+/* auto, linear, or 0..4 halvings */
+static int parse_ramp(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
+{
+    (void)src;
+    if (!strcasecmp(s, "auto"))
+        *FIELD(int, v, cfg) = MXH_RAMP_AUTO;
+    else if (!strcasecmp(s, "linear"))
+        *FIELD(int, v, cfg) = MXH_RAMP_LINEAR;
+    else
+        return parse_int_in(s, 0, 4, FIELD(int, v, cfg));
+    return 0;
+}
+
+static void print_ramp(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    int x = *CFIELD(int, v, cfg);
+    if (x == MXH_RAMP_AUTO || x == MXH_RAMP_LINEAR)
+        snprintf(buf, len, "%s", x == MXH_RAMP_AUTO ? "auto" : "linear");
+    else
+        snprintf(buf, len, "%d", x);
+}
+
+/* comma-separated level names as a bit mask */
+static int parse_levels(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                        const char *src)
+{
+    char buf[256];
+    char *tok, *save = NULL;
+    int m = 0;
+
+    (void)src;
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        int found = 0;
+        for (int i = 0; i < 4; i++) {
+            if (!strcasecmp(tok, level_names[i])) {
+                m |= 1 << i;
+                found = 1;
+            }
+        }
+        if (!found)
+            return -1;
+    }
+    *FIELD(int, v, cfg) = m;
+    return 0;
+}
+
+static void print_levels(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0]     = '\0';
+    for (int i = 0; i < 4; i++)
+        if (*CFIELD(int, v, cfg) & (1 << i))
+            off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s",
+                                    off ? "," : "", level_names[i]);
+}
 
 static int find_name(const char *const *names, int n, const char *s, size_t len)
 {
@@ -229,11 +330,12 @@ static int find_name(const char *const *names, int n, const char *s, size_t len)
 }
 
 /* auto | algo | [algo,]coll:algo[,coll:algo...] */
-static int parse_algo(const char *s, int *algo)
+static int parse_algo(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
     int out[MXH_CONFIG_NCOLL] = {0};
     const char *p = s;
 
+    (void)src;
     while (*p) {
         const char *end = strchr(p, ','), *colon;
         size_t len      = end ? (size_t)(end - p) : strlen(p);
@@ -258,95 +360,109 @@ static int parse_algo(const char *s, int *algo)
         if (*p == ',')
             p++;
     }
-    memcpy(algo, out, sizeof(out));
+    memcpy(FIELD(int, v, cfg), out, sizeof(out));
     return 0;
 }
 
-static int parse_bool(const char *s, int *out)
+static void print_algo(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
 {
-    if (!strcasecmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "y") ||
-        !strcasecmp(s, "true") || !strcasecmp(s, "on")) {
-        *out = 1;
-        return 0;
+    const int *algo = CFIELD(int, v, cfg);
+    int same        = 1;
+    size_t off      = 0;
+
+    for (int c = 1; c < MXH_CONFIG_NCOLL; c++)
+        same &= algo[c] == algo[0];
+    if (same) {
+        snprintf(buf, len, "%s", mxh_config_algo_names[algo[0]]);
+        return;
     }
-    if (!strcasecmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "n") ||
-        !strcasecmp(s, "false") || !strcasecmp(s, "off")) {
-        *out = 0;
-        return 0;
-    }
-    return -1;
+    buf[0] = '\0';
+    for (int c = 0; c < MXH_CONFIG_NCOLL; c++)
+        if (algo[c] && off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s:%s", off ? "," : "",
+                                    mxh_config_coll_names[c], mxh_config_algo_names[algo[c]]);
 }
 
-static int parse_size(const char *s, size_t *out)
+/* Rails as a mask, so ranks reading equal lists from different paths agree. */
+static int parse_rail_list(const char *s, const char *end, uint64_t *mask)
 {
-    char *end;
-    unsigned long long v;
-
-    while (isspace((unsigned char)*s))
-        s++;
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    switch (tolower((unsigned char)*end)) {
-    case 'k': v <<= 10; end++; break;
-    case 'm': v <<= 20; end++; break;
-    case 'g': v <<= 30; end++; break;
-    default: break;
+    uint64_t m = 0;
+    while (s < end) {
+        char *e;
+        long x;
+        while (s < end && (isspace((unsigned char)*s) || *s == ','))
+            s++;
+        if (s >= end)
+            break;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        x = strtol(s, &e, 10);
+        if (e > end || x < 0 || x > 63)
+            return -1;
+        m |= (uint64_t)1 << x;
+        s = e;
     }
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
+    *mask = m;
     return 0;
 }
 
-/* A positive number with an optional suffix: @time: s, ms, us, ns (seconds);
- * else decimal k, m, g, t (bytes per second, "g" = 1e9). */
-static int parse_real(const char *s, int time, double *out)
+/* "" | "1,3" | the path of a file holding '"exclude_rails": [1, 3]' (mpix_doctor --json) */
+static int parse_rails(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
-    char *end;
-    double v;
+    const char *p = s;
+    char *buf, *k, *open, *close;
+    FILE *f;
+    long n;
+    int rc = -1;
 
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
+    (void)src;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == '\0' || isdigit((unsigned char)*p))
+        return parse_rail_list(p, p + strlen(p), FIELD(uint64_t, v, cfg));
+    if ((f = fopen(s, "r")) == NULL) {
+        mxh_error("MPIX_HIER_EXCLUDE_RAILS: cannot open '%s'", s);
         return -1;
-    if (time) {
-        if (!strcmp(end, "ms"))
-            v *= 1e-3, end += 2;
-        else if (!strcmp(end, "us"))
-            v *= 1e-6, end += 2;
-        else if (!strcmp(end, "ns"))
-            v *= 1e-9, end += 2;
-        else if (!strcmp(end, "s"))
-            end++;
-    } else {
-        switch (tolower((unsigned char)*end)) {
-        case 'k': v *= 1e3; end++; break;
-        case 'm': v *= 1e6; end++; break;
-        case 'g': v *= 1e9; end++; break;
-        case 't': v *= 1e12; end++; break;
-        default: break;
-        }
     }
-    if (*end != '\0')
+    buf = malloc(1 << 22);
+    n   = buf ? (long)fread(buf, 1, (1 << 22) - 1, f) : 0;
+    fclose(f);
+    if (buf == NULL)
         return -1;
-    *out = v;
-    return 0;
+    buf[n] = '\0';
+    if ((k = strstr(buf, "\"exclude_rails\"")) != NULL && (open = strchr(k, '[')) != NULL &&
+        (close = strchr(open, ']')) != NULL)
+        rc = parse_rail_list(open + 1, close, FIELD(uint64_t, v, cfg));
+    else
+        mxh_error("MPIX_HIER_EXCLUDE_RAILS: '%s' has no \"exclude_rails\": [...]", s);
+    free(buf);
+    return rc;
 }
 
-/* 'BYTES:FACTOR;BYTES:FACTOR...' (any order; sorted by size here), "" = none */
-static int parse_factors(const char *s, int *n, size_t *size, double *f)
+static void print_rails(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
 {
+    uint64_t m = *CFIELD(uint64_t, v, cfg);
+    size_t off = 0;
+    buf[0]     = '\0';
+    for (int r = 0; r < 64 && off < len; r++)
+        if (m >> r & 1)
+            off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "", r);
+}
+
+/* 'BYTES:FACTOR;BYTES:FACTOR...' (any order; kept sorted by size), "" = none */
+static int parse_factors(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                         const char *src)
+{
+    const factors_t *t = v->arg;
+    size_t size[MXH_CONFIG_FACTORS];
+    double f[MXH_CONFIG_FACTORS];
     int k = 0;
+
+    (void)src;
     while (*s) {
         char *end;
         unsigned long long b;
-        double v;
+        double x;
         while (*s == ' ' || *s == ';')
             s++;
         if (!*s)
@@ -354,11 +470,11 @@ static int parse_factors(const char *s, int *n, size_t *size, double *f)
         if (k == MXH_CONFIG_FACTORS || !isdigit((unsigned char)*s))
             return -1;
         errno = 0;
-        b = strtoull(s, &end, 10);
+        b     = strtoull(s, &end, 10);
         if (errno || *end != ':')
             return -1;
-        v = strtod(end + 1, &end);
-        if (!(v > 0) || (*end && *end != ';'))
+        x = strtod(end + 1, &end);
+        if (!(x > 0) || (*end && *end != ';'))
             return -1;
         int i = k++;
         while (i > 0 && size[i - 1] > b) { /* insertion: ascending sizes */
@@ -367,17 +483,27 @@ static int parse_factors(const char *s, int *n, size_t *size, double *f)
             i--;
         }
         size[i] = (size_t)b;
-        f[i]    = v;
+        f[i]    = x;
         s       = end;
     }
-    *n = k;
+    memset((char *)cfg + t->size_off, 0, sizeof(size)); /* canonical: unused entries 0 */
+    memset((char *)cfg + t->f_off, 0, sizeof(f));
+    memcpy((char *)cfg + t->size_off, size, (size_t)k * sizeof(size[0]));
+    memcpy((char *)cfg + t->f_off, f, (size_t)k * sizeof(f[0]));
+    *FIELD(int, v, cfg) = k;
     return 0;
 }
 
-static void print_factors(char *buf, size_t len, int n, const size_t *size, const double *f)
+static void print_factors(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf,
+                          size_t len)
 {
-    size_t off = 0;
-    for (int i = n - 1; i >= 0 && off < len; i--) {
+    const factors_t *t = v->arg;
+    const size_t *size = (const size_t *)(const void *)((const char *)cfg + t->size_off);
+    const double *f    = (const double *)(const void *)((const char *)cfg + t->f_off);
+    size_t off         = 0;
+
+    buf[0] = '\0';
+    for (int i = *CFIELD(int, v, cfg) - 1; i >= 0 && off < len; i--) {
         int k = snprintf(buf + off, len - off, "%s%zu:%g", off ? ";" : "", size[i], f[i]);
         if (k < 0)
             break;
@@ -385,136 +511,294 @@ static void print_factors(char *buf, size_t len, int n, const size_t *size, cons
     }
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
+/* the entries in use, then their count */
+static uint64_t hash_factors(const mxh_config_var_t *v, const mxh_config_t *cfg, uint64_t h)
 {
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
+    const factors_t *t = v->arg;
+    int n              = *CFIELD(int, v, cfg);
+    h = mxh_hash_bytes(h, (const char *)cfg + t->size_off, (size_t)n * sizeof(size_t));
+    h = mxh_hash_bytes(h, (const char *)cfg + t->f_off, (size_t)n * sizeof(double));
+    return mxh_hash_bytes(h, &n, sizeof(n));
 }
 
-static int parse_levels(const char *s, int *mask)
+static int row_index(const mxh_config_var_t *v)
 {
-    char buf[256];
+    return (int)(v - mxh_config_vars);
+}
+
+/* 'key=value;key=value;...': each key sets the variable its cfg_key_t names, as that variable
+ * would, except where the variable was set under its own name from this same source. */
+static int parse_composite(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s,
+                           const char *source)
+{
+    char buf[MXH_CONFIG_STR_MAX], list[MXH_CONFIG_STR_MAX] = "", sub[128];
+    const cfg_key_t *keys = v->arg, *list_key = NULL;
     char *tok, *save = NULL;
-    int m = 0;
 
     if (strlen(s) >= sizeof(buf))
         return -1;
     strcpy(buf, s);
-    for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-        int found = 0;
-        for (int i = 0; i < 4; i++) {
-            if (!strcasecmp(tok, level_names[i])) {
-                m |= 1 << i;
-                found = 1;
-            }
-        }
-        if (!found)
+    snprintf(sub, sizeof(sub), "%s from %s", v->name, source);
+    for (tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '='), *val;
+        const cfg_key_t *k;
+        while (isspace((unsigned char)*tok))
+            tok++;
+        if (!*tok)
+            continue;
+        if (eq)
+            *eq = '\0';
+        for (k = keys; k->key && (eq ? strcasecmp(k->key, tok) : !(k->flags & KEY_LIST)); k++)
+            ;
+        if (k->key == NULL)
             return -1;
+        val = eq ? eq + 1 : tok;
+        if (k->flags & KEY_LIST) { /* applied once, after the loop */
+            size_t off = strlen(list);
+            if (off + strlen(val) + 2 > sizeof(list))
+                return -1;
+            snprintf(list + off, sizeof(list) - off, "%s%s", off ? "," : "", val);
+            list_key = k;
+            continue;
+        }
+        const mxh_config_var_t *target = find_var(k->var);
+        if (k->flags & KEY_COMMA)
+            for (char *c = val; *c; c++)
+                *c = *c == ',' ? ';' : *c;
+        if (cfg->named >> row_index(target) & 1) {
+            mxh_debug("%s: %s ignored: %s is set", v->name, k->key, target->name);
+            continue;
+        }
+        if (set_var(cfg, target, val, sub) != MXH_OK)
+            return -2;
     }
-    *mask = m;
+    if (list_key) {
+        const mxh_config_var_t *target = find_var(list_key->var);
+        if (cfg->named >> row_index(target) & 1)
+            mxh_debug("%s: %s ignored: %s is set", v->name, list_key->key, target->name);
+        else if (set_var(cfg, target, list, sub) != MXH_OK)
+            return -2;
+    }
     return 0;
 }
 
-/* MPIX_HIER_EXCLUDE_RAILS: "" | "1,3" | a file holding '"exclude_rails": [1, 3]' (the
- * doctor's JSON). The rails as a mask, so ranks reading equal lists from different paths
- * agree (the plan hash covers the mask). */
-static int parse_rail_list(const char *s, const char *end, uint64_t *mask)
+static void print_composite(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf,
+                            size_t len)
 {
-    uint64_t m = 0;
-    while (s < end) {
-        char *e;
-        long v;
-        while (s < end && (isspace((unsigned char)*s) || *s == ','))
-            s++;
-        if (s >= end)
-            break;
-        if (!isdigit((unsigned char)*s))
-            return -1;
-        v = strtol(s, &e, 10);
-        if (e > end || v < 0 || v > 63)
-            return -1;
-        m |= (uint64_t)1 << v;
-        s = e;
-    }
-    *mask = m;
-    return 0;
-}
-
-static int parse_exclude_rails(const char *s, uint64_t *mask)
-{
-    const char *p = s;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == '\0' || isdigit((unsigned char)*p))
-        return parse_rail_list(p, p + strlen(p), mask);
-    {
-        FILE *f = fopen(s, "r");
-        char *buf, *k, *open, *close;
-        long n;
-        int rc = -1;
-        if (f == NULL) {
-            mxh_error("MPIX_HIER_EXCLUDE_RAILS: cannot open '%s'", s);
-            return -1;
-        }
-        buf = malloc(1 << 22);
-        n   = buf ? (long)fread(buf, 1, (1 << 22) - 1, f) : 0;
-        fclose(f);
-        if (buf == NULL)
-            return -1;
-        buf[n] = '\0';
-        if ((k = strstr(buf, "\"exclude_rails\"")) != NULL && (open = strchr(k, '[')) != NULL &&
-            (close = strchr(open, ']')) != NULL)
-            rc = parse_rail_list(open + 1, close, mask);
-        else
-            mxh_error("MPIX_HIER_EXCLUDE_RAILS: '%s' has no \"exclude_rails\": [...]", s);
-        free(buf);
-        return rc;
+    size_t off = 0;
+    buf[0]     = '\0';
+    for (const cfg_key_t *k = v->arg; k->key && off < len; k++) {
+        char val[MXH_CONFIG_STR_MAX];
+        mxh_config_get_string(cfg, k->var, val, sizeof(val));
+        if (k->flags & KEY_COMMA)
+            for (char *c = val; *c; c++)
+                *c = *c == ';' ? ',' : *c;
+        off += (size_t)snprintf(buf + off, len - off, "%s%s=%s", off ? ";" : "", k->key, val);
     }
 }
 
-void mxh_config_init_defaults(mxh_config_t *cfg)
-{
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->enable          = 1;
-    cfg->log_level       = MXH_LOG_WARN;
-    cfg->min_bytes       = 0;
-    cfg->levels_mask     = MXH_LEVELS_ALL;
-    cfg->plan_cache_size = 16;
-    cfg->discover        = 1;
-    cfg->frag_size       = (size_t)8 << 20; /* simulated best, benchmarks/RESULTS.md */
-    cfg->pipeline_depth  = 0;
-    cfg->pipeline_ramp   = MXH_RAMP_AUTO; /* simulated, benchmarks/RESULTS.md */
-    cfg->pipeline_pace   = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
-    cfg->kary            = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 (issue 21) */
-    cfg->rsag            = 2; /* auto; the same */
-    cfg->shm             = 1;
-    cfg->spread          = 1; /* simulated, benchmarks/RESULTS.md section 5 (issue 21) */
-    cfg->shm_chunk       = 128 << 10; /* measured, src/coll/shm.h */
-    cfg->ipc             = -1;        /* auto */
-    cfg->gpu_mps         = -1;        /* auto */
-    cfg->ipc_min         = 256 << 10; /* host cost of agreeing: RESULTS.md section 4 */
-    cfg->metrics         = 1;
-    /* H100 + NDR, as benchmarks/sim/gen_platform.py describes them (link-exact) */
-    cfg->cost_node_latency   = 1e-6;
-    cfg->cost_node_bw        = 370e9;
-    cfg->cost_net_latency    = 2e-6;
-    cfg->cost_net_bw         = 48e9;
-    cfg->cost_net_contention = 1;
-    cfg->cost_measure        = 2; /* auto */
-    cfg->cost_model          = 2; /* auto; simulated, benchmarks/RESULTS.md section 5 */
-    cfg->cost_spine_latency  = 4e-6;
-    cfg->cost_torus_latency  = 3e-6; /* NIC, torus link, NIC: 1 us each */
-    cfg->cost_torus_bw       = 0;    /* derived from the NICs (gen_platform.py --b-torus) */
-    cfg->cost_reduce_bw      = 1000e9;
-    cfg->cost_copy_bw        = 1500e9;
-}
+static const mxh_config_type_t t_bool = {parse_bool, print_bool, NULL};
+static const mxh_config_type_t t_tri = {parse_tri, print_tri, NULL};
+static const mxh_config_type_t t_int = {parse_int, print_int, NULL};
+static const mxh_config_type_t t_size = {parse_size, print_size, NULL};
+static const mxh_config_type_t t_real = {parse_real, print_real, NULL};
+static const mxh_config_type_t t_number = {parse_number, print_number, NULL};
+static const mxh_config_type_t t_string = {parse_string, print_string, NULL};
+static const mxh_config_type_t t_log_level = {parse_log_level, print_log_level, NULL};
+static const mxh_config_type_t t_ramp = {parse_ramp, print_ramp, NULL};
+static const mxh_config_type_t t_levels = {parse_levels, print_levels, NULL};
+static const mxh_config_type_t t_algo = {parse_algo, print_algo, NULL};
+static const mxh_config_type_t t_rails = {parse_rails, print_rails, NULL};
+static const mxh_config_type_t t_factors = {parse_factors, print_factors, hash_factors};
+static const mxh_config_type_t t_composite = {parse_composite, print_composite, NULL};
+
+/* ---- the table ------------------------------------------------------------------ */
+
+/* A row's flags: PLAN changes the plan (hashed, must agree); USER is shown by mpix_info -c
+ * (the others are expert: --all); COST and FRAG record cost_given / frag_given. */
+#define PLAN 1
+#define USER 2
+#define COST (MXH_CONFIG_GIVEN_COST << 2)
+#define FRAG (MXH_CONFIG_GIVEN_FRAG << 2)
+#define VAR(NAME, DFLT, FLD, TYPE, ARG, FLAGS, DOC)                                           \
+    {"MPIX_HIER_" NAME, DFLT, DOC, offsetof(mxh_config_t, FLD),                               \
+     sizeof(((mxh_config_t *)0)->FLD), &t_##TYPE, ARG, (FLAGS) & PLAN, ((FLAGS) & USER) != 0, \
+     (FLAGS) >> 2}
+#define COMPOSITE(NAME, KEYS, FLAGS, DOC) \
+    {"MPIX_HIER_" NAME, "", DOC, 0, 0, &t_composite, KEYS, (FLAGS) & PLAN, ((FLAGS) & USER) != 0, 0}
+#define RANGE(LO, HI)  (&(const range_t){(LO), (HI)})
+#define AUTO(X)        (&(const int){X})
+#define TIME           (&(const real_t){REAL_TIME, 0, 0})
+#define RATE           (&(const real_t){REAL_RATE, 0, 0})
+#define FACTORS(N, F)  (&(const factors_t){offsetof(mxh_config_t, N), offsetof(mxh_config_t, F)})
+
+static const cfg_key_t tune_keys[] = {
+    {"algo", "MPIX_HIER_ALGO", KEY_LIST},           {"frag", "MPIX_HIER_FRAG_SIZE", 0},
+    {"depth", "MPIX_HIER_PIPELINE_DEPTH", 0},       {"ramp", "MPIX_HIER_PIPELINE_RAMP", 0},
+    {"pace", "MPIX_HIER_PIPELINE_PACE", 0},         {"kary", "MPIX_HIER_KARY", 0},
+    {"rsag", "MPIX_HIER_RSAG", 0},                  {"spread", "MPIX_HIER_SPREAD", 0},
+    {"model", "MPIX_HIER_COST_MODEL", 0},           {"measure", "MPIX_HIER_COST_MEASURE", 0},
+    {NULL, NULL, 0}};
+static const cfg_key_t net_keys[] = {
+    {"node_lat", "MPIX_HIER_COST_NODE_LATENCY", 0}, {"node_bw", "MPIX_HIER_COST_NODE_BW", 0},
+    {"net_lat", "MPIX_HIER_COST_NET_LATENCY", 0},   {"net_bw", "MPIX_HIER_COST_NET_BW", 0},
+    {"contention", "MPIX_HIER_COST_NET_CONTENTION", 0},
+    {"spine_lat", "MPIX_HIER_COST_SPINE_LATENCY", 0},
+    {"torus_lat", "MPIX_HIER_COST_TORUS_LATENCY", 0},
+    {"torus_bw", "MPIX_HIER_COST_TORUS_BW", 0},     {"reduce_bw", "MPIX_HIER_COST_REDUCE_BW", 0},
+    {"copy_bw", "MPIX_HIER_COST_COPY_BW", 0},
+    {"lat_factor", "MPIX_HIER_COST_LAT_FACTOR", KEY_COMMA},
+    {"bw_factor", "MPIX_HIER_COST_BW_FACTOR", KEY_COMMA},
+    {NULL, NULL, 0}};
+
+/* Defaults: H100 + NDR as benchmarks/sim/gen_platform.py describes them (link-exact); the
+ * tuning defaults are the simulated best (benchmarks/RESULTS.md). */
+const mxh_config_var_t mxh_config_vars[] = {
+    VAR("ENABLE", "yes", enable, bool, NULL, PLAN | USER,
+        "Use hierarchical algorithms (yes/no); 'no' makes every MPIX_Hier_ call the plain MPI "
+        "collective."),
+    VAR("LOG_LEVEL", "warn", log_level, log_level, NULL, USER,
+        "Log level: error, warn, info, debug, trace; 'info' prints each communicator's "
+        "hierarchy once."),
+    VAR("HOSTNAME", "", hostname, string, NULL, USER,
+        "Node identity of this rank (default: MPI_Get_processor_name refined by "
+        "MPI_COMM_TYPE_SHARED); set it per rank to fake several nodes on one machine."),
+    VAR("TOPO_FILE", "", topo_file, string, NULL, USER,
+        "Slurm topology.conf (tree or block) giving each node's leaf switch; empty: "
+        "/etc/slurm/topology.conf if readable, else one leaf."),
+    VAR("CLUSTER_FILE", "", cluster_file, string, NULL, USER,
+        "Cluster description, lines 'HOSTLIST node=NAME rail=N leaf=NAME' (docs: Cluster "
+        "file); its values override discovery and MPIX_HIER_TOPO_FILE."),
+    VAR("HWLOC_XML", "", hwloc_xml, string, NULL, 0,
+        "hwloc XML export to discover GPUs, NICs and NVLink from (default: HWLOC_XMLFILE, else "
+        "the live machine)."),
+    VAR("NCCL_TOPO_FILE", "", nccl_topo_file, string, NULL, 0,
+        "NCCL topology XML of GPU/NIC/NVLink placement, preferred over hwloc where they "
+        "disagree (default: NCCL_TOPO_FILE)."),
+    VAR("GPU_BUSID", "", gpu_busid, string, NULL, 0,
+        "PCI bus id of this rank's GPU (e.g. 0000:07:00.0); default: CUDA's current device, "
+        "else CUDA_VISIBLE_DEVICES / the local index."),
+    VAR("GPU_MPS", "auto", gpu_mps, tri, AUTO(-1), 0,
+        "Whether the GPU contexts are shared through CUDA MPS (yes/no/auto: the device's "
+        "cudaDevAttrMpsEnabled); it sets MPIX_HIER_IPC_MIN's default for shared GPUs."),
+    VAR("DISCOVER", "yes", discover, bool, NULL, PLAN,
+        "Discover GPUs, NICs and NVLink with hwloc/CUDA/UCX (yes/no; no: rails are local "
+        "indices, nodes whole nodes)."),
+    VAR("MIN_BYTES", "0", min_bytes, size, NULL, PLAN,
+        "Messages smaller than this many bytes per rank (k/m/g suffixes) use the plain MPI "
+        "collective."),
+    VAR("LEVELS", "island,node,rail,spine", levels_mask, levels, NULL, PLAN,
+        "Comma-separated levels the hierarchy may use (node and rail are required); without "
+        "spine, leaf switches and torus coordinates are ignored."),
+    VAR("PLAN_CACHE_SIZE", "16", plan_cache_size, int, RANGE(1, 4096), 0,
+        "Schedules (per collective, count, root and element size) cached per communicator."),
+    COMPOSITE("TUNE", tune_keys, PLAN | USER,
+              "Tuning in one string, 'key=value;...': algo (or bare coll:algo items), frag, "
+              "depth, ramp, pace, kary, rsag, spread, model, measure set MPIX_HIER_ALGO, "
+              "_FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _PIPELINE_PACE, _KARY, _RSAG, "
+              "_SPREAD, _COST_MODEL, _COST_MEASURE; the specific variable, where set from "
+              "the same source, wins."),
+    VAR("ALGO", "auto", algo, algo, NULL, PLAN,
+        "Force algorithms: auto, one of mpi, shm, hier, pipeline for every collective, or "
+        "coll:algo items (e.g. 'allreduce:pipeline,bcast:mpi'); one that cannot run degrades "
+        "(shm -> hier -> mpi)."),
+    VAR("FRAG_SIZE", "8m", frag_size, size, NULL, PLAN | FRAG,
+        "Pipelining fragment in bytes of the whole vector (messages of two fragments or more "
+        "overlap levels; from 1m on at most 64 fragments); 0 disables pipelining."),
+    VAR("PIPELINE_DEPTH", "0", pipeline_depth, int, RANGE(0, 1 << 20), PLAN,
+        "Fragments in flight at most (0: one per stage of the schedule, more for streamed "
+        "and long schedules; 1: no overlap)."),
+    VAR("PIPELINE_RAMP", "auto", pipeline_ramp, ramp, NULL, PLAN,
+        "How pipelines of fragments of 1m or more fill and drain: k (at most 4) halvings, "
+        "linear (pieces of 1/8 .. 7/8), 0 uniform fragments, auto (the cost model picks "
+        "linear or 2 per schedule on a flat network, else 2)."),
+    VAR("PIPELINE_PACE", "auto", pipeline_pace, tri, AUTO(2), PLAN,
+        "Streamed pipelines post a fragment's exchange on a link only once the bytes booked "
+        "before it have crossed, by the cost model's link times (yes/no/auto: per schedule, "
+        "where predicted faster)."),
+    VAR("KARY", "auto", kary, tri, AUTO(2), PLAN,
+        "Network levels of more than 16 ranks reduce-scatter and allgather in log_f p "
+        "exchanges of at most 7 messages instead of one with every peer (yes/no/auto: per "
+        "schedule, by the cost model)."),
+    VAR("RSAG", "auto", rsag, tri, AUTO(2), PLAN,
+        "Allreduce steps of up to 32 KiB on a network level as reduce-scatter + allgather "
+        "instead of radix (yes/no/auto: per schedule, where the cost model predicts it "
+        "faster)."),
+    VAR("SPREAD", "yes", spread, bool, NULL, PLAN,
+        "Small allreduces (up to 4 KiB) on layouts of two network levels or more cross them "
+        "in one exchange over every rank's rail (yes/no; no: an allreduce per level)."),
+    VAR("SHM", "yes", shm, bool, NULL, PLAN,
+        "Shared-memory algorithms between the ranks of a node (yes/no): the single-node "
+        "collectives and the node level of hierarchical schedules."),
+    VAR("SHM_CHUNK", "128k", shm_chunk, size, RANGE(64, 1L << 30), PLAN,
+        "Shared-memory slot per rank in bytes; larger messages are pipelined through it "
+        "chunk by chunk."),
+    VAR("IPC", "auto", ipc, tri, AUTO(-1), PLAN,
+        "Read the device buffers of a node's ranks through CUDA IPC peer mappings and reduce "
+        "them on the device instead of staging through host memory (yes/no/auto: when every "
+        "rank of the node drives a GPU)."),
+    VAR("IPC_MIN", "256k", ipc_min, size, NULL, PLAN,
+        "Smallest message (bytes of the whole vector) that tries the device node level "
+        "(with auto, 4 MiB where two ranks share a GPU without MPS)."),
+    VAR("EXCLUDE_RAILS", "", exclude_rails, rails, NULL, PLAN | USER,
+        "Rails whose ranks send nothing on the network: a comma list of rail indices, or the "
+        "path of an mpix_doctor --json report (its exclude_rails)."),
+    VAR("METRICS", "yes", metrics, bool, NULL, USER,
+        "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; 'no' "
+        "saves two clock reads per call)."),
+    VAR("METRICS_FILE", "", metrics_file, string, NULL, USER,
+        "Write the metrics (Prometheus text) to this file at MPI_Finalize and every "
+        "MPIX_HIER_METRICS_INTERVAL s; %r rank, %h host, %p pid, else .rank<r> is appended."),
+    VAR("METRICS_INTERVAL", "0", metrics_interval, number, (&(const drange_t){0, 1e9}), USER,
+        "Seconds between writes of MPIX_HIER_METRICS_FILE (0: only at MPI_Finalize)."),
+    VAR("COST_MODEL", "auto", cost_model, tri, AUTO(2), PLAN,
+        "Choose hier or pipeline and the fragment size by the cost model instead of "
+        "MPIX_HIER_FRAG_SIZE (yes/no/auto: where the measured network is flat in message "
+        "size and MPIX_HIER_FRAG_SIZE is not set)."),
+    VAR("COST_MEASURE", "auto", cost_measure, tri, AUTO(2), PLAN,
+        "Measure the cost model's latencies, bandwidths and factors when a hierarchy is built "
+        "(yes/no/auto: with MPIX_HIER_COST_MODEL on, unless a network parameter is set)."),
+    COMPOSITE("NET", net_keys, PLAN | USER,
+              "The network in one string, 'key=value;...': node_lat, node_bw, net_lat, net_bw, "
+              "contention, spine_lat, torus_lat, torus_bw, reduce_bw, copy_bw, lat_factor, "
+              "bw_factor (entries split by ',') set the MPIX_HIER_COST_* variable of that "
+              "name; the specific variable, where set from the same source, wins."),
+    VAR("COST_NODE_LATENCY", "1us", cost_node_latency, real, TIME, PLAN | COST,
+        "Cost model: seconds per exchange inside a node (suffix s, ms, us or ns)."),
+    VAR("COST_NODE_BW", "370g", cost_node_bw, real, RATE, PLAN | COST,
+        "Cost model: bytes per second of a rank's link inside a node, each direction "
+        "(decimal suffix k, m, g, t)."),
+    VAR("COST_NET_LATENCY", "2us", cost_net_latency, real, TIME, PLAN | COST,
+        "Cost model: seconds per exchange across nodes under one leaf switch."),
+    VAR("COST_NET_BW", "48g", cost_net_bw, real, RATE, PLAN | COST,
+        "Cost model: bytes per second of one rank's NIC (rail and spine levels)."),
+    VAR("COST_SPINE_LATENCY", "4us", cost_spine_latency, real, TIME, PLAN | COST,
+        "Cost model: seconds per exchange between leaf groups (the spine level)."),
+    VAR("COST_TORUS_LATENCY", "3us", cost_torus_latency, real, TIME, PLAN | COST,
+        "Cost model: seconds per exchange between neighbours of a torus of nodes."),
+    VAR("COST_TORUS_BW", "0", cost_torus_bw, real, (&(const real_t){REAL_RATE, 0, 1}),
+        PLAN | COST,
+        "Cost model: bytes per second of one torus link, each direction; 0: the node's NICs "
+        "over 2 links per dimension."),
+    VAR("COST_NET_CONTENTION", "1", cost_net_contention, real, (&(const real_t){REAL_PLAIN, 1, 0}),
+        PLAN, "Cost model: factor (>= 1) on the network levels' byte time."),
+    VAR("COST_REDUCE_BW", "1000g", cost_reduce_bw, real, RATE, PLAN,
+        "Cost model: bytes per second of a rank's two-input reduction output."),
+    VAR("COST_COPY_BW", "1500g", cost_copy_bw, real, RATE, PLAN,
+        "Cost model: bytes per second of local copies."),
+    VAR("COST_LAT_FACTOR", "", cost_lat_n, factors, FACTORS(cost_lat_size, cost_lat_f),
+        PLAN | COST,
+        "Cost model: latency factors by message size, 'BYTES:FACTOR;...' (SimGrid's "
+        "smpi/lat-factor syntax); empty: 1."),
+    VAR("COST_BW_FACTOR", "", cost_bw_n, factors, FACTORS(cost_bw_size, cost_bw_f), PLAN | COST,
+        "Cost model: bandwidth factors by message size, the same syntax (smpi/bw-factor); "
+        "empty: 1."),
+    {NULL, NULL, NULL, 0, 0, NULL, NULL, 0, 0, 0}};
+
+_Static_assert(sizeof(mxh_config_vars) / sizeof(mxh_config_vars[0]) <= 65,
+               "mxh_config_t.named holds a bit per row");
+
+/* ---- walking the table ---------------------------------------------------------- */
 
 static const mxh_config_var_t *find_var(const char *name)
 {
@@ -524,179 +808,48 @@ static const mxh_config_var_t *find_var(const char *name)
     return NULL;
 }
 
-static mxh_status_t copy_str(char *dst, size_t cap, const char *name, const char *value)
+void mxh_config_init_defaults(mxh_config_t *cfg)
 {
-    if (strlen(value) >= cap) {
-        mxh_error("%s: value is longer than %zu characters", name, cap - 1);
-        return MXH_ERR_PARSE;
-    }
-    strcpy(dst, value);
-    return MXH_OK;
+    memset(cfg, 0, sizeof(*cfg));
+    for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++)
+        if (v->size > 0 && v->type->parse(v, cfg, v->dflt, "default") != 0)
+            mxh_error("%s: default '%s' does not parse", v->name, v->dflt);
 }
 
-/* The variables that describe the network: MPIX_HIER_COST_MEASURE=auto keeps them
- * instead of measuring (src/coll/measure.h). */
-static int is_network_parameter(const char *name)
+static mxh_status_t set_var(mxh_config_t *cfg, const mxh_config_var_t *v, const char *value,
+                            const char *source)
 {
-    static const char *const names[] = {
-        "MPIX_HIER_COST_NODE_LATENCY",  "MPIX_HIER_COST_NODE_BW",
-        "MPIX_HIER_COST_NET_LATENCY",   "MPIX_HIER_COST_NET_BW",
-        "MPIX_HIER_COST_SPINE_LATENCY", "MPIX_HIER_COST_TORUS_LATENCY",
-        "MPIX_HIER_COST_TORUS_BW",      "MPIX_HIER_COST_LAT_FACTOR",
-        "MPIX_HIER_COST_BW_FACTOR"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (!strcmp(name, names[i]))
-            return 1;
-    return 0;
+    int rc = v->type->parse(v, cfg, value, source);
+    if (rc == -1)
+        mxh_error("%s='%s' (from %s) is malformed: %s", v->name, value, source, v->doc);
+    if (rc != 0)
+        return MXH_ERR_PARSE;
+    if (v->given & MXH_CONFIG_GIVEN_COST)
+        cfg->cost_given = 1;
+    if (v->given & MXH_CONFIG_GIVEN_FRAG)
+        cfg->frag_given = 1;
+    return MXH_OK;
 }
 
 mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
                             const char *source)
 {
-    const mxh_config_var_t *var = find_var(name);
-    int rc = 0;
+    const mxh_config_var_t *v = find_var(name);
+    uint32_t src;
 
-    if (var == NULL) {
+    if (v == NULL) {
         mxh_error("unknown configuration variable %s (from %s)", name, source);
         return MXH_ERR_CONFIG;
     }
-    name = var->name;
-    if (!strcmp(name, "MPIX_HIER_ENABLE")) {
-        rc = parse_bool(value, &cfg->enable);
-    } else if (!strcmp(name, "MPIX_HIER_LOG_LEVEL")) {
-        mxh_log_level_t l;
-        rc = mxh_log_level_parse(value, &l);
-        if (rc == 0)
-            cfg->log_level = (int)l;
-    } else if (!strcmp(name, "MPIX_HIER_HOSTNAME")) {
-        return copy_str(cfg->hostname, sizeof(cfg->hostname), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
-        return copy_str(cfg->topo_file, sizeof(cfg->topo_file), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_CLUSTER_FILE")) {
-        return copy_str(cfg->cluster_file, sizeof(cfg->cluster_file), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
-        return copy_str(cfg->hwloc_xml, sizeof(cfg->hwloc_xml), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {
-        return copy_str(cfg->nccl_topo_file, sizeof(cfg->nccl_topo_file), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
-        return copy_str(cfg->gpu_busid, sizeof(cfg->gpu_busid), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_GPU_MPS")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->gpu_mps = -1;
-        else
-            rc = parse_bool(value, &cfg->gpu_mps);
-    } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
-        rc = parse_bool(value, &cfg->discover);
-    } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
-        rc = parse_size(value, &cfg->min_bytes);
-    } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
-        rc = parse_levels(value, &cfg->levels_mask);
-    } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
-        rc = parse_int(value, 1, 4096, &cfg->plan_cache_size);
-    } else if (!strcmp(name, "MPIX_HIER_ALGO")) {
-        rc = parse_algo(value, cfg->algo);
-    } else if (!strcmp(name, "MPIX_HIER_FRAG_SIZE")) {
-        rc = parse_size(value, &cfg->frag_size);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
-        rc = parse_int(value, 0, 1 << 20, &cfg->pipeline_depth);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->pipeline_ramp = MXH_RAMP_AUTO;
-        else if (!strcasecmp(value, "linear"))
-            cfg->pipeline_ramp = MXH_RAMP_LINEAR;
-        else
-            rc = parse_int(value, 0, 4, &cfg->pipeline_ramp);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->pipeline_pace = 2;
-        else
-            rc = parse_bool(value, &cfg->pipeline_pace);
-    } else if (!strcmp(name, "MPIX_HIER_KARY")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->kary = 2;
-        else
-            rc = parse_bool(value, &cfg->kary);
-    } else if (!strcmp(name, "MPIX_HIER_RSAG")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->rsag = 2;
-        else
-            rc = parse_bool(value, &cfg->rsag);
-    } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
-        rc = parse_bool(value, &cfg->spread);
-    } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->cost_model = 2;
-        else
-            rc = parse_bool(value, &cfg->cost_model);
-    } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->cost_measure = 2;
-        else
-            rc = parse_bool(value, &cfg->cost_measure);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
-        rc = parse_real(value, 1, &cfg->cost_node_latency);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
-        rc = parse_real(value, 0, &cfg->cost_node_bw);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_LATENCY")) {
-        rc = parse_real(value, 1, &cfg->cost_net_latency);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
-        rc = parse_real(value, 0, &cfg->cost_net_bw);
-    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
-        rc = parse_real(value, 1, &cfg->cost_spine_latency);
-    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_LATENCY")) {
-        rc = parse_real(value, 1, &cfg->cost_torus_latency);
-    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_BW")) {
-        if (!strcmp(value, "0"))
-            cfg->cost_torus_bw = 0; /* derived from the NICs */
-        else
-            rc = parse_real(value, 0, &cfg->cost_torus_bw);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
-        rc = parse_real(value, 0, &cfg->cost_net_contention);
-        if (rc == 0 && cfg->cost_net_contention < 1)
-            rc = -1;
-    } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
-        rc = parse_real(value, 0, &cfg->cost_reduce_bw);
-    } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
-        rc = parse_real(value, 0, &cfg->cost_copy_bw);
-    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
-        rc = parse_factors(value, &cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
-    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
-        rc = parse_factors(value, &cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
-    } else if (!strcmp(name, "MPIX_HIER_SHM")) {
-        rc = parse_bool(value, &cfg->shm);
-    } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
-        rc = parse_size(value, &cfg->shm_chunk);
-        if (rc == 0 && (cfg->shm_chunk < 64 || cfg->shm_chunk > ((size_t)1 << 30)))
-            rc = -1;
-    } else if (!strcmp(name, "MPIX_HIER_IPC")) {
-        if (!strcasecmp(value, "auto"))
-            cfg->ipc = -1;
-        else
-            rc = parse_bool(value, &cfg->ipc);
-    } else if (!strcmp(name, "MPIX_HIER_IPC_MIN")) {
-        rc = parse_size(value, &cfg->ipc_min);
-    } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
-        rc = parse_exclude_rails(value, &cfg->exclude_rails);
-    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
-        rc = parse_bool(value, &cfg->metrics);
-    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
-        return copy_str(cfg->metrics_file, sizeof(cfg->metrics_file), name, value);
-    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
-        char *end;
-        errno                 = 0;
-        cfg->metrics_interval = strtod(value, &end);
-        rc = errno || end == value || *end != '\0' || !(cfg->metrics_interval >= 0) ||
-             cfg->metrics_interval > 1e9;
+    src = (uint32_t)mxh_hash_bytes(MXH_HASH_INIT, source, strlen(source));
+    if (src != cfg->named_src) { /* a new source: its composites may override the last */
+        cfg->named     = 0;
+        cfg->named_src = src;
     }
-    if (rc != 0) {
-        mxh_error("%s='%s' (from %s) is malformed: %s", name, value, source, var->doc);
-        return MXH_ERR_PARSE;
-    }
-    if (is_network_parameter(name))
-        cfg->cost_given = 1;
-    if (!strcmp(name, "MPIX_HIER_FRAG_SIZE"))
-        cfg->frag_given = 1;
-    return MXH_OK;
+    mxh_status_t st = set_var(cfg, v, value, source);
+    if (st == MXH_OK)
+        cfg->named |= (uint64_t)1 << row_index(v);
+    return st;
 }
 
 mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
@@ -720,8 +873,8 @@ mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
             continue; /* the drop-in library's own (mpix/pmpi.c), read there */
         if (find_var(name) == NULL) {
             if (warn_unknown)
-                mxh_warn("unknown environment variable %s ignored (the README lists the MPIX_HIER_* "
-                     "variables)", name);
+                mxh_warn("unknown environment variable %s ignored (the README lists the "
+                         "MPIX_HIER_* variables)", name);
             continue;
         }
         mxh_status_t st = mxh_config_set(cfg, name, eq + 1, "environment");
@@ -733,124 +886,11 @@ mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
 
 void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf, size_t len)
 {
-    static const char *const lvl[] = {"error", "warn", "info", "debug", "trace"};
-    const mxh_config_var_t *var = find_var(name);
+    const mxh_config_var_t *v = find_var(name);
 
     buf[0] = '\0';
-    if (var == NULL)
-        return;
-    name = var->name;
-    if (!strcmp(name, "MPIX_HIER_ENABLE")) {
-        snprintf(buf, len, "%s", cfg->enable ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_LOG_LEVEL")) {
-        snprintf(buf, len, "%s", lvl[cfg->log_level]);
-    } else if (!strcmp(name, "MPIX_HIER_HOSTNAME")) {
-        snprintf(buf, len, "%s", cfg->hostname);
-    } else if (!strcmp(name, "MPIX_HIER_TOPO_FILE")) {
-        snprintf(buf, len, "%s", cfg->topo_file);
-    } else if (!strcmp(name, "MPIX_HIER_CLUSTER_FILE")) {
-        snprintf(buf, len, "%s", cfg->cluster_file);
-    } else if (!strcmp(name, "MPIX_HIER_HWLOC_XML")) {
-        snprintf(buf, len, "%s", cfg->hwloc_xml);
-    } else if (!strcmp(name, "MPIX_HIER_NCCL_TOPO_FILE")) {
-        snprintf(buf, len, "%s", cfg->nccl_topo_file);
-    } else if (!strcmp(name, "MPIX_HIER_GPU_BUSID")) {
-        snprintf(buf, len, "%s", cfg->gpu_busid);
-    } else if (!strcmp(name, "MPIX_HIER_GPU_MPS")) {
-        snprintf(buf, len, "%s", cfg->gpu_mps < 0 ? "auto" : cfg->gpu_mps ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_DISCOVER")) {
-        snprintf(buf, len, "%s", cfg->discover ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_MIN_BYTES")) {
-        snprintf(buf, len, "%zu", cfg->min_bytes);
-    } else if (!strcmp(name, "MPIX_HIER_LEVELS")) {
-        size_t off = 0;
-        for (int i = 0; i < 4; i++)
-            if (cfg->levels_mask & (1 << i))
-                off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s",
-                                        off ? "," : "", level_names[i]);
-    } else if (!strcmp(name, "MPIX_HIER_PLAN_CACHE_SIZE")) {
-        snprintf(buf, len, "%d", cfg->plan_cache_size);
-    } else if (!strcmp(name, "MPIX_HIER_ALGO")) {
-        int same = 1;
-        for (int c = 1; c < MXH_CONFIG_NCOLL; c++)
-            same &= cfg->algo[c] == cfg->algo[0];
-        if (same) {
-            snprintf(buf, len, "%s", mxh_config_algo_names[cfg->algo[0]]);
-        } else {
-            size_t off = 0;
-            for (int c = 0; c < MXH_CONFIG_NCOLL; c++)
-                if (cfg->algo[c] && off < len)
-                    off += (size_t)snprintf(buf + off, len - off, "%s%s:%s", off ? "," : "",
-                                            mxh_config_coll_names[c],
-                                            mxh_config_algo_names[cfg->algo[c]]);
-        }
-    } else if (!strcmp(name, "MPIX_HIER_FRAG_SIZE")) {
-        snprintf(buf, len, "%zu", cfg->frag_size);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_DEPTH")) {
-        snprintf(buf, len, "%d", cfg->pipeline_depth);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_RAMP")) {
-        if (cfg->pipeline_ramp == MXH_RAMP_AUTO)
-            snprintf(buf, len, "auto");
-        else if (cfg->pipeline_ramp == MXH_RAMP_LINEAR)
-            snprintf(buf, len, "linear");
-        else
-            snprintf(buf, len, "%d", cfg->pipeline_ramp);
-    } else if (!strcmp(name, "MPIX_HIER_PIPELINE_PACE")) {
-        snprintf(buf, len, "%s", cfg->pipeline_pace == 2 ? "auto" : cfg->pipeline_pace ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_KARY")) {
-        snprintf(buf, len, "%s", cfg->kary == 2 ? "auto" : cfg->kary ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_RSAG")) {
-        snprintf(buf, len, "%s", cfg->rsag == 2 ? "auto" : cfg->rsag ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_SPREAD")) {
-        snprintf(buf, len, "%s", cfg->spread ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_COST_MODEL")) {
-        snprintf(buf, len, "%s", cfg->cost_model == 2 ? "auto" : cfg->cost_model ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_COST_MEASURE")) {
-        snprintf(buf, len, "%s", cfg->cost_measure == 2 ? "auto" : cfg->cost_measure ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_LATENCY")) {
-        snprintf(buf, len, "%gus", cfg->cost_node_latency * 1e6);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NODE_BW")) {
-        snprintf(buf, len, "%gg", cfg->cost_node_bw / 1e9);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_LATENCY")) {
-        snprintf(buf, len, "%gus", cfg->cost_net_latency * 1e6);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_BW")) {
-        snprintf(buf, len, "%gg", cfg->cost_net_bw / 1e9);
-    } else if (!strcmp(name, "MPIX_HIER_COST_SPINE_LATENCY")) {
-        snprintf(buf, len, "%gus", cfg->cost_spine_latency * 1e6);
-    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_LATENCY")) {
-        snprintf(buf, len, "%gus", cfg->cost_torus_latency * 1e6);
-    } else if (!strcmp(name, "MPIX_HIER_COST_TORUS_BW")) {
-        snprintf(buf, len, "%gg", cfg->cost_torus_bw / 1e9);
-    } else if (!strcmp(name, "MPIX_HIER_COST_NET_CONTENTION")) {
-        snprintf(buf, len, "%g", cfg->cost_net_contention);
-    } else if (!strcmp(name, "MPIX_HIER_COST_REDUCE_BW")) {
-        snprintf(buf, len, "%gg", cfg->cost_reduce_bw / 1e9);
-    } else if (!strcmp(name, "MPIX_HIER_COST_COPY_BW")) {
-        snprintf(buf, len, "%gg", cfg->cost_copy_bw / 1e9);
-    } else if (!strcmp(name, "MPIX_HIER_COST_LAT_FACTOR")) {
-        print_factors(buf, len, cfg->cost_lat_n, cfg->cost_lat_size, cfg->cost_lat_f);
-    } else if (!strcmp(name, "MPIX_HIER_COST_BW_FACTOR")) {
-        print_factors(buf, len, cfg->cost_bw_n, cfg->cost_bw_size, cfg->cost_bw_f);
-    } else if (!strcmp(name, "MPIX_HIER_SHM")) {
-        snprintf(buf, len, "%s", cfg->shm ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_SHM_CHUNK")) {
-        snprintf(buf, len, "%zu", cfg->shm_chunk);
-    } else if (!strcmp(name, "MPIX_HIER_IPC")) {
-        snprintf(buf, len, "%s", cfg->ipc < 0 ? "auto" : cfg->ipc ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_IPC_MIN")) {
-        snprintf(buf, len, "%zu", cfg->ipc_min);
-    } else if (!strcmp(name, "MPIX_HIER_EXCLUDE_RAILS")) {
-        size_t off = 0;
-        for (int r = 0; r < 64 && off < len; r++)
-            if (cfg->exclude_rails >> r & 1)
-                off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "", r);
-    } else if (!strcmp(name, "MPIX_HIER_METRICS")) {
-        snprintf(buf, len, "%s", cfg->metrics ? "yes" : "no");
-    } else if (!strcmp(name, "MPIX_HIER_METRICS_FILE")) {
-        snprintf(buf, len, "%s", cfg->metrics_file);
-    } else if (!strcmp(name, "MPIX_HIER_METRICS_INTERVAL")) {
-        snprintf(buf, len, "%g", cfg->metrics_interval);
-    }
+    if (v != NULL)
+        v->type->print(v, cfg, buf, len);
 }
 
 uint64_t mxh_hash_bytes(uint64_t h, const void *data, size_t len)
@@ -863,59 +903,18 @@ uint64_t mxh_hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+/* The fields of the plan rows, and the flags those rows set (the cost model's 'auto'
+ * reads them). The topology file need not agree: leaf names travel in the records. */
 uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
 {
     uint64_t h = MXH_HASH_INIT;
-    uint64_t mb = (uint64_t)cfg->min_bytes;
 
-    h = mxh_hash_bytes(h, &cfg->enable, sizeof(cfg->enable));
-    h = mxh_hash_bytes(h, &mb, sizeof(mb));
-    h = mxh_hash_bytes(h, &cfg->levels_mask, sizeof(cfg->levels_mask));
-    h = mxh_hash_bytes(h, &cfg->discover, sizeof(cfg->discover));
-    {
-        uint64_t fs = (uint64_t)cfg->frag_size, sc = (uint64_t)cfg->shm_chunk;
-        h = mxh_hash_bytes(h, cfg->algo, sizeof(cfg->algo));
-        h = mxh_hash_bytes(h, &fs, sizeof(fs));
-        h = mxh_hash_bytes(h, &cfg->pipeline_depth, sizeof(cfg->pipeline_depth));
-        h = mxh_hash_bytes(h, &cfg->pipeline_ramp, sizeof(cfg->pipeline_ramp));
-        h = mxh_hash_bytes(h, &cfg->pipeline_pace, sizeof(cfg->pipeline_pace));
-        h = mxh_hash_bytes(h, &cfg->kary, sizeof(cfg->kary));
-        h = mxh_hash_bytes(h, &cfg->rsag, sizeof(cfg->rsag));
-        h = mxh_hash_bytes(h, &cfg->spread, sizeof(cfg->spread));
-        h = mxh_hash_bytes(h, &cfg->shm, sizeof(cfg->shm));
-        h = mxh_hash_bytes(h, &sc, sizeof(sc));
-        h = mxh_hash_bytes(h, &cfg->exclude_rails, sizeof(cfg->exclude_rails));
-        uint64_t im = (uint64_t)cfg->ipc_min;
-        h = mxh_hash_bytes(h, &cfg->ipc, sizeof(cfg->ipc));
-        h = mxh_hash_bytes(h, &im, sizeof(im));
+    for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++) {
+        if (!v->plan || v->size == 0)
+            continue;
+        h = v->type->hash ? v->type->hash(v, cfg, h)
+                          : mxh_hash_bytes(h, (const char *)cfg + v->offset, v->size);
     }
-    /* the cost model chooses algorithms and fragments from these */
-    h = mxh_hash_bytes(h, &cfg->cost_model, sizeof(cfg->cost_model));
-    h = mxh_hash_bytes(h, &cfg->cost_measure, sizeof(cfg->cost_measure));
     h = mxh_hash_bytes(h, &cfg->cost_given, sizeof(cfg->cost_given));
-    h = mxh_hash_bytes(h, &cfg->frag_given, sizeof(cfg->frag_given));
-    h = mxh_hash_bytes(h, &cfg->cost_node_latency, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_node_bw, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_net_latency, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_net_bw, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_net_contention, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_spine_latency, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_torus_latency, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_torus_bw, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_reduce_bw, sizeof(double));
-    h = mxh_hash_bytes(h, &cfg->cost_copy_bw, sizeof(double));
-    for (int i = 0; i < cfg->cost_lat_n; i++) {
-        uint64_t sz = (uint64_t)cfg->cost_lat_size[i];
-        h = mxh_hash_bytes(h, &sz, sizeof(sz));
-        h = mxh_hash_bytes(h, &cfg->cost_lat_f[i], sizeof(double));
-    }
-    h = mxh_hash_bytes(h, &cfg->cost_lat_n, sizeof(int));
-    for (int i = 0; i < cfg->cost_bw_n; i++) {
-        uint64_t sz = (uint64_t)cfg->cost_bw_size[i];
-        h = mxh_hash_bytes(h, &sz, sizeof(sz));
-        h = mxh_hash_bytes(h, &cfg->cost_bw_f[i], sizeof(double));
-    }
-    h = mxh_hash_bytes(h, &cfg->cost_bw_n, sizeof(int));
-    /* The topology file need not agree: leaf names travel in the gathered records. */
-    return h;
+    return mxh_hash_bytes(h, &cfg->frag_given, sizeof(cfg->frag_given));
 }

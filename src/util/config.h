@@ -1,5 +1,6 @@
-/* Configuration: one table of MPIX_HIER_* variables {name, default, doc, parser}.
- * Precedence: default < environment < MPI_Info key (lower-case name). */
+/* Configuration: one table of MPIX_HIER_* variables {name, default, doc, field, parser,
+ * plan, user}. Precedence: default < environment < MPI_Info key (lower-case name); within
+ * one source a specific variable wins over the same key of MPIX_HIER_TUNE / MPIX_HIER_NET. */
 #ifndef MXH_CONFIG_H
 #define MXH_CONFIG_H
 
@@ -43,20 +44,11 @@ typedef struct mxh_config {
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP: halvings (0 = uniform
                                                fragments), MXH_RAMP_LINEAR or _AUTO */
-    int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE: streams space the
-                                               exchanges of different fragments on a link
-                                               (0 no, 1 yes, 2 auto: the cost model picks
-                                               per schedule) */
-    int    kary;                            /* MPIX_HIER_KARY: long network levels exchange
-                                               in log_f p rounds (0 no, 1 yes, 2 auto: the
-                                               cost model picks per schedule) */
-    int    rsag;                            /* MPIX_HIER_RSAG: small allreduce steps on the
-                                               network of a pipelined schedule as
-                                               reduce-scatter + allgather instead of radix
-                                               (0 no, 1 yes, 2 auto: the cost model picks
-                                               per schedule) */
-    int    spread;                          /* MPIX_HIER_SPREAD: small allreduces cross the
-                                               network levels in one exchange (plan.c) */
+    /* yes/no/auto switches: 0 no, 1 yes, 2 auto (the cost model picks per schedule) */
+    int    pipeline_pace;                   /* MPIX_HIER_PIPELINE_PACE */
+    int    kary;                            /* MPIX_HIER_KARY */
+    int    rsag;                            /* MPIX_HIER_RSAG */
+    int    spread;                          /* MPIX_HIER_SPREAD (yes/no) */
     int    shm;                             /* MPIX_HIER_SHM */
     size_t shm_chunk;                       /* MPIX_HIER_SHM_CHUNK */
     int    ipc;                             /* MPIX_HIER_IPC: -1 auto, 0 no, 1 yes */
@@ -67,9 +59,7 @@ typedef struct mxh_config {
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
     /* cost model (coll/cost.h) */
-    int    cost_model;                      /* MPIX_HIER_COST_MODEL: selection by the model
-                                               (0 no, 1 yes, 2 auto: where the measured
-                                               network is flat in message size; a
+    int    cost_model;                      /* MPIX_HIER_COST_MODEL (0, 1, 2 auto; a
                                                hierarchy's copy holds the resolved 0/1) */
     int    cost_measure;                    /* MPIX_HIER_COST_MEASURE: 0 no, 1 yes, 2 auto */
     int    cost_given;                      /* a network parameter or factor was set
@@ -91,31 +81,51 @@ typedef struct mxh_config {
     int    cost_lat_n, cost_bw_n;
     size_t cost_lat_size[MXH_CONFIG_FACTORS], cost_bw_size[MXH_CONFIG_FACTORS];
     double cost_lat_f[MXH_CONFIG_FACTORS], cost_bw_f[MXH_CONFIG_FACTORS];
+    /* Rows (bit = index in mxh_config_vars) set under their own name from the source
+     * hashed in named_src: MPIX_HIER_TUNE and MPIX_HIER_NET leave those fields alone, so
+     * the specific variable wins within one source (a later source still overrides). */
+    uint64_t named;
+    uint32_t named_src;
 } mxh_config_t;
 
+/* A parser with its printer (and hash), in config.c; rows name one. */
+typedef struct mxh_config_type mxh_config_type_t;
+
+/* What setting a row records besides its field: MPIX_HIER_COST_MEASURE=auto and
+ * MPIX_HIER_COST_MODEL=auto read these (coll/hier.c). */
+#define MXH_CONFIG_GIVEN_COST 1 /* sets cost_given: a network parameter or factor */
+#define MXH_CONFIG_GIVEN_FRAG 2 /* sets frag_given: the fragment size */
+
+/* One variable: one row. The setter, getter, defaults and plan hash walk the table. */
 typedef struct mxh_config_var {
     const char *name;      /* "MPIX_HIER_..." */
-    const char *dflt;      /* default, as a string */
-    const char *doc;       /* one-line documentation */
-    int         plan;      /* nonzero: changes the plan, must agree on all ranks */
+    const char *dflt;      /* default, as a string (parsed by mxh_config_init_defaults) */
+    const char *doc;       /* one or two sentences */
+    size_t      offset;    /* offsetof(mxh_config_t, field) */
+    size_t      size;      /* sizeof the field (0: a composite row, no field of its own) */
+    const mxh_config_type_t *type;
+    const void *arg;       /* the parser's argument (range, unit, keys), or NULL */
+    int         plan;      /* nonzero: changes the plan, must agree on all ranks (hashed) */
+    int         user;      /* nonzero: a variable users set (mpix_info -c); 0: expert (--all) */
+    int         given;     /* MXH_CONFIG_GIVEN_* */
 } mxh_config_var_t;
 
 /* The table (terminated by a NULL name). */
 extern const mxh_config_var_t mxh_config_vars[];
 
+/* Every row's default string, parsed. */
 void mxh_config_init_defaults(mxh_config_t *cfg);
 
 /* Set one variable by name (upper case MPIX_HIER_X or lower case mpix_hier_x).
  * @source names where the value came from ("environment", "MPI_Info") for
- * messages. Unknown name -> MXH_ERR_CONFIG; malformed value -> MXH_ERR_PARSE;
- * the cause is logged. */
+ * messages and for precedence: a key of MPIX_HIER_TUNE / _NET leaves a variable set by
+ * its own name from the same source. Unknown name -> MXH_ERR_CONFIG; malformed value ->
+ * MXH_ERR_PARSE; the cause is logged. */
 mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *value,
                             const char *source);
 
-/* Apply every MPIX_HIER_* variable of the environment. Unknown MPIX_HIER_* (when
- * @warn_unknown)
- * names are reported with a warning naming the variable and ignored;
- * a malformed value is an error. */
+/* Apply every MPIX_HIER_* variable of the environment. Unknown MPIX_HIER_* names are
+ * ignored (with a warning naming them when @warn_unknown); a malformed value is an error. */
 mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown);
 
 /* Current value of a variable as a string (for tools and logs). */
