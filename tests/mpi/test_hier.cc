@@ -385,10 +385,11 @@ TEST_F(Hier, CostParametersMeasured)
     EXPECT_NE(d.find(tag + " (MPIX_HIER_COST_MEASURE), not used (MPIX_HIER_COST_MODEL=auto: "),
               std::string::npos)
         << d;
-    if (dflt.find("not used") == std::string::npos) // the model selects by them
+    if (dflt.find("not used") == std::string::npos) { // the model selects by them
         EXPECT_NE(d.find("auto: MPIX_HIER_FRAG_SIZE is set; the configured ones stay"),
                   std::string::npos)
             << d;
+    }
     // no selection by the model: pacing keeps the configured figures
     d = describe_with("mpix_hier_cost_model", "no");
     EXPECT_EQ(d.find("cost parameters"), std::string::npos) << d;

@@ -560,9 +560,11 @@ TEST(Cost, BcastWithoutHeadRampWhereTheRootBinds)
     mxh_cost_model_grid(&m, &cfg, 2, type, rails);
     EXPECT_EQ(0, mxh_cost_bcast_bare(&m, MXH_COLL_BCAST, frag));
     nc = mxh_cost_candidates(&m, MXH_COLL_BCAST, n, 1, cand, 64);
-    for (int i = 0; i < nc; i++)
-        if (cand[i].algo == MXH_ALGO_PIPELINE)
+    for (int i = 0; i < nc; i++) {
+        if (cand[i].algo == MXH_ALGO_PIPELINE) {
             EXPECT_NE(0, cand[i].ramp) << cand[i].frag_bytes;
+        }
+    }
     const int four[3]     = {4, 16, 2};
     cfg.cost_node_bw      = 450e9;
     mxh_cost_model_grid(&m, &cfg, 3, type, four);
