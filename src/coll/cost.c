@@ -755,6 +755,71 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
             coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE);
 }
 
+/* The stream simulation's fragment states (stream_sim) */
+enum { WAIT, PACE, DELAY, LINK, CPU, DONE };
+typedef struct sim {
+    const mxh_cost_model_t *m;
+    const stage_cost_t     *kinds;
+    const int              *kind_of, *slots, *k, *ph, *mode;
+    double                 *t, *rate;
+    const double           *hold, *next_ok;
+} sim_t;
+
+/* The time of the next event of fragments [@lo, @hi) from @now (HUGE_VAL: none), the
+ * flows on the links advanced to it: bytes share their link resources by messages; a
+ * phase with a second link set moves at the pace of the slower of the two. */
+static double sim_next_event(const sim_t *S, size_t lo, size_t hi, double now)
+{
+    const stage_cost_t *kinds = S->kinds;
+    const int *kind_of = S->kind_of, *slots = S->slots, *k = S->k, *ph = S->ph;
+    const int *mode = S->mode;
+    double *t = S->t, *rate = S->rate;
+    const double *hold = S->hold, *next_ok = S->next_ok;
+    const mxh_cost_model_t *m = S->m;
+#define PH(f) (&kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]])
+#define RES(f) (kinds[kind_of[f]].res[slots[k[f]]][ph[f]])
+#define RES2(f) (kinds[kind_of[f]].res2[slots[k[f]]][ph[f]])
+    double nlink[NRES] = {0};
+    double tn = HUGE_VAL;
+    for (size_t f = lo; f < hi; f++)
+        if (mode[f] == LINK) {
+            nlink[RES(f)] += PH(f)->flows;
+            if (RES2(f) >= 0)
+                nlink[RES2(f)] += PH(f)->flows2;
+        }
+    for (size_t f = lo; f < hi; f++) {
+        if (mode[f] == LINK) { /* seconds of the first set's bytes per second */
+            rate[f] = PH(f)->flows / nlink[RES(f)];
+            if (RES2(f) >= 0) {
+                double r2 = PH(f)->flows2 / nlink[RES2(f)] * PH(f)->link / PH(f)->link2;
+                rate[f] = r2 < rate[f] ? r2 : rate[f];
+            }
+        }
+        double e = mode[f] == LINK ? now + t[f] / rate[f]
+                   : mode[f] == WAIT && hold[f] > now && hold[f] < HUGE_VAL ? hold[f]
+                   : mode[f] == DELAY || mode[f] == CPU ? t[f]
+                   : mode[f] == PACE ? next_ok[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
+                                     : HUGE_VAL;
+        tn = e < tn ? e : tn;
+    }
+    if (tn == HUGE_VAL)
+        return tn;
+    /* a flow that ends at tn is done: set, not computed, so that every event ends
+     * something even where tn - now is below the clock's resolution (a late clock:
+     * slow links, huge messages) */
+    for (size_t f = lo; f < hi; f++)
+        if (mode[f] == LINK) {
+            int ends = now + t[f] / rate[f] <= tn;
+            t[f] -= (tn - now) * rate[f];
+            if (ends || t[f] < 1e-15)
+                t[f] = 0;
+        }
+#undef PH
+#undef RES
+#undef RES2
+    return tn;
+}
+
 /* The stream executor, event by event: fragments @kind_of (their stage costs in
  * @kinds) through the slots; a fragment enters a slot in order, while fewer than
  * @cap[s] are on it and, for its first step, fragment f - @W has left its last
@@ -766,7 +831,6 @@ static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
                          const int *kind_of, int big, const int *cap, int W, size_t nf)
 {
-    enum { WAIT, PACE, DELAY, LINK, CPU, DONE };
     /* pacing: per level link, no exchange posted before next_ok; its booked bytes
      * cross by free_at (exec.c books a rank's own links: here by the level's link
      * resource, whatever the role) */
@@ -798,6 +862,7 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     size_t next[NSLOT] = {0}, lo = 0, hi = 0; /* fragments [lo, hi) have entered */
     int act[NSLOT] = {0};
     double now = 0;
+    const sim_t S = {m, kinds, kind_of, slots, k, ph, mode, t, rate, hold, next_ok};
     if (!k || !ph || !mode || !t || !done || !rate || !t_in || !hold) {
         free(k), free(ph), free(mode), free(t), free(done), free(rate), free(t_in), free(hold);
         return -1;
@@ -895,49 +960,9 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
         }
         if (lo >= nf)
             break;
-        /* the next event; bytes share their link resources by messages; a phase
-         * with a second link set moves at the pace of the slower of the two */
-        double nlink[NRES] = {0};
-        double tn = HUGE_VAL;
-#define PH(f) (&kinds[kind_of[f]].ph[slots[k[f]]].ph[ph[f]])
-#define RES(f) (kinds[kind_of[f]].res[slots[k[f]]][ph[f]])
-#define RES2(f) (kinds[kind_of[f]].res2[slots[k[f]]][ph[f]])
-        for (size_t f = lo; f < hi; f++)
-            if (mode[f] == LINK) {
-                nlink[RES(f)] += PH(f)->flows;
-                if (RES2(f) >= 0)
-                    nlink[RES2(f)] += PH(f)->flows2;
-            }
-        for (size_t f = lo; f < hi; f++) {
-            if (mode[f] == LINK) { /* seconds of the first set's bytes per second */
-                rate[f] = PH(f)->flows / nlink[RES(f)];
-                if (RES2(f) >= 0) {
-                    double r2 = PH(f)->flows2 / nlink[RES2(f)] * PH(f)->link / PH(f)->link2;
-                    rate[f] = r2 < rate[f] ? r2 : rate[f];
-                }
-            }
-            double e = mode[f] == LINK ? now + t[f] / rate[f]
-                       : mode[f] == WAIT && hold[f] > now && hold[f] < HUGE_VAL ? hold[f]
-                       : mode[f] == DELAY || mode[f] == CPU ? t[f]
-                       : mode[f] == PACE ? next_ok[m->res[kinds[kind_of[f]].level[slots[k[f]]]]]
-                                         : HUGE_VAL;
-            tn = e < tn ? e : tn;
-        }
+        double tn = sim_next_event(&S, lo, hi, now);
         if (tn == HUGE_VAL)
             break; /* cannot happen: something is always running */
-        /* a flow that ends at tn is done: set, not computed, so that every event ends
-         * something even where tn - now is below the clock's resolution (a late clock:
-         * slow links, huge messages) */
-        for (size_t f = lo; f < hi; f++)
-            if (mode[f] == LINK) {
-                int ends = now + t[f] / rate[f] <= tn;
-                t[f] -= (tn - now) * rate[f];
-                if (ends || t[f] < 1e-15)
-                    t[f] = 0;
-            }
-#undef PH
-#undef RES
-#undef RES2
         now = tn;
     }
     double T = 0;
