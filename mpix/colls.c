@@ -5,7 +5,7 @@
 
 #include "coll/coll.h"
 #include "coll/metrics.h"
-#include "coll/task.h"
+#include "exec/task.h"
 #include "util/log.h"
 #include "mpix_internal.h"
 

@@ -4,7 +4,7 @@
 
 #include "mpix_internal.h"
 #include "coll/metrics.h"
-#include "coll/task.h"
+#include "exec/task.h"
 #include "util/log.h"
 
 #include <limits.h>

@@ -31,7 +31,7 @@
 #include <stddef.h>
 
 #include "coll/hier.h"
-#include "hier/levels.h"
+#include "decide/levels.h"
 #include "util/status.h"
 
 #ifdef __cplusplus

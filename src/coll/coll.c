@@ -7,10 +7,10 @@
 #include "coll/alltoall.h"
 #include "coll/coll.h"
 #include "coll/dtype.h"
-#include "coll/exec.h"
-#include "coll/ipc.h"
+#include "exec/exec.h"
+#include "exec/ipc.h"
 #include "coll/metrics.h"
-#include "coll/task.h"
+#include "exec/task.h"
 #include "reduce/reduce.h"
 #include "sim/sim.h"
 #include "topo/discover.h"
@@ -37,7 +37,7 @@ enum self_form {
 };
 
 /* What this file runs for each collective (coll_ops below); the collective's
- * facts (rooted, reducing, ...) are coll/coll_desc.h's. NULL: the collective
+ * facts (rooted, reducing, ...) are decide/coll_desc.h's. NULL: the collective
  * has no such form. */
 typedef struct coll_ops {
     /* the hierarchical body on host buffers in the view (coll.h: vdt) */
@@ -52,7 +52,7 @@ typedef struct coll_ops {
     /* the shared-memory path of @n elements of @dt straight on the buffers */
     mxh_status_t (*shm)(const mxh_coll_args_t *a, const void *s, void *r, size_t n,
                         MPI_Datatype dt);
-    /* the device node level (coll/ipc.h): one node, and the nodes' part of a schedule */
+    /* the device node level (exec/ipc.h): one node, and the nodes' part of a schedule */
     mxh_status_t (*ipc)(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in, size_t n);
     mxh_status_t (*ipc_nodes)(mxh_coll_args_t *a);
     /* the path decided by selection adjusted to what the collective can take */
@@ -1605,9 +1605,9 @@ static inline int shm_direct(const mxh_coll_args_t *a)
 
 /* ---- the device node level ------------------------------------------------------------------ */
 
-/* Whether the call tries the device node level (coll/ipc.h): agreed facts only
+/* Whether the call tries the device node level (exec/ipc.h): agreed facts only
  * (the hierarchy, the collective, its size in the view's bytes); where this
- * rank's buffers live is agreed inside coll/ipc.c, which declines on every
+ * rank's buffers live is agreed inside exec/ipc.c, which declines on every
  * rank when one cannot take part. */
 static int ipc_considered(const mxh_coll_args_t *a)
 {
@@ -1744,7 +1744,7 @@ static mxh_status_t copy_regions(const mxh_mem_ops_t *ops, char *dst, const char
 }
 
 /* Allreduce over several nodes on device buffers: the node part on the device
- * node level of the whole node (coll/ipc.h: mxh_ipc_node_reduce / _push), the
+ * node level of the whole node (exec/ipc.h: mxh_ipc_node_reduce / _push), the
  * network steps of the agreed schedule on host memory, run by the executor
  * with the node-local levels skipped, so exactly the messages a node that
  * stages sends: nodes decide alone, only the ranks of one node agree. Per

@@ -1,6 +1,6 @@
 /* Collectives: one argument record per call, the decision of its path (a pure
  * function of what every rank agrees on), and its body, run blocking on the
- * caller's stack or as a task (coll/task.h) for the nonblocking forms.
+ * caller's stack or as a task (exec/task.h) for the nonblocking forms.
  *
  * Paths, decided by mxh_coll_prepare identically on every rank (they depend on
  * the communicator's hierarchy, the datatype, op, counts and root, never on
@@ -24,10 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/exec.h"
+#include "exec/exec.h"
 #include "coll/hier.h"
-#include "coll/plan.h"
-#include "coll/select.h"
+#include "decide/plan.h"
+#include "decide/select.h"
 #include "mem/mem.h"
 #include "util/status.h"
 
@@ -87,7 +87,7 @@ typedef struct mxh_coll_args {
     mxh_lvl_time_t *lvl_p; /* &lvl of the record that counts (views are copies) */
     struct mxh_mstats *mstats; /* the communicator's counters, looked up when the call
                                   starts (never from inside MPI_Comm_free), or NULL */
-    int          ipc;      /* path shm ran on the device node level (coll/ipc.h) */
+    int          ipc;      /* path shm ran on the device node level (exec/ipc.h) */
     /* lvl and nb come last: the entry layer leaves them unset (they are a third
      * of the record, too much to zero per small call); coll.c sets them when
      * the call needs them (lvl_start, mxh_coll_start) */
@@ -106,7 +106,7 @@ typedef struct mxh_coll_args {
     } nb;
 } mxh_coll_args_t;
 
-/* The facts of each collective (rooted, reducing, ...): coll/coll_desc.h, mxh_coll_info. */
+/* The facts of each collective (rooted, reducing, ...): decide/coll_desc.h, mxh_coll_info. */
 
 /* Set the fields the decision needs: element size, op, memory kinds; whether
  * the call needs the communicator's hierarchy (otherwise it is plain MPI or

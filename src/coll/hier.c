@@ -1,15 +1,15 @@
 /* The per-communicator object (coll/hier.h), cached on the communicator as an MPI
  * attribute and freed with it. Created in three steps: build (records -> layout ->
- * level communicators, shared memory), measure (the network, coll/measure_run.h) and
- * tune (the cost-model state, coll/tune_hier.h). */
+ * level communicators, shared memory), measure (the network, exec/measure_run.h) and
+ * tune (the cost-model state, decide/tune_hier.h). */
 #include "config.h"
 
 #include "coll/hier.h"
-#include "coll/cost.h"
-#include "coll/tune.h"
-#include "coll/measure_run.h"
-#include "coll/tune_hier.h"
-#include "coll/ipc.h"
+#include "decide/cost.h"
+#include "decide/tune.h"
+#include "exec/measure_run.h"
+#include "decide/tune_hier.h"
+#include "exec/ipc.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
 #include "mem/ipc_cache.h"
@@ -353,13 +353,13 @@ static void create_shm(mxh_hier_t *h)
         mxh_info("shared-memory collectives unavailable on this communicator");
         h->shm_all = NULL;
     }
-    /* the device node level (coll/ipc.h), over the same segment: asked for, or
+    /* the device node level (exec/ipc.h), over the same segment: asked for, or
      * (auto) every rank drives a GPU (the layout is agreed) */
     int want = h->config.ipc != 0;
     for (int r = 0; r < h->size && want && h->config.ipc < 0; r++)
         want = L->gpu_of[r] >= 0;
     /* auto, ranks of one node on one GPU: only from MXH_IPC_SHARED_GPU_MIN bytes, unless
-     * both share it through MPS (one context: no time slicing, coll/ipc.h) */
+     * both share it through MPS (one context: no time slicing, exec/ipc.h) */
     if (want && h->config.ipc < 0) {
         int g = 0, *first;
         for (int r = 0; r < h->size; r++)
@@ -626,7 +626,7 @@ static mxh_status_t hier_levels(mxh_hier_t *h)
 
 /* ---- measure and tune ----------------------------------------------------------- */
 
-/* The network's parameters where the configuration wants them (coll/tune_hier.h):
+/* The network's parameters where the configuration wants them (decide/tune_hier.h):
  * collective over h->comm, rank 0 measures and broadcasts. Returns @m, or NULL where
  * not measured. */
 static const mxh_measure_t *hier_measure(const mxh_hier_t *h, mxh_measure_t *m)
@@ -638,7 +638,7 @@ static const mxh_measure_t *hier_measure(const mxh_hier_t *h, mxh_measure_t *m)
 }
 
 /* The cost-model state from the measurement @m (NULL: none), the configuration resolved
- * by it (coll/tune_hier.h); @measured: the description's line on the measurement. */
+ * by it (decide/tune_hier.h); @measured: the description's line on the measurement. */
 static void hier_tune(mxh_hier_t *h, const mxh_measure_t *m, char *measured, size_t len)
 {
     mxh_config_t fit = h->config; /* the measured figures */

@@ -15,16 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/cost.h"
-#include "coll/plan.h"
+#include "decide/cost.h"
+#include "decide/plan.h"
 #include "coll/rail_exclude.h"
-#include "coll/sched.h"
-#include "coll/select.h"
-#include "coll/shm.h"
-#include "coll/task.h"
-#include "coll/tune_hier.h"
-#include "hier/levels.h"
-#include "hier/record.h"
+#include "decide/sched.h"
+#include "decide/select.h"
+#include "exec/shm.h"
+#include "exec/task.h"
+#include "decide/tune_hier.h"
+#include "decide/levels.h"
+#include "topo/record.h"
 #include "mem/mem.h"
 #include "util/config.h"
 #include "util/status.h"
@@ -79,9 +79,9 @@ typedef struct mxh_hier {
     uint64_t          clock;
     mxh_select_shape_t shape;                     /* what selection may use */
     mxh_hier_cost_t   cost;                       /* the cost-model state selection and
-                                                     pacing read (coll/tune_hier.h) */
+                                                     pacing read (decide/tune_hier.h) */
     mxh_shm_t        *shm_all;                    /* whole communicator on one node, or NULL */
-    struct mxh_ipc   *ipc;                        /* its device node level (coll/ipc.h), or
+    struct mxh_ipc   *ipc;                        /* its device node level (exec/ipc.h), or
                                                      NULL (agreed) */
     /* several nodes, device node level wanted (MPIX_HIER_IPC): my whole node */
     MPI_Comm          node_comm;                  /* or MPI_COMM_NULL */
@@ -91,7 +91,7 @@ typedef struct mxh_hier {
     mxh_grow_buf_t    ipc_regs;                   /* region lists of ipc_hybrid_allreduce */
     size_t            ipc_min;                    /* calls of fewer bytes stage (agreed:
                                                      MPIX_HIER_IPC_MIN, raised where ranks
-                                                     share a GPU, coll/ipc.h) */
+                                                     share a GPU, exec/ipc.h) */
     int               ipc_shared[2];              /* two ranks of a node on one GPU that
                                                      raised it (auto), else -1 */
     int               ipc_mps;                    /* ranks of a node share a GPU, all
@@ -119,7 +119,7 @@ typedef struct mxh_hier {
 } mxh_hier_t;
 
 /* The link times a schedule paces by: the measured figures where the cost model chose
- * it with a margin (coll/tune_hier.h), else the configured ones; NULL: unpaced. */
+ * it with a margin (decide/tune_hier.h), else the configured ones; NULL: unpaced. */
 static inline const mxh_cost_model_t *mxh_hier_pace(const mxh_hier_t *h, const mxh_sched_t *s)
 {
     const mxh_hier_cost_t *c = &h->cost;
@@ -182,7 +182,7 @@ const mxh_config_t *mxh_lib_config(void);
 void mxh_lib_on_finalize(void (*fn)(void));
 
 /* Stamp @s with the tuning pass's choices by this hierarchy's models and segments
- * (coll/tune.h); @picks: make the model's per-schedule picks too. */
+ * (decide/tune.h); @picks: make the model's per-schedule picks too. */
 void mxh_hier_tune(const mxh_hier_t *h, mxh_sched_t *s, int picks);
 /* The cached schedule for a shape and choice (algorithm hier or pipeline),
  * built if needed (and tuned). */

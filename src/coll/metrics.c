@@ -160,6 +160,7 @@ static void setup_once(void)
     if (cfg->metrics_file[0] != '\0' && cfg->metrics_interval > 0) {
         interval_ticks = (uint64_t)(cfg->metrics_interval / mxh_clock_seconds_per_tick());
         mxh_metrics_next_write = mxh_ticks() + (interval_ticks ? interval_ticks : 1);
+        mxh_task_poll_hook     = mxh_metrics_poll_due;
     }
 }
 
@@ -536,4 +537,5 @@ void mxh_metrics_finalize(void)
     last_comm  = MPI_COMM_NULL;
     last_stats = NULL;
     mxh_metrics_next_write = interval_ticks = 0;
+    mxh_task_poll_hook     = NULL;
 }

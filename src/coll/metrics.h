@@ -1,6 +1,6 @@
 /* Metrics: per-communicator counters of the collectives (calls, bytes, time,
  * per collective, blocking or not, path and algorithm), the fallbacks to plain
- * MPI and their reasons (mxh_fallbacks, coll/select.h), and the time of the
+ * MPI and their reasons (mxh_fallbacks, decide/select.h), and the time of the
  * executor's steps per level. Kept in a process-wide registry (freed
  * communicators stay, marked not live), read by name (mxh_metrics_get) and
  * written in the Prometheus text format (to MPIX_HIER_METRICS_FILE at
@@ -42,7 +42,7 @@ extern const char *const mxh_metrics_path_names[]; /* path label, NULL-terminate
  * per-call counting is inlined into the call). */
 enum { MXH_ALG_NONE, MXH_ALG_MPI, MXH_ALG_SHM, MXH_ALG_HIER, MXH_ALG_PIPELINE,
        MXH_ALG_RAILX, /* allreduce with excluded rails (rail_exclude.h) */
-       MXH_ALG_IPC,   /* path shm on the device node level (coll/ipc.h) */
+       MXH_ALG_IPC,   /* path shm on the device node level (exec/ipc.h) */
        MXH_ALG_IPC_SCHED, /* path sched, its node part on the device node level */
        MXH_NALG };
 typedef struct mxh_mcell {

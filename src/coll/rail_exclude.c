@@ -1,14 +1,14 @@
 /* Rail exclusion: the allreduce body. Cost and design: rail_exclude.h. The node steps run
  * on the node's shared segment when it has one (else MPI's collectives on the node
  * communicator), the network steps are the executor's point-to-point allreduce (direct /
- * rhd / ring as for any rail step, coll/p2p.h): MPICH's own allreduce over UCX TCP
+ * rhd / ring as for any rail step, exec/p2p.h): MPICH's own allreduce over UCX TCP
  * reached about half the link rate on the emulated cluster. */
 #include "coll/hier.h"
-#include "coll/p2p.h"
-#include "coll/tune.h"
+#include "exec/p2p.h"
+#include "decide/tune.h"
 #include "coll/rail_exclude.h"
-#include "coll/shm.h"
-#include "coll/task.h"
+#include "exec/shm.h"
+#include "exec/task.h"
 #include "util/log.h"
 
 #include <string.h>

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hier/levels.h"
+#include "decide/levels.h"
 #include "util/status.h"
 
 #ifdef __cplusplus

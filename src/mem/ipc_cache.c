@@ -1,6 +1,6 @@
 /* Process-wide cache of peer IPC mappings keyed by (kind, pid, allocation
  * range, buffer id). See ipc_cache.h for the rules; this file has no CUDA code
- * (the CUDA opener is in src/gpu/gpu.c, the test kind's in src/mem/mem_test.c),
+ * (the CUDA opener is in src/mem/gpu.c, the test kind's in src/mem/mem_test.c),
  * so the logic is unit-tested anywhere. */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #ifdef HAVE_CUDA
-/* the CUDA IPC opener (src/gpu/gpu.c) */
+/* the CUDA IPC opener (src/mem/gpu.c) */
 extern const mxh_ipc_cache_ops_t mxh_gpu_ipc_ops;
 #endif
 

@@ -41,7 +41,7 @@
  *
  * The opener (open/close of one mapping) is pluggable. By default it is chosen
  * by the key's kind: MXH_MEM_CUDA -> cudaIpcOpenMemHandle/cudaIpcCloseMemHandle
- * (mxh_gpu_ipc_ops in src/gpu/gpu.c, CUDA builds only), MXH_MEM_TEST -> the
+ * (mxh_gpu_ipc_ops in src/mem/gpu.c, CUDA builds only), MXH_MEM_TEST -> the
  * test kind's /proc/<pid>/fd mapping (src/mem/mem_test.c); other kinds have
  * none. Unit tests plug in one fake for every kind that simulates the driver
  * (and its "already mapped" error) on a machine without a GPU.

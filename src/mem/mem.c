@@ -14,7 +14,7 @@
 #include <string.h>
 
 #ifdef HAVE_CUDA
-#include "gpu/gpu.h"
+#include "mem/gpu.h"
 #endif
 
 /* ---- host: memcpy, complete at once ------------------------------------------ */

@@ -56,7 +56,7 @@ typedef struct mxh_mem_event {
  * and carried to them in shared memory: plain bytes, no pointer that only the
  * exporter can use. valid = 0: this buffer cannot be mapped by peers (host
  * memory, a kind without IPC, CUDA stream-ordered memory); every rank then
- * takes the staged path (coll/ipc.h: the decision is agreed). */
+ * takes the staged path (exec/ipc.h: the decision is agreed). */
 #define MXH_MEM_IPC_DESC_BYTES 112
 typedef struct mxh_mem_ipc_desc {
     int32_t       kind;  /* mxh_mem_kind_t of the exporter's ops */
@@ -99,7 +99,7 @@ typedef struct mxh_mem_ops {
      * kernel on the default stream just before the call is seen). */
     mxh_status_t (*enter)(void);
 
-    /* ---- device node level (coll/ipc.c); all optional: NULL = the kind has
+    /* ---- device node level (exec/ipc.c); all optional: NULL = the kind has
      * no peer mappings and is always staged. Every pointer these take is
      * memory of this kind: the rank's own or a peer's mapped by ipc_map. */
 

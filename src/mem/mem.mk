@@ -6,7 +6,7 @@
 # and the kernels and half types are referenced weakly (present wherever
 # collectives are linked; unit tests of the internals alone see no kernels,
 # reduce_ok = 0). The CUDA kind is compiled only with
-# CUDA (gcc with the CUDA headers; AM_CPPFLAGS gets them in src/gpu/gpu.mk).
+# CUDA (gcc with the CUDA headers; AM_CPPFLAGS gets them in src/mem/gpu.mk).
 src_libmxh_la_SOURCES += \
 	src/mem/mem.h src/mem/mem_impl.h src/mem/mem.c src/mem/mem_test.c \
 	src/mem/ipc_cache.h src/mem/ipc_cache.c

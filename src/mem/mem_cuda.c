@@ -29,7 +29,7 @@
  */
 #include "config.h"
 
-#include "gpu/gpu.h"
+#include "mem/gpu.h"
 #include "mem/mem.h"
 #include "mem/mem_impl.h"
 #include "reduce/dtypes.h"

@@ -25,7 +25,7 @@
 #include "mpix_hier.h"
 #include "coll/hier.h"
 #include "diag/doctor_stats.h"
-#include "hier/levels.h"
+#include "decide/levels.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -18,17 +18,17 @@
  *                                counts: the whole vector for the block collectives) on a
  *                                grid of N nodes x G GPUs (L leaf groups: a spine level; a
  *                                torus of nodes: the levels the library builds from torus=
- *                                coordinates, hier/levels.c), or
+ *                                coordinates, decide/levels.c), or
  *                                under mpiexec on MPI_COMM_WORLD's hierarchy: predicted times,
  *                                the bound, the model's choice and today's selection
  */
 #include "config.h"
 
 #include "mpix_hier.h"
-#include "coll/cost.h"
+#include "decide/cost.h"
 #include "coll/hier.h"
 #include "coll/metrics.h"
-#include "coll/sched.h"
+#include "decide/sched.h"
 #include "topo/caps.h"
 #include "topo/discover.h"
 #include "topo/machine.h"

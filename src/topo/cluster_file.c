@@ -1,7 +1,7 @@
 /* Cluster description file parser (see cluster_file.h for the syntax). */
 #include "topo/cluster_file.h"
 
-#include "hier/record.h"
+#include "topo/record.h"
 #include "topo/topo_conf.h"
 #include "util/log.h"
 

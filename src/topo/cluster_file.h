@@ -15,11 +15,11 @@
  * torus values are the coordinate of the node's router in a torus of nodes, one
  * integer >= 0 per dimension joined by 'x' ("torus=2x0x1"; 1 to 3 dimensions, at
  * most 32767 each; element-wise lists as above: "n[0-3]g0 node=n[0-3] torus=[0-3]x0"):
- * with every node on the torus the network levels follow its dimensions (hier/levels.h).
+ * with every node on the torus the network levels follow its dimensions (decide/levels.h).
  * Keys are case-insensitive and given at most once per line. A host may appear
  * on one line only. Defaults: node = the host itself, rail = from discovery,
  * leaf = from topology.conf (MPIX_HIER_TOPO_FILE) or the default leaf.
- * Produces plain data: the decision is taken elsewhere (topo/local_record.c, hier/levels.c). */
+ * Produces plain data: the decision is taken elsewhere (topo/local_record.c, decide/levels.c). */
 #ifndef MXH_CLUSTER_FILE_H
 #define MXH_CLUSTER_FILE_H
 

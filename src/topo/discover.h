@@ -6,7 +6,7 @@
 #ifndef MXH_DISCOVER_H
 #define MXH_DISCOVER_H
 
-#include "hier/record.h"
+#include "topo/record.h"
 #include "topo/caps.h"
 #include "topo/machine.h"
 #include "util/config.h"

@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 
-#include "hier/record.h"
+#include "topo/record.h"
 #include "util/config.h"
 #include "util/status.h"
 

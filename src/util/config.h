@@ -17,7 +17,7 @@ extern "C" {
 #define MXH_CONFIG_NCOLL   9 /* collectives, in mxh_coll_t order */
 #define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
 #define MXH_CONFIG_FACTORS 16 /* entries of a cost factor table */
-/* MPIX_HIER_PIPELINE_RAMP besides 0..4 halvings (coll/sched.h: MXH_SCHED_RAMP_*) */
+/* MPIX_HIER_PIPELINE_RAMP besides 0..4 halvings (decide/sched.h: MXH_SCHED_RAMP_*) */
 #define MXH_RAMP_LINEAR (-1)
 #define MXH_RAMP_AUTO   (-2)
 
@@ -58,7 +58,7 @@ typedef struct mxh_config {
     int    metrics;                         /* MPIX_HIER_METRICS */
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */
     double metrics_interval;                /* MPIX_HIER_METRICS_INTERVAL (s, 0 = finalize only) */
-    /* cost model (coll/cost.h) */
+    /* cost model (decide/cost.h) */
     int    cost_model;                      /* MPIX_HIER_COST_MODEL (0, 1, 2 auto; a
                                                hierarchy's copy holds the resolved 0/1) */
     int    cost_measure;                    /* MPIX_HIER_COST_MEASURE: 0 no, 1 yes, 2 auto */

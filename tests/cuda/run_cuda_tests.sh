@@ -82,7 +82,7 @@ H=MPIX_HIER_HOSTNAME
 run 1rank   -n 1 BIN
 run 1node-2 -n 2 BIN
 run 1node-4 -n 4 BIN
-# the device node level (coll/ipc.h) forced on at every size: peer-mapped
+# the device node level (exec/ipc.h) forced on at every size: peer-mapped
 # buffers, the reduction kernels, no staging (declined calls stage as before)
 run 1node-2-ipc -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 2 BIN
 run 1node-4-ipc -genv MPIX_HIER_IPC yes -genv MPIX_HIER_IPC_MIN 0 -n 4 BIN

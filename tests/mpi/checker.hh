@@ -242,7 +242,7 @@ class Checker {
     bool finished_ = false;
     bool expect_copies_ = false;
 #if MXH_TEST_MEMKIND
-    // copies (the staged path) and reductions (the device node level, coll/ipc.h)
+    // copies (the staged path) and reductions (the device node level, exec/ipc.h)
     static uint64_t mem_ops_done() { return mxh_mem_test_copies() + mxh_mem_test_reductions(); }
     uint64_t copies0_ = mem_ops_done();
 #endif

@@ -235,7 +235,7 @@ run 1+2+3 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=host,delay=5 MXH_TEST_QUI
     -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
 tag=
 
-# The device node level (coll/ipc.h) on the test kind, whose IPC maps a peer's
+# The device node level (exec/ipc.h) on the test kind, whose IPC maps a peer's
 # memfd through /proc/PID/fd: forced on at every size (MPIX_HIER_IPC=yes,
 # MPIX_HIER_IPC_MIN=0) for test_colls_mem's whole matrix on one node (every
 # collective through peer mappings) and for the nonblocking matrix; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs mpi/test_shm (shared-memory collectives, src/coll/shm.h) under mpiexec
+# Runs mpi/test_shm (shared-memory collectives, src/exec/shm.h) under mpiexec
 # on 1, 2, 3, 4 and 8 ranks of this machine, and on 4 ranks split into two
 # shared-memory cliques by MPICH (MPIR_CVAR_NUM_CLIQUES=2: creating the object
 # on WORLD must then fail on every rank; the tests run on each clique), and on

@@ -59,7 +59,7 @@ run g4dn-shared-nic MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail M
     -n 1 -env $H a -env $G 0000:18:00.0 -env $R 0 $bin : -n 1 -env $H a -env $G 0000:e7:00.0 -env $R 0 $bin : \
     -n 1 -env $H b -env $G 0000:19:00.0 -env $R 0 $bin : -n 1 -env $H b -env $G 0000:f5:00.0 -env $R 0 $bin
 # two ranks per GPU (one GPU each of nodes a and b): MPIX_HIER_IPC=auto takes the device
-# node level only from 4 MiB (time-sliced contexts; coll/ipc.h), and says so
+# node level only from 4 MiB (time-sliced contexts; exec/ipc.h), and says so
 run g4dn-shared-gpu MPIX_HIER_HWLOC_XML="$g4" MXH_TEST_EXPECT_LEVELS=node,rail \
     MXH_TEST_EXPECT_SHARED_GPU="device node level (MPIX_HIER_IPC=auto) from 4194304 bytes: ranks 0 and 1 share GPU 0 of their node" -- \
     -n 2 -env $H a -env $G 0000:18:00.0 -env $R 0 $bin : -n 2 -env $H b -env $G 0000:19:00.0 -env $R 0 $bin

@@ -19,7 +19,7 @@
 #include "checker.hh"
 #include "coll/alltoall.h"
 #include "coll/hier.h"
-#include "coll/task.h"
+#include "exec/task.h"
 
 using mxh_test::fmt;
 

@@ -1142,7 +1142,7 @@ TEST(PipelineRamp, BigMessagesMatchMpich)
 }
 
 #if MXH_TEST_MEMKIND && !MXH_TEST_PLAIN
-// The device node level (coll/ipc.h), forced on at every size on a communicator
+// The device node level (exec/ipc.h), forced on at every size on a communicator
 // of its own: one node, every collective through peer mappings; several nodes,
 // allreduce's node part (the network steps between, on host memory). Results
 // against MPICH as everywhere; where every node holds >= 2 ranks of the

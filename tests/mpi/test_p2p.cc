@@ -1,4 +1,4 @@
-// The executor's point-to-point step algorithms (src/coll/p2p.h: ring,
+// The executor's point-to-point step algorithms (src/exec/p2p.h: ring,
 // recursive halving/doubling, direct, radix allreduce) against MPICH's own
 // collectives, on communicators of every size from 2 to the world size, with
 // counts around every algorithm's thresholds, even and uneven parts, integer
@@ -15,7 +15,7 @@
 
 #include "checker.hh"
 #include "coll/hier.h"
-#include "coll/p2p.h"
+#include "exec/p2p.h"
 
 using mxh_test::fmt;
 

@@ -1,4 +1,4 @@
-// Shared-memory collectives (src/coll/shm.h) against MPICH's own, bit for bit.
+// Shared-memory collectives (src/exec/shm.h) against MPICH's own, bit for bit.
 //
 // Communicators: the ranks of this node (MPI_COMM_TYPE_SHARED of WORLD, so on
 // a launch with MPIR_CVAR_NUM_CLIQUES the cliques), in WORLD order ("node") or
@@ -34,7 +34,7 @@
 #include "checker.hh"
 #include "mxh_test_shim.h"
 
-#include "coll/shm.h"
+#include "exec/shm.h"
 
 namespace {
 

@@ -118,7 +118,7 @@ TEST(Topo, LevelsMatchTheMachine)
         EXPECT_NE(nullptr, strstr(desc, nic)) << desc;
     }
     // MPIX_HIER_IPC=auto where two ranks of a node drive one GPU: the device node level
-    // only from MXH_IPC_SHARED_GPU_MIN (coll/ipc.h), which the description states
+    // only from MXH_IPC_SHARED_GPU_MIN (exec/ipc.h), which the description states
     const char *shared = mxh_env("MXH_TEST_EXPECT_SHARED_GPU", "");
     if (shared[0]) {
         EXPECT_NE(nullptr, strstr(desc, shared)) << desc;

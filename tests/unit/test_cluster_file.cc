@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "hier/record.h"
+#include "topo/record.h"
 #include "topo/cluster_file.h"
 #include "unit_util.hh"
 #include "util/log.h"

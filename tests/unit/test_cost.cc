@@ -1,4 +1,4 @@
-// Unit tests of the cost model (src/coll/cost.h; no MPI): predicted values of
+// Unit tests of the cost model (src/decide/cost.h; no MPI): predicted values of
 // steps and schedules on small grids against hand-computed figures, the fragment
 // cut against sched.c's, the choice (argmin) and its monotonicity in latency.
 #include <gtest/gtest.h>
@@ -10,12 +10,12 @@
 #include <vector>
 
 extern "C" {
-#include "coll/cost.h"
-#include "coll/measure.h"
-#include "coll/sched.h"
-#include "coll/select.h"
-#include "hier/levels.h"
-#include "hier/record.h"
+#include "decide/cost.h"
+#include "decide/measure.h"
+#include "decide/sched.h"
+#include "decide/select.h"
+#include "decide/levels.h"
+#include "topo/record.h"
 #include "util/config.h"
 }
 
@@ -947,7 +947,7 @@ TEST(Cost, RampAuto)
 // A torus of nodes (records with coordinates: one level per dimension, rings, per-rail
 // orders over torus links) is not modelled, even where its levels form a grid by size.
 // nodes on a torus of lengths @dims (node n at n mod X, n / X mod Y, ...), g ranks each,
-// through the library's levels (hier/levels.c torus_levels)
+// through the library's levels (decide/levels.c torus_levels)
 mxh_layout_t *torus_layout(const std::vector<int> &dims, int g)
 {
     std::vector<mxh_record_t> recs;
@@ -1431,7 +1431,7 @@ TEST(Cost, BcastThreeFragmentsPerNetworkStage)
     EXPECT_LT(t, 0.9 * 1200.11 * us);
 }
 
-// ---- measured parameters (src/coll/measure.h): the fit of rank 0's ping-pong times
+// ---- measured parameters (src/decide/measure.h): the fit of rank 0's ping-pong times
 
 namespace {
 

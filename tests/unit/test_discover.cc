@@ -9,7 +9,7 @@
 #include "unit_util.hh"
 
 extern "C" {
-#include "hier/record.h"
+#include "topo/record.h"
 #include "topo/discover.h"
 #include "util/config.h"
 #include "util/log.h"

@@ -13,8 +13,8 @@
 extern "C" {
 #include "coll/rail_exclude.h"
 #include "diag/doctor_stats.h"
-#include "hier/levels.h"
-#include "hier/record.h"
+#include "decide/levels.h"
+#include "topo/record.h"
 }
 
 namespace {

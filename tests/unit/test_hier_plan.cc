@@ -13,16 +13,16 @@
 
 #include "coll/alltoall.h" /* has its own extern "C" (and includes mpi.h) */
 extern "C" {
-#include "coll/cost.h"
-#include "coll/exec.h"
-#include "coll/plan.h"
-#include "coll/sched.h"
-#include "coll/select.h"
-#include "coll/p2p.h"
-#include "coll/tune.h"
-#include "hier/levels.h"
+#include "decide/cost.h"
+#include "exec/exec.h"
+#include "decide/plan.h"
+#include "decide/sched.h"
+#include "decide/select.h"
+#include "exec/p2p.h"
+#include "decide/tune.h"
+#include "decide/levels.h"
 #include "util/config.h"
-#include "hier/record.h"
+#include "topo/record.h"
 }
 
 namespace {
@@ -1698,7 +1698,7 @@ TEST(Sched, StreamWindow)
         mxh_exec_ctx_t ctx;
         memset(&ctx, 0, sizeof(ctx));
         ctx.extent = 4;
-        // the tuning pass stamps the window (coll/tune.c), from these link times
+        // the tuning pass stamps the window (decide/tune.c), from these link times
         mxh_tune_in_t in = {};
         in.cfg           = &cfg;
         in.pace          = pace;
@@ -1906,7 +1906,7 @@ TEST(Sched, LinearRampGrowsByEighths)
     }
     EXPECT_EQ(8, R.p->nplans); // F and its seven eighths
     EXPECT_EQ(64 * M, mxh_sched_frag_start(R.p, R.p->nfrag));
-    // the cost model cuts the same (coll/cost.c mxh_cost_frags -> mxh_sched_cut)
+    // the cost model cuts the same (decide/cost.c mxh_cost_frags -> mxh_sched_cut)
     std::vector<size_t> cut(want.size() + 1);
     EXPECT_EQ(want.size(), mxh_sched_cut(MXH_COLL_ALLREDUCE, 64 * M, 4, 1, 8 * M, lin,
                                          cut.data(), cut.size()));
@@ -2233,7 +2233,7 @@ TEST(Tune, ModelReadsTheExecutorsCapsAndWindow)
 }
 
 // MPIX_HIER_ALGO spells the collectives (util/config.c, a floor below the
-// collectives' table) as coll/coll_desc.c names them, in mxh_coll_t order.
+// collectives' table) as decide/coll_desc.c names them, in mxh_coll_t order.
 TEST(CollDesc, ConfigNamesAreTheTablesNames)
 {
     ASSERT_EQ((int)MXH_COLL_COUNT, MXH_CONFIG_NCOLL);

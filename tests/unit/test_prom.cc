@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "coll/select.h"
+#include "decide/select.h"
 #include "util/config.h"
 #include "util/prom.h"
 

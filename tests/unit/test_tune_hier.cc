@@ -1,11 +1,11 @@
-// Unit tests of the hierarchy's model-trust rules (src/coll/tune_hier.h; no MPI): the
+// Unit tests of the hierarchy's model-trust rules (src/decide/tune_hier.h; no MPI): the
 // measurement's condition and every branch of "trust the model?" on synthetic facts.
 #include <gtest/gtest.h>
 
 extern "C" {
-#include "coll/cost.h"
-#include "coll/sched.h"
-#include "coll/tune_hier.h"
+#include "decide/cost.h"
+#include "decide/sched.h"
+#include "decide/tune_hier.h"
 #include "util/config.h"
 }
 
