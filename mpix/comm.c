@@ -42,20 +42,43 @@ int mxh_entry_hier_slow(MPI_Comm comm, const char *func, mxh_hier_t **hier_p)
     return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, func);
 }
 
+/* The checks of every call on a communicator: the communicator valid, the call's output
+ * arguments usable (@out_ok; else MPI_ERR_ARG saying @what), the library initialized. */
+static int entry_checks(MPI_Comm comm, const char *F, int out_ok, const char *what)
+{
+    int rc = mxh_check_comm(comm, F);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!out_ok)
+        return mxh_raise(comm, MPI_ERR_ARG, F, "%s", what);
+    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
+        return rc;
+    mxh_log_clear_last_error();
+    return MPI_SUCCESS;
+}
+
+/* ... and then the communicator's hierarchy (built on first use). */
+static int query_hier(MPI_Comm comm, const char *F, int out_ok, const char *what,
+                      mxh_hier_t **h)
+{
+    int rc = entry_checks(comm, F, out_ok, what);
+    return rc != MPI_SUCCESS ? rc : mxh_entry_hier(comm, F, h);
+}
+
+static int entry_status(MPI_Comm comm, mxh_status_t st, const char *F)
+{
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+}
+
 int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info)
 {
     static const char F[] = "MPIX_Hier_comm_init";
     mxh_hier_t *h;
-    mxh_status_t st;
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+    if ((rc = entry_checks(comm, F, 1, "")) != MPI_SUCCESS)
         return rc;
-    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
-        return rc;
-    mxh_log_clear_last_error();
-    st = mxh_hier_init(comm, info, &h);
-    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+    return entry_status(comm, mxh_hier_init(comm, info, &h), F);
 }
 
 int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels)
@@ -64,11 +87,7 @@ int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels)
     mxh_hier_t *h;
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
-        return rc;
-    if (num_levels == NULL)
-        return mxh_raise(comm, MPI_ERR_ARG, F, "num_levels is NULL");
-    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
+    if ((rc = query_hier(comm, F, num_levels != NULL, "num_levels is NULL", &h)) != MPI_SUCCESS)
         return rc;
     *num_levels = h->layout->nlevels;
     return MPI_SUCCESS;
@@ -80,11 +99,7 @@ int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *level_comm, cha
     mxh_hier_t *h;
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
-        return rc;
-    if (level_comm == NULL)
-        return mxh_raise(comm, MPI_ERR_ARG, F, "level_comm is NULL");
-    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
+    if ((rc = query_hier(comm, F, level_comm != NULL, "level_comm is NULL", &h)) != MPI_SUCCESS)
         return rc;
     if (level < 0 || level >= h->layout->nlevels)
         return mxh_raise(comm, MPI_ERR_ARG, F, "level %d out of range [0, %d)", level,
@@ -100,13 +115,12 @@ int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen
 {
     static const char F[] = "MPIX_Hier_comm_describe";
     mxh_hier_t *h;
+    char what[64];
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
-        return rc;
-    if (buflen < 0 || (buf == NULL && buflen > 0))
-        return mxh_raise(comm, MPI_ERR_ARG, F, "buf is NULL or buflen (%d) negative", buflen);
-    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
+    snprintf(what, sizeof(what), "buf is NULL or buflen (%d) negative", buflen);
+    if ((rc = query_hier(comm, F, buflen >= 0 && (buf != NULL || buflen == 0), what, &h)) !=
+        MPI_SUCCESS)
         return rc;
     if (buflen > 0)
         snprintf(buf, (size_t)buflen, "%s%s", h->config.enable ? "" : "(MPIX_HIER_ENABLE=no) ",
@@ -140,33 +154,22 @@ int MPIX_Hier_get_version(int *major, int *minor, int *patch)
 int MPIX_Hier_comm_get_stats(MPI_Comm comm, const char *name, double *value)
 {
     static const char F[] = "MPIX_Hier_comm_get_stats";
-    mxh_status_t st;
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+    if ((rc = entry_checks(comm, F, name != NULL && value != NULL, "name or value is NULL")) !=
+        MPI_SUCCESS)
         return rc;
-    if (name == NULL || value == NULL)
-        return mxh_raise(comm, MPI_ERR_ARG, F, "name or value is NULL");
-    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
-        return rc;
-    mxh_log_clear_last_error();
-    st = mxh_metrics_get(comm, name, value);
-    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+    return entry_status(comm, mxh_metrics_get(comm, name, value), F);
 }
 
 int MPIX_Hier_comm_reset_stats(MPI_Comm comm)
 {
     static const char F[] = "MPIX_Hier_comm_reset_stats";
-    mxh_status_t st;
     int rc;
 
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+    if ((rc = entry_checks(comm, F, 1, "")) != MPI_SUCCESS)
         return rc;
-    if ((rc = mxh_entry_init(comm, F)) != MPI_SUCCESS)
-        return rc;
-    mxh_log_clear_last_error();
-    st = mxh_metrics_reset(comm);
-    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+    return entry_status(comm, mxh_metrics_reset(comm), F);
 }
 
 int MPIX_Hier_metrics_write(const char *path)
@@ -181,7 +184,7 @@ int MPIX_Hier_metrics_write(const char *path)
     st = mxh_metrics_write(path);
     if (st == MXH_ERR_IO)
         return mxh_raise(MPI_COMM_WORLD, MPI_ERR_IO, F, "%s", mxh_log_last_error());
-    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(MPI_COMM_WORLD, st, F);
+    return entry_status(MPI_COMM_WORLD, st, F);
 }
 
 int MPIX_Hier_metrics_text(char *buf, int buflen, int *resultlen)

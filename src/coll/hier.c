@@ -279,13 +279,7 @@ static void describe_algorithms(const mxh_hier_t *h, char *buf, size_t len)
     const mxh_layout_t *L = h->layout;
     size_t off = 0;
 
-#define PUT(...)                                                                   \
-    do {                                                                           \
-        int _k = snprintf(off < len ? buf + off : NULL, off < len ? len - off : 0, \
-                          __VA_ARGS__);                                            \
-        if (_k > 0)                                                                \
-            off += (size_t)_k;                                                     \
-    } while (0)
+#define PUT(...) mxh_str_put(buf, len, &off, __VA_ARGS__)
     if (len)
         buf[0] = '\0';
     if (L->nlevels >= 2) {
@@ -543,11 +537,11 @@ static mxh_status_t records_agree(const mxh_hier_t *h, mxh_status_t local, const
     }
     for (int r = 1; r < h->size; r++) {
         if (h->recs[r].config_hash != h->recs[0].config_hash) {
+            char names[2048];
+            mxh_config_plan_names(names, sizeof(names));
             mxh_error("configuration differs between rank 0 and rank %d: the variables that "
-                           "change the plan (MPIX_HIER_ENABLE, _DISCOVER, _MIN_BYTES, _LEVELS, "
-                           "_ALGO, _FRAG_SIZE, _PIPELINE_DEPTH, _PIPELINE_RAMP, _PIPELINE_PACE, _SPREAD, _SHM, _SHM_CHUNK, _EXCLUDE_RAILS; "
-                           "environment or MPI_Info) must be equal on all ranks",
-                           r);
+                      "change the plan must be equal on all ranks (environment or MPI_Info): %s",
+                      r, names);
             return MXH_ERR_CONFIG;
         }
     }

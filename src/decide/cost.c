@@ -49,12 +49,7 @@ void mxh_cost_model_grid(mxh_cost_model_t *m, const mxh_config_t *cfg, int nleve
     m->ahead  = cfg->pipeline_pace != 0;
     m->rstagger = 2;
     m->rsag   = cfg->rsag;
-    m->lat_n  = cfg->cost_lat_n;
-    m->bw_n   = cfg->cost_bw_n;
-    memcpy(m->lat_size, cfg->cost_lat_size, sizeof(m->lat_size));
-    memcpy(m->lat_f, cfg->cost_lat_f, sizeof(m->lat_f));
-    memcpy(m->bw_size, cfg->cost_bw_size, sizeof(m->bw_size));
-    memcpy(m->bw_f, cfg->cost_bw_f, sizeof(m->bw_f));
+    mxh_size_factors_of(&m->fac, cfg);
     /* the spread group (decide/levels.c mxh_layout_spread_init): a node level of 2..32
      * ranks under two network levels or more, at least as many nodes as ranks per node */
     if (cfg->spread && m->nlevels >= 3 && m->type[0] == MXH_LEVEL_NODE && m->gsize[0] >= 2 &&
@@ -206,13 +201,13 @@ static mxh_p2p_algo_t choose(const mxh_cost_model_t *m, int level, mxh_step_type
 /* Latency of one exchange of messages of @msg bytes at @level. */
 static double alpha(const mxh_cost_model_t *m, int level, double msg)
 {
-    return m->lvl[level].alpha * mxh_link_factor(m->lat_n, m->lat_size, m->lat_f, msg);
+    return m->lvl[level].alpha * mxh_link_factor(m->fac.lat_n, m->fac.lat_size, m->fac.lat_f, msg);
 }
 
 /* Seconds per byte of messages of @msg bytes at @level. */
 static double beta(const mxh_cost_model_t *m, int level, double msg)
 {
-    return m->lvl[level].beta / mxh_link_factor(m->bw_n, m->bw_size, m->bw_f, msg);
+    return m->lvl[level].beta / mxh_link_factor(m->fac.bw_n, m->fac.bw_size, m->fac.bw_f, msg);
 }
 
 double mxh_cost_link_time(const mxh_cost_model_t *m, int level, size_t bytes, size_t msg)
@@ -256,12 +251,7 @@ void mxh_cost_link_times(const mxh_cost_model_t *m, mxh_link_times_t *t)
         t->beta[l]  = m->lvl[l].beta;
         t->res[l]   = m->res[l];
     }
-    t->lat_n = m->lat_n;
-    t->bw_n  = m->bw_n;
-    memcpy(t->lat_size, m->lat_size, sizeof(t->lat_size));
-    memcpy(t->lat_f, m->lat_f, sizeof(t->lat_f));
-    memcpy(t->bw_size, m->bw_size, sizeof(t->bw_size));
-    memcpy(t->bw_f, m->bw_f, sizeof(t->bw_f));
+    t->fac = m->fac;
 }
 
 double mxh_cost_latency(const mxh_cost_model_t *m, int level, size_t msg)
@@ -1240,6 +1230,20 @@ static int paced_wins(const mxh_cost_model_t *m, double tp, double tu)
     return tp < tu * (1 - (m->pace_margin > 0 ? m->pace_margin : PACE_MARGIN));
 }
 
+/* Predictions paced (*tp) and unpaced (*tu); whether pacing is the pick (unpaced only
+ * where both predict and paced does not win by the margin). */
+static int pace_both(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
+                     size_t frag_bytes, mxh_cost_variant_t variant, double *tp, double *tu)
+{
+    mxh_cost_model_t c = *m;
+    c.pace_auto = 0;
+    c.pace      = 1;
+    *tp         = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+    c.pace      = 0;
+    *tu         = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
+    return !(*tp > 0 && *tu > 0 && !paced_wins(m, *tp, *tu));
+}
+
 double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                         size_t frag_bytes, mxh_cost_variant_t variant)
 {
@@ -1253,14 +1257,9 @@ double mxh_cost_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
         double ts, tn;
         return rstagger_both(m, count, tsize, frag_bytes, variant, &ts, &tn) ? ts : tn;
     }
-    if (m->pace_auto) { /* the pacing mxh_cost_pace_pick chooses: the faster of the two */
-        mxh_cost_model_t c = *m;
-        c.pace_auto = 0;
-        c.pace      = 1;
-        double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
-        c.pace      = 0;
-        double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, variant);
-        return tp > 0 && tu > 0 && !paced_wins(m, tp, tu) ? tu : tp;
+    if (m->pace_auto) { /* mxh_cost_pace_pick's */
+        double tp, tu;
+        return pace_both(m, coll, count, tsize, frag_bytes, variant, &tp, &tu) ? tp : tu;
     }
     if (m->trails > 0)
         return torus_predict(m, coll, count, tsize, frag_bytes, variant);
@@ -1296,15 +1295,10 @@ int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes)
 {
+    double tp, tu;
     if (!m->pace_auto)
         return m->pace;
-    mxh_cost_model_t c = *m;
-    c.pace_auto = 0;
-    c.pace      = 1;
-    double tp   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
-    c.pace      = 0;
-    double tu   = mxh_cost_predict(&c, coll, count, tsize, frag_bytes, MXH_COST_PLAN);
-    return !(tp > 0 && tu > 0 && !paced_wins(m, tp, tu));
+    return pace_both(m, coll, count, tsize, frag_bytes, MXH_COST_PLAN, &tp, &tu);
 }
 
 /* The stream's window and stage caps for fragments of the stage costs @sc, by the

@@ -144,12 +144,7 @@ typedef struct mxh_cost_model {
                                         the link times, paced or not (exec.c) */
     int    spread;                   /* nodes of the spread group (plan.c's spread plan of
                                         small allreduces, MPIX_HIER_SPREAD), 0: none */
-    /* by message size (MPIX_HIER_COST_LAT_FACTOR, _BW_FACTOR): a message of s bytes
-     * pays alpha times lat_f[i] and its bytes beta / bw_f[j], i, j the last entries
-     * whose size is at most s (none: 1) */
-    int    lat_n, bw_n;
-    size_t lat_size[MXH_CONFIG_FACTORS], bw_size[MXH_CONFIG_FACTORS];
-    double lat_f[MXH_CONFIG_FACTORS], bw_f[MXH_CONFIG_FACTORS];
+    mxh_size_factors_t fac; /* by message size (links.h) */
 } mxh_cost_model_t;
 
 /* A step as its exchanges: each waits alpha, moves its bytes (link seconds), then

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "decide/measure.h"
+#include "util/str.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -160,11 +161,7 @@ void mxh_measure_describe(const mxh_measure_t *m, const mxh_config_t *cfg, const
 {
     size_t off = 0;
     int node = 0, net = 0, spine = 0;
-#define PUT(...)                                                                              \
-    do {                                                                                      \
-        if (off < len)                                                                        \
-            off += (size_t)snprintf(buf + off, len - off, __VA_ARGS__);                       \
-    } while (0)
+#define PUT(...) mxh_str_put(buf, len, &off, __VA_ARGS__)
     if (len > 0)
         buf[0] = '\0';
     PUT("  cost parameters measured (MPIX_HIER_COST_MEASURE)%s%s:", how ? ", " : "",

@@ -1,6 +1,7 @@
 #include "decide/plan.h"
 #include "decide/p2p_choose.h"
 #include "util/log.h"
+#include "util/str.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -488,6 +489,34 @@ static int build_rooted_chain(builder_t *b, size_t count, size_t tsize, int root
     return ok || b->status != MXH_OK;
 }
 
+/* Level @l's step between my group's holder @t and its other members: a bcast from
+ * it (@bcast) or a reduce to it. Whole-region at the top and where the holder's group
+ * takes the region whole (through: a scatter here and an allgather after the levels
+ * above would send the holder's own part out a second time, 2(p-1)/p of the region
+ * through its link where a bcast sends it once); a scatter / gather on the other
+ * scatter levels; elsewhere a send / receive between the holder and the group's first
+ * member. */
+static void holder_step(builder_t *b, int bcast, int l, int t, size_t off, size_t cnt)
+{
+    const mxh_layout_t *L = b->L;
+    int root = L->coord[l][t];
+    mxh_step_t *st = NULL;
+
+    if (l == L->nlevels - 1 || (L->kind[l] == MXH_LEVEL_KIND_SCATTER && through(b, l))) {
+        st = add_step(b, bcast ? MXH_STEP_BCAST : MXH_STEP_REDUCE, l, off, cnt);
+    } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
+        st = add_step(b, bcast ? MXH_STEP_SCATTER : MXH_STEP_GATHER, l, off, cnt);
+        split_even(b, st);
+    } else if (root != 0 && t == b->me) {
+        st   = add_step(b, bcast ? MXH_STEP_SEND : MXH_STEP_RECV, l, off, cnt);
+        root = 0;
+    } else if (root != 0 && L->coord[l][b->me] == 0) {
+        st = add_step(b, bcast ? MXH_STEP_RECV : MXH_STEP_SEND, l, off, cnt);
+    }
+    if (st)
+        st->root = root;
+}
+
 static void build_bcast(builder_t *b, size_t count, int root)
 {
     const mxh_layout_t *L = b->L;
@@ -502,42 +531,15 @@ static void build_bcast(builder_t *b, size_t count, int root)
         if (!mxh_layout_participates(L, me, l))
             break;
         t = holder_in_group(L, h, l, me);
-        even_region(L, me, l, count, &off, &cnt);
-        if (l == top) {
-            if (t < 0) {
-                mxh_debug("plan: bcast root %d: no holder in rank %d's top group", root, me);
-                b->status = MXH_ERR_UNSUPPORTED;
-                break;
-            }
-            mxh_step_t *st = add_step(b, MXH_STEP_BCAST, l, off, cnt);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (t < 0) {
-            continue;
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER && through(b, l)) {
-            /* the holder's group takes the whole region now and has no allgather
-             * below: a scatter here and an allgather after the levels above would
-             * send the holder's own part out a second time, 2(p-1)/p of the region
-             * through its link where a bcast sends it once */
-            mxh_step_t *st = add_step(b, MXH_STEP_BCAST, l, off, cnt);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
-            mxh_step_t *st = add_step(b, MXH_STEP_SCATTER, l, off, cnt);
-            split_even(b, st);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (L->coord[l][t] != 0) {
-            if (t == me) {
-                mxh_step_t *st = add_step(b, MXH_STEP_SEND, l, off, cnt);
-                if (st)
-                    st->root = 0;
-            } else if (L->coord[l][me] == 0) {
-                mxh_step_t *st = add_step(b, MXH_STEP_RECV, l, off, cnt);
-                if (st)
-                    st->root = L->coord[l][t];
-            }
+        if (l == top && t < 0) {
+            mxh_debug("plan: bcast root %d: no holder in rank %d's top group", root, me);
+            b->status = MXH_ERR_UNSUPPORTED;
+            break;
         }
+        if (t < 0)
+            continue;
+        even_region(L, me, l, count, &off, &cnt);
+        holder_step(b, 1, l, t, off, cnt);
     }
     b->down = 1;
     for (int l = top - 1; l >= 0; l--) {
@@ -584,30 +586,7 @@ static void build_reduce(builder_t *b, size_t count, int root)
         if (t < 0)
             continue;
         even_region(L, me, l, count, &off, &cnt);
-        if (l == top) {
-            mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER && through(b, l)) {
-            mxh_step_t *st = add_step(b, MXH_STEP_REDUCE, l, off, cnt);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
-            mxh_step_t *st = add_step(b, MXH_STEP_GATHER, l, off, cnt);
-            split_even(b, st);
-            if (st)
-                st->root = L->coord[l][t];
-        } else if (L->coord[l][t] != 0) {
-            if (t == me) {
-                mxh_step_t *st = add_step(b, MXH_STEP_RECV, l, off, cnt);
-                if (st)
-                    st->root = 0;
-            } else if (L->coord[l][me] == 0) {
-                mxh_step_t *st = add_step(b, MXH_STEP_SEND, l, off, cnt);
-                if (st)
-                    st->root = L->coord[l][t];
-            }
-        }
+        holder_step(b, 0, l, t, off, cnt);
     }
     free_holders(L, h);
 }
@@ -939,13 +918,7 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
 size_t mxh_plan_describe(const mxh_plan_t *plan, char *buf, size_t len)
 {
     size_t off = 0;
-#define PUT(...)                                                                   \
-    do {                                                                           \
-        size_t room = off < len ? len - off : 0;                                   \
-        int k = snprintf(room ? buf + off : NULL, room, __VA_ARGS__);              \
-        if (k > 0)                                                                 \
-            off += (size_t)k;                                                      \
-    } while (0)
+#define PUT(...) mxh_str_put(buf, len, &off, __VA_ARGS__)
 
     if (len)
         buf[0] = '\0';

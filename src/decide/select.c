@@ -1,6 +1,7 @@
 #include "decide/select.h"
 #include "decide/cost.h"
 #include "decide/sched.h"
+#include "util/str.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -187,13 +188,7 @@ size_t mxh_select_describe(const mxh_config_t *cfg, const mxh_select_shape_t *sh
             }
     if (len)
         buf[0] = '\0';
-#define PUT(...)                                                                   \
-    do {                                                                           \
-        int _k = snprintf(off < len ? buf + off : NULL, off < len ? len - off : 0, \
-                          __VA_ARGS__);                                            \
-        if (_k > 0)                                                                \
-            off += (size_t)_k;                                                     \
-    } while (0)
+#define PUT(...) mxh_str_put(buf, len, &off, __VA_ARGS__)
     for (int i = 0; i <= npts; i++) {
         mxh_choice_t c = {MXH_ALGO_COUNT, 0, 0, 0, MXH_FB_NONE, 0};
         if (i < npts)

@@ -479,21 +479,13 @@ static int post(mxh_p2p_op_t *op)
     default:
         break;
     }
-    switch (op->algo) {
-    case MXH_P2P_RING:
-        return ring_post(op);
-    case MXH_P2P_RHD:
-        return rhd_post(op);
-    case MXH_P2P_DIRECT:
-        return direct_post(op);
-    case MXH_P2P_RADIX_AR:
-        return radix_post(op);
-    case MXH_P2P_KARY:
-        return kary_post(op);
-    case MXH_P2P_FLAT:
-        return flat_post(op);
-    }
-    return MPI_ERR_INTERN;
+    /* the exchange of each algorithm, by mxh_p2p_algo_t */
+    static int (*const algo_post[])(mxh_p2p_op_t *) = {
+        [MXH_P2P_RING] = ring_post,    [MXH_P2P_RHD] = rhd_post,   [MXH_P2P_DIRECT] = direct_post,
+        [MXH_P2P_RADIX_AR] = radix_post, [MXH_P2P_KARY] = kary_post, [MXH_P2P_FLAT] = flat_post};
+    if ((unsigned)op->algo >= sizeof(algo_post) / sizeof(algo_post[0]))
+        return MPI_ERR_INTERN;
+    return algo_post[op->algo](op);
 }
 
 /* ---- reductions after an exchange --------------------------------------------------- */

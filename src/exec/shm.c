@@ -831,33 +831,14 @@ static mxh_status_t reduce_chunked(mxh_shm_t *shm, const void *in, void *out, si
 
 /* ------------------------------------------------------------ collectives */
 
-mxh_status_t mxh_shm_allreduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
-                               MPI_Datatype dt, size_t tsize, MPI_Op op)
+/* Reduce to @root or, not @rooted, allreduce (@root -1). */
+static mxh_status_t reduce_to(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                              MPI_Datatype dt, size_t tsize, MPI_Op op, int rooted, int root,
+                              const char *func)
 {
-    static const char func[] = "mxh_shm_allreduce";
-
     if (!check_args(shm, tsize, func))
         return MXH_ERR_INVALID_PARAM;
-    if (count == 0)
-        return MXH_OK;
-    if (shm->size == 1) {
-        if (in != out)
-            memmove(out, in, count * tsize);
-        return MXH_OK;
-    }
-    if (count * tsize <= shm->small_max)
-        return reduce_small(shm, in, out, count, dt, tsize, op, -1, func);
-    return reduce_chunked(shm, in, out, count, dt, tsize, op, -1, func);
-}
-
-mxh_status_t mxh_shm_reduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
-                            MPI_Datatype dt, size_t tsize, MPI_Op op, int root)
-{
-    static const char func[] = "mxh_shm_reduce";
-
-    if (!check_args(shm, tsize, func))
-        return MXH_ERR_INVALID_PARAM;
-    if (root < 0 || root >= shm->size) {
+    if (rooted && (root < 0 || root >= shm->size)) {
         mxh_error("%s: root %d out of range (size %d)", func, root, shm->size);
         return MXH_ERR_INVALID_PARAM;
     }
@@ -871,6 +852,18 @@ mxh_status_t mxh_shm_reduce(mxh_shm_t *shm, const void *in, void *out, size_t co
     if (count * tsize <= shm->small_max)
         return reduce_small(shm, in, out, count, dt, tsize, op, root, func);
     return reduce_chunked(shm, in, out, count, dt, tsize, op, root, func);
+}
+
+mxh_status_t mxh_shm_allreduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                               MPI_Datatype dt, size_t tsize, MPI_Op op)
+{
+    return reduce_to(shm, in, out, count, dt, tsize, op, 0, -1, "mxh_shm_allreduce");
+}
+
+mxh_status_t mxh_shm_reduce(mxh_shm_t *shm, const void *in, void *out, size_t count,
+                            MPI_Datatype dt, size_t tsize, MPI_Op op, int root)
+{
+    return reduce_to(shm, in, out, count, dt, tsize, op, 1, root, "mxh_shm_reduce");
 }
 
 /* Slice @j (of @ns) of a part of @c elements. */

@@ -175,6 +175,17 @@ static void print_metrics(int json)
     const char *blk[] = {"1", "0", NULL};
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++)
         lv[t] = mxh_level_type_name((mxh_level_type_t)t);
+    /* the labels whose values are a list (reason: names with their docs, below) */
+    const struct {
+        const char        *label;
+        const char *const *names;
+        int                n;
+    } lists[] = {{"coll", mxh_config_coll_names, MXH_CONFIG_NCOLL},
+                 {"blocking", blk, -1},
+                 {"path", mxh_metrics_path_names, -1},
+                 {"algo", mxh_metrics_algo_names, -1},
+                 {"level", lv, -1}};
+    int nlists = (int)(sizeof(lists) / sizeof(lists[0]));
     if (json) {
         printf("\"metrics\": {\"families\": [");
         for (const mxh_metric_family_t *f = mxh_metric_families; f->name; f++) {
@@ -191,16 +202,11 @@ static void print_metrics(int json)
             json_str(f->help);
             printf("}");
         }
-        printf("],\n \"label_values\": {\"coll\": [");
-        print_list(mxh_config_coll_names, MXH_CONFIG_NCOLL, 1);
-        printf("], \"blocking\": [");
-        print_list(blk, -1, 1);
-        printf("], \"path\": [");
-        print_list(mxh_metrics_path_names, -1, 1);
-        printf("], \"algo\": [");
-        print_list(mxh_metrics_algo_names, -1, 1);
-        printf("], \"level\": [");
-        print_list(lv, -1, 1);
+        printf("],\n \"label_values\": {");
+        for (int i = 0; i < nlists; i++) {
+            printf("%s\"%s\": [", i ? "], " : "", lists[i].label);
+            print_list(lists[i].names, lists[i].n, 1);
+        }
         printf("], \"reason\": [");
         for (int r = 1; r < MXH_FB_COUNT; r++) {
             printf("%s{\"name\": ", r > 1 ? ", " : "");
@@ -222,15 +228,16 @@ static void print_metrics(int json)
            "#   rank       the MPI_COMM_WORLD rank; host: MPIX_HIER_HOSTNAME or the processor name\n");
     for (const mxh_metric_family_t *f = mxh_metric_families; f->name; f++)
         printf("%s %s {%s}\n    # %s\n", f->name, f->type, f->labels, f->help);
-    printf("# label values\ncoll: ");
-    print_list(mxh_config_coll_names, MXH_CONFIG_NCOLL, 0);
-    printf("\nblocking: 1 (MPIX_Hier_<coll>), 0 (MPIX_Hier_I<coll>)\npath: ");
-    print_list(mxh_metrics_path_names, -1, 0);
-    printf("\nalgo: ");
-    print_list(mxh_metrics_algo_names, -1, 0);
-    printf("\nlevel: ");
-    print_list(lv, -1, 0);
-    printf("\nreason:\n");
+    printf("# label values\n");
+    for (int i = 0; i < nlists; i++) {
+        printf("%s: ", lists[i].label);
+        if (lists[i].names == blk)
+            printf("1 (MPIX_Hier_<coll>), 0 (MPIX_Hier_I<coll>)");
+        else
+            print_list(lists[i].names, lists[i].n, 0);
+        printf("\n");
+    }
+    printf("reason:\n");
     for (int r = 1; r < MXH_FB_COUNT; r++)
         printf("  %-16s %s\n", mxh_fallbacks[r].name, mxh_fallbacks[r].doc);
 }
@@ -585,12 +592,12 @@ static void explain_params(const mxh_cost_model_t *m, const mxh_config_t *cfg)
             printf("\n");
         }
     }
-    if (m->lat_n || m->bw_n) {
+    if (m->fac.lat_n || m->fac.bw_n) {
         char f[512];
         mxh_config_get_string(cfg, "MPIX_HIER_COST_LAT_FACTOR", f, sizeof(f));
-        printf("#   latency factors by message size: %s\n", m->lat_n ? f : "-");
+        printf("#   latency factors by message size: %s\n", m->fac.lat_n ? f : "-");
         mxh_config_get_string(cfg, "MPIX_HIER_COST_BW_FACTOR", f, sizeof(f));
-        printf("#   bandwidth factors by message size: %s\n", m->bw_n ? f : "-");
+        printf("#   bandwidth factors by message size: %s\n", m->fac.bw_n ? f : "-");
     }
 }
 

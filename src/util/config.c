@@ -2,6 +2,7 @@
  * doc, field, parser, plan, user}; setting, printing, the defaults and the plan hash walk
  * the table (in the style of UCX's ucs_config_field_t). */
 #include "util/config.h"
+#include "util/str.h"
 #include "util/log.h"
 
 #include <ctype.h>
@@ -917,4 +918,14 @@ uint64_t mxh_config_plan_hash(const mxh_config_t *cfg)
     }
     h = mxh_hash_bytes(h, &cfg->cost_given, sizeof(cfg->cost_given));
     return mxh_hash_bytes(h, &cfg->frag_given, sizeof(cfg->frag_given));
+}
+
+void mxh_config_plan_names(char *buf, size_t len)
+{
+    size_t off = 0;
+    if (len)
+        buf[0] = '\0';
+    for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++)
+        if (v->plan && v->size != 0)
+            mxh_str_put(buf, len, &off, "%s%s", off ? ", " : "", v->name);
 }

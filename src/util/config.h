@@ -133,6 +133,8 @@ void mxh_config_get_string(const mxh_config_t *cfg, const char *name, char *buf,
 
 /* Hash of everything that changes the plan (FNV-1a, 64 bit). */
 uint64_t mxh_config_plan_hash(const mxh_config_t *cfg);
+/* The names of the variables that hash, comma-separated, into @buf (truncated). */
+void mxh_config_plan_names(char *buf, size_t len);
 
 /* FNV-1a helpers. */
 uint64_t mxh_hash_bytes(uint64_t h, const void *data, size_t len);
