@@ -37,7 +37,7 @@ enum self_form {
 };
 
 /* What this file runs for each collective (coll_ops below); the collective's
- * facts (rooted, reducing, ...) are decide/coll_desc.h's. NULL: the collective
+ * facts (rooted, reducing, ...) are util/coll_desc.h's. NULL: the collective
  * has no such form. */
 typedef struct coll_ops {
     /* the hierarchical body on host buffers in the view (coll.h: vdt) */

@@ -106,7 +106,7 @@ typedef struct mxh_coll_args {
     } nb;
 } mxh_coll_args_t;
 
-/* The facts of each collective (rooted, reducing, ...): decide/coll_desc.h, mxh_coll_info. */
+/* The facts of each collective (rooted, reducing, ...): util/coll_desc.h, mxh_coll_info. */
 
 /* Set the fields the decision needs: element size, op, memory kinds; whether
  * the call needs the communicator's hierarchy (otherwise it is plain MPI or

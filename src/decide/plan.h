@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "decide/coll_desc.h"
+#include "util/coll_desc.h"
 #include "decide/levels.h"
 #include "util/status.h"
 

@@ -94,7 +94,7 @@ mxh_choice_t mxh_select_cost(const mxh_config_t *cfg, const mxh_select_shape_t *
     size_t model_frag     = 0;
     int model_ramp        = 0;
     mxh_algo_t forced =
-        (coll >= 0 && coll < MXH_CONFIG_NCOLL) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
+        (coll >= 0 && coll < MXH_COLL_COUNT) ? (mxh_algo_t)cfg->algo[coll] : MXH_ALGO_AUTO;
 
     if (!cfg->enable || shape->nranks < 2) {
         c.why = !cfg->enable ? MXH_FB_DISABLED : MXH_FB_SINGLE_RANK;

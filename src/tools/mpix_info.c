@@ -172,15 +172,17 @@ static void print_list(const char *const *names, int n, int json)
 static void print_metrics(int json)
 {
     const char *lv[MXH_LEVEL_TYPE_COUNT + 1] = {NULL};
-    const char *blk[] = {"1", "0", NULL};
+    const char *blk[] = {"1", "0", NULL}, *colls[MXH_COLL_COUNT + 1] = {NULL};
     for (int t = 0; t < MXH_LEVEL_TYPE_COUNT; t++)
         lv[t] = mxh_level_type_name((mxh_level_type_t)t);
+    for (int c = 0; c < MXH_COLL_COUNT; c++)
+        colls[c] = mxh_coll_name((mxh_coll_t)c);
     /* the labels whose values are a list (reason: names with their docs, below) */
     const struct {
         const char        *label;
         const char *const *names;
         int                n;
-    } lists[] = {{"coll", mxh_config_coll_names, MXH_CONFIG_NCOLL},
+    } lists[] = {{"coll", colls, -1},
                  {"blocking", blk, -1},
                  {"path", mxh_metrics_path_names, -1},
                  {"algo", mxh_metrics_algo_names, -1},

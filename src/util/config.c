@@ -44,9 +44,6 @@ static mxh_status_t set_var(mxh_config_t *cfg, const mxh_config_var_t *v, const 
 static const char *const level_names[]     = {"node", "rail", "spine", "island"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug", "trace"};
 
-const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL] = {
-    "allreduce",  "reduce_scatter_block", "allgather", "bcast",    "reduce",
-    "allgatherv", "reduce_scatter",       "alltoall",  "alltoallv"};
 const char *const mxh_config_algo_names[MXH_CONFIG_NALGO] = {"auto", "mpi", "shm", "hier",
                                                              "pipeline"};
 
@@ -333,7 +330,7 @@ static int find_name(const char *const *names, int n, const char *s, size_t len)
 /* auto | algo | [algo,]coll:algo[,coll:algo...] */
 static int parse_algo(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
-    int out[MXH_CONFIG_NCOLL] = {0};
+    int out[MXH_COLL_COUNT] = {0};
     const char *p = s;
 
     (void)src;
@@ -347,10 +344,13 @@ static int parse_algo(const mxh_config_var_t *v, mxh_config_t *cfg, const char *
             a = find_name(mxh_config_algo_names, MXH_CONFIG_NALGO, p, len);
             if (a < 0)
                 return -1;
-            for (c = 0; c < MXH_CONFIG_NCOLL; c++)
+            for (c = 0; c < MXH_COLL_COUNT; c++)
                 out[c] = a;
         } else {
-            c = find_name(mxh_config_coll_names, MXH_CONFIG_NCOLL, p, (size_t)(colon - p));
+            for (c = MXH_COLL_COUNT - 1; c >= 0; c--)
+                if (strlen(mxh_coll_name((mxh_coll_t)c)) == (size_t)(colon - p) &&
+                    !strncmp(mxh_coll_name((mxh_coll_t)c), p, (size_t)(colon - p)))
+                    break;
             a = find_name(mxh_config_algo_names, MXH_CONFIG_NALGO, colon + 1,
                           len - (size_t)(colon + 1 - p));
             if (c < 0 || a < 0)
@@ -371,17 +371,17 @@ static void print_algo(const mxh_config_var_t *v, const mxh_config_t *cfg, char 
     int same        = 1;
     size_t off      = 0;
 
-    for (int c = 1; c < MXH_CONFIG_NCOLL; c++)
+    for (int c = 1; c < MXH_COLL_COUNT; c++)
         same &= algo[c] == algo[0];
     if (same) {
         snprintf(buf, len, "%s", mxh_config_algo_names[algo[0]]);
         return;
     }
     buf[0] = '\0';
-    for (int c = 0; c < MXH_CONFIG_NCOLL; c++)
+    for (int c = 0; c < MXH_COLL_COUNT; c++)
         if (algo[c] && off < len)
             off += (size_t)snprintf(buf + off, len - off, "%s%s:%s", off ? "," : "",
-                                    mxh_config_coll_names[c], mxh_config_algo_names[algo[c]]);
+                                    mxh_coll_name((mxh_coll_t)c), mxh_config_algo_names[algo[c]]);
 }
 
 /* Rails as a mask, so ranks reading equal lists from different paths agree. */

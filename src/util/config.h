@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/coll_desc.h"
 #include "util/status.h"
 
 #ifdef __cplusplus
@@ -14,15 +15,13 @@ extern "C" {
 #endif
 
 #define MXH_CONFIG_STR_MAX 1024
-#define MXH_CONFIG_NCOLL   9 /* collectives, in mxh_coll_t order */
 #define MXH_CONFIG_NALGO   5 /* algorithms, in mxh_algo_t order */
 #define MXH_CONFIG_FACTORS 16 /* entries of a cost factor table */
 /* MPIX_HIER_PIPELINE_RAMP besides 0..4 halvings (decide/sched.h: MXH_SCHED_RAMP_*) */
 #define MXH_RAMP_LINEAR (-1)
 #define MXH_RAMP_AUTO   (-2)
 
-/* Names of the collectives and algorithms as MPIX_HIER_ALGO spells them. */
-extern const char *const mxh_config_coll_names[MXH_CONFIG_NCOLL];
+/* Names of the algorithms as MPIX_HIER_ALGO spells them (the collectives': coll_desc.c). */
 extern const char *const mxh_config_algo_names[MXH_CONFIG_NALGO];
 
 typedef struct mxh_config {
@@ -39,7 +38,7 @@ typedef struct mxh_config {
     char   gpu_busid[64];                   /* MPIX_HIER_GPU_BUSID */
     int    gpu_mps;                         /* MPIX_HIER_GPU_MPS: -1 auto, 0 no, 1 yes */
     int    discover;                        /* MPIX_HIER_DISCOVER */
-    int    algo[MXH_CONFIG_NCOLL];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
+    int    algo[MXH_COLL_COUNT];          /* MPIX_HIER_ALGO (mxh_algo_t per mxh_coll_t) */
     size_t frag_size;                       /* MPIX_HIER_FRAG_SIZE (0 = no pipelining) */
     int    pipeline_depth;                  /* MPIX_HIER_PIPELINE_DEPTH (0 = every stage) */
     int    pipeline_ramp;                   /* MPIX_HIER_PIPELINE_RAMP: halvings (0 = uniform

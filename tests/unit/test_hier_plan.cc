@@ -2232,13 +2232,23 @@ TEST(Tune, ModelReadsTheExecutorsCapsAndWindow)
         }
 }
 
-// MPIX_HIER_ALGO spells the collectives (util/config.c, a floor below the
-// collectives' table) as decide/coll_desc.c names them, in mxh_coll_t order.
-TEST(CollDesc, ConfigNamesAreTheTablesNames)
+// MPIX_HIER_ALGO spells the collectives as the collectives' table names them.
+TEST(CollDesc, ConfigParsesTheTablesNames)
 {
-    ASSERT_EQ((int)MXH_COLL_COUNT, MXH_CONFIG_NCOLL);
-    for (int c = 0; c < MXH_COLL_COUNT; c++)
-        EXPECT_STREQ(mxh_coll_name((mxh_coll_t)c), mxh_config_coll_names[c]) << "collective " << c;
+    for (int c = 0; c < MXH_COLL_COUNT; c++) {
+        mxh_config_t cfg;
+        mxh_config_init_defaults(&cfg);
+        std::string v = std::string(mxh_coll_name((mxh_coll_t)c)) + ":mpi";
+        ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", v.c_str(), "test")) << v;
+        for (int d = 0; d < MXH_COLL_COUNT; d++)
+            EXPECT_EQ(d == c ? 1 : 0, cfg.algo[d]) << v << " collective " << d;
+        char buf[128];
+        mxh_config_get_string(&cfg, "MPIX_HIER_ALGO", buf, sizeof(buf));
+        EXPECT_EQ(v, std::string(buf));
+    }
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    EXPECT_NE(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_ALGO", "allreduc:mpi", "test"));
     EXPECT_STREQ("?", mxh_coll_name(MXH_COLL_COUNT));
 }
 

@@ -1,10 +1,5 @@
-/* The collectives' table (decide/coll_desc.h). */
-#include "decide/coll_desc.h"
-#include "util/config.h"
-
-/* MPIX_HIER_ALGO's names (util/config.c, a floor below) are indexed by mxh_coll_t;
- * tests/unit/test_hier_plan.cc checks that they spell the names below. */
-_Static_assert(MXH_CONFIG_NCOLL == MXH_COLL_COUNT, "one MPIX_HIER_ALGO name per collective");
+/* The collectives' table (util/coll_desc.h). */
+#include "util/coll_desc.h"
 
 const mxh_coll_desc_t mxh_coll_desc[MXH_COLL_COUNT] = {
     /*                                name                 rooted reducing blocks sendtype vector */
