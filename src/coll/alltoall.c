@@ -30,11 +30,10 @@
  * blocks, (g-1)*b*beta_l, and the phases overlap: time ~ max(phase 1,
  * phase 2) + (g-1)*b*beta_l.
  *
- * Measured (SimGrid 3.32, benchmarks/sim rail platform, 16 nodes x 8 GPUs,
- * NIC 48 GB/s, NVLink 370 GB/s, against SMPI's MPICH-selector MPI_Alltoall):
- * 1 MiB per pair 2679 us vs 3252 us (NIC injection bound 2621 us: both are
- * bandwidth-bound, 1.21x), 2.13x with a 2:1 oversubscribed spine; 64 KiB
- * 170 vs 651 us, 1 KiB 10.5 vs 130 us (g times fewer network messages).
+ * Against SMPI's MPICH-selector MPI_Alltoall it wins a little where both are
+ * bound by NIC injection, more on an oversubscribed spine (its messages stay on
+ * their rails) and most on small messages (g times fewer network messages);
+ * benchmarks/RESULTS.md section 8, "All-to-all, 1 MiB per pair".
  *
  * Messages of more than max_msg bytes (1 GiB) go in pieces: both sides know
  * every size, so they split alike (same tag, MPI keeps the order). Zero-size
@@ -89,9 +88,9 @@ void mxh_alltoall_set_max_message(size_t bytes)
 
 /* Destination nodes whose phase-1 blocks a rank sends at a time. All at once,
  * the blocks share the node's links and all arrive at the end of phase 1, so
- * phase 2 starts only then (SimGrid, 16 x 8 GPUs, 1 MiB per pair: 0.3 ms of
- * 3.0); a window of 2 lets the first rail messages start after one node's
- * worth of blocks, and keeps the next node's blocks coming meanwhile. */
+ * phase 2 starts only then; a window of 2 lets the first rail messages start
+ * after one node's worth of blocks, and keeps the next node's blocks coming
+ * meanwhile. */
 #define A2A_WINDOW_DEFAULT 2
 static int window = A2A_WINDOW_DEFAULT;
 

@@ -431,8 +431,8 @@ static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
 }
 
 /* Every rank's record on every rank: see hier.h. MPICH's allgather of more than 512 KB
- * (592 B x 1024 ranks) is a ring of p - 1 steps, p(p - 1) messages: 17 CPU-seconds of
- * every 1024-rank simulation (RESULTS.md section 5, "A 1024-rank setup's CPU"); below
+ * (592 B x 1024 ranks) is a ring of p - 1 steps, p(p - 1) messages: a large share of
+ * a 1024-rank simulation's CPU (RESULTS.md section 5, "A 1024-rank setup's CPU"); below
  * 80 KB it takes recursive doubling or Bruck, log2 p steps. A resized receive type
  * instead of the contiguous scratch broke SMPI 3.32's allgather at 1024 ranks. */
 mxh_status_t mxh_allgather_sliced(const void *mine, void *all, size_t bytes, size_t slice,

@@ -963,11 +963,9 @@ static double stream_sim(const mxh_cost_model_t *m, const stage_cost_t *kinds,
     return T;
 }
 
-/* The reduce's stagger only where predicted this much faster: on 16 x 8 GPUs with
- * 450 GB/s NVLink and 50 GB/s NICs the model put it 1.8 % ahead (806.47 against
- * 821.38 us, 8 MiB fragments) and it simulated 1.4 % behind (857.05 against 844.70);
- * with 900 GB/s NVLink 19 % ahead and 16 % ahead simulated (RESULTS.md section 5,
- * "Staggered on the network too"). */
+/* The reduce's stagger only where predicted this much faster: a small predicted gain
+ * can simulate as a loss, a large one holds (RESULTS.md section 5, "Staggered on the
+ * network too"). */
 #define RSTAGGER_MARGIN 0.05
 
 /* The reduce's predictions staggered (*@ts) and not (*@tn); 1 if the stagger wins */
@@ -983,9 +981,9 @@ static int rstagger_both(const mxh_cost_model_t *m, size_t count, size_t tsize,
 }
 
 /* The rsag pick only where predicted this much faster: radix's one latency per step is
- * what the latency plans are built on, the pick only changes pipelines whose NIC binds
- * (128 x 8 GPUs in 4 leaf groups, allreduce 256 MiB in 4 MiB fragments: the spine's
- * 16 KiB steps, 2.1 % predicted; RESULTS.md section 5, "Half the spine's bytes"). */
+ * what the latency plans are built on, the pick only changes pipelines whose NIC binds,
+ * such as the spine's small steps of a large allreduce (RESULTS.md section 5, "Half the
+ * spine's bytes"). */
 #define RSAG_MARGIN 0.01
 
 /* Whether an allreduce plan can have an allreduce step that radix would run on a
@@ -1218,11 +1216,8 @@ static double torus_predict(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c
 }
 
 /* Paced where the model predicts it faster by more than 1 %, its error on the question:
- * under SimGrid's default network model (measured parameters, 32 x 8 GPUs, 256 MiB
- * allgather) it predicted pacing 0.9 % faster and it was 10 % slower (960.38 against
- * 873.84 us); on exact links, 16 x 8 GPUs, reduce_scatter_block, it predicts 1.3 % and
- * pacing wins 1.1 % (686.02 against 693.43; RESULTS.md section 5, "Measured
- * parameters"). */
+ * below that a predicted gain simulated as a loss under SimGrid's default network model,
+ * above it pacing won on exact links (RESULTS.md section 5, "Pacing per schedule"). */
 #define PACE_MARGIN 0.01
 
 static int paced_wins(const mxh_cost_model_t *m, double tp, double tu)
@@ -1289,9 +1284,8 @@ int mxh_cost_kary_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
 
 /* Pacing wins where latency is a large share of a fragment's link time and loses
  * where deep schedules (a spine stage) let paced fragments idle a link that unpaced
- * ones would fill (simulated, 256 MiB, RESULTS.md section 5: 128 GPUs allreduce
- * 1334.53 us paced against 1390 unpaced, 1024 GPUs 1512.23 against 1476.91); the
- * model predicts both sides of both. */
+ * ones would fill; the model predicts both sides (RESULTS.md section 5, "Pacing per
+ * schedule"). */
 int mxh_cost_pace_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, size_t tsize,
                        size_t frag_bytes)
 {
@@ -1531,18 +1525,16 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
 
 /* Within 1 % of the fastest prediction the fewest fragments win: the model's error on
  * a fragment count is a few per cent, and each fragment costs the ranks work it does not
- * count (posting, polling). On exact links, 16 x 8 GPUs, allreduce 256 MiB, the fastest
- * prediction is 512 fragments of 512 KiB (1318.14 us, 1.2 % under 8 MiB's) where the
- * next size down is 8 times slower: 4 MiB (1324.82) is chosen instead. Counted in
- * uniform fragments, so that of two ramps of one fragment size the faster wins. */
+ * count (posting, polling), so a marginally faster prediction with many small fragments
+ * loses to fewer large ones (RESULTS.md section 5, "The cost model's paced third
+ * fragment and small fragments"). Counted in uniform fragments, so that of two ramps of
+ * one fragment size the faster wins. */
 #define CHOOSE_MARGIN 0.01
 
 /* At most this many fragments (ramp pieces included): each costs the ranks posting and
- * completion work the model does not count. On exact links, 16 x 8 GPUs, 256 MiB, the 512
- * fragments of 512 KiB it chose for reduce_scatter_block and allgather (660 us predicted)
- * simulated 752.42 and 722.48 us, where 36 fragments of 8 MiB take 686.02 and 680.13; its
- * choices of 68 fragments were within 1-3 % of the simulation (RESULTS.md section 5,
- * "Measured parameters"). */
+ * completion work the model does not count, so its choices of hundreds of small fragments
+ * simulated slower than it predicted while those of a few dozen held (RESULTS.md
+ * section 5, "Measured parameters"). */
 #define CHOOSE_MAX_FRAGS 128
 
 int mxh_cost_choose(const mxh_cost_cand_t *c, int n)

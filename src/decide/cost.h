@@ -235,10 +235,8 @@ int mxh_cost_net_binds(const mxh_cost_model_t *m, int level, size_t bytes, int p
  * mxh_cost_net_binds with the through shape's regions). The root's link is then the
  * stream's limit from the first fragment on, and the ramp's pieces only add their
  * latencies to it; where a network level or a far member binds, the pieces fill the
- * later stages sooner. Simulated, 256 MiB (RESULTS.md section 5, "bcast without a head
- * ramp where the root binds"): 128 GPUs on rails 781.58 -> 777.75 us, 1024 GPUs
- * 822.79 -> 814.64; where the NIC binds (16 x 8 with 900 GB/s NVLink and 50 GB/s NICs)
- * without it 719.76 against 697.10, on the dragonfly 965.41 against 960.15. */
+ * later stages sooner, and the ramp wins (RESULTS.md section 5, "bcast without a head
+ * ramp where the root binds"). */
 int mxh_cost_bcast_bare(const mxh_cost_model_t *m, mxh_coll_t coll, size_t frag_bytes);
 
 /* One step on a region of @bytes at @level (seconds); its byte term (link time)
@@ -260,21 +258,18 @@ size_t mxh_cost_frags(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count, 
  * (not a grid, another collective, more than 65536 fragments). */
 /* kary where it is predicted to cost at most this much: a schedule of direct exchanges
  * keeps 2(p - 1) requests per fragment in flight on every rank of a long rail, work the
- * model does not count (posting, completing; SimGrid's per-request bookkeeping made the
- * 1024-GPU allreduce simulate in 18 CPU-minutes, with kary in 4). The model sees kary's
- * extra latency per exchange, but only part of its cost in the three-stage pipelines:
- * 128 x 8 GPUs in 4 leaf groups, 256 MiB, 4 MiB fragments (RESULTS.md section 5, "Fewer
- * messages on long rails"): allreduce predicted +0.06 %, simulated +0.04 %; allgather
- * +0.7 % and +4.5 %; reduce_scatter_block +1.2 % and +4.3 %. */
+ * model does not count (posting, completing; SimGrid's per-request bookkeeping too). The
+ * model sees kary's extra latency per exchange, but only part of its cost in the
+ * three-stage pipelines: it predicts the allreduce's cost and underrates allgather's and
+ * reduce_scatter_block's, so the margin admits only the allreduce (RESULTS.md section 5,
+ * "Fewer messages on long rails"). */
 #define MXH_COST_KARY_MARGIN 0.0025
 
 /* Whether the reduce of @count elements in fragments of @frag_bytes is predicted at
  * least 5 % faster (cost.c RSTAGGER_MARGIN) with its rootless network steps staggered
  * where they bind (m->rstagger 2; else m->rstagger): where the NIC binds the stagger
- * keeps the root's link busy (16 x 8 GPUs, 900 GB/s NVLink: reduce 256 MiB 968.83 ->
- * 809.45 us), but on deeper schedules it held the fragments behind it (32 x 4 GPUs in
- * 2 leaf groups: 1590.15 -> 1707.99; RESULTS.md section 5, "Staggered on the network
- * too"). */
+ * keeps the root's link busy, but on deeper schedules it holds the fragments behind it
+ * (RESULTS.md section 5, "Staggered on the network too"). */
 int mxh_cost_rstagger_pick(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count,
                            size_t tsize, size_t frag_bytes);
 
@@ -344,12 +339,12 @@ int mxh_cost_choose(const mxh_cost_cand_t *c, int n);
  * agreed (the layout, the configuration), so every rank chooses alike. */
 #define MXH_COST_MEMO 64
 /* On a network measured not flat in message size (MPIX_HIER_COST_MODEL=auto, measure.h)
- * the model's predictions were off by up to 8 % (SimGrid's default model: paced against
- * unpaced streams), and its choices lost to the thresholds' where it predicted them
- * within 1 % (RESULTS.md section 5, "Measured parameters"). There it replaces the
- * thresholds' choice only where it predicts its own at least this much faster; so on a
- * torus split, where its choices predicted 1.3-4.8 % faster simulated up to 22 % slower
- * (RESULTS.md section 5, "Direct exchanges along a torus ring"). */
+ * the model's predictions are off by several per cent, and its choices lost to the
+ * thresholds' where it predicted them only slightly faster (RESULTS.md section 5,
+ * "Selection with a margin"). There it replaces the thresholds' choice only where it
+ * predicts its own at least this much faster; so on a torus split, where its small
+ * predicted gains simulated slower (RESULTS.md section 5, "Direct exchanges along a
+ * torus ring"). */
 #define MXH_COST_TRUST_MARGIN 0.05
 typedef struct mxh_cost_sel {
     mxh_cost_model_t m;

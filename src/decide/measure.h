@@ -25,9 +25,8 @@
  *
  * The exchanges are in measure_run.h (MPI); the rest is pure (unit tests).
  *
- * Cost: 2 x MXH_MEASURE_NSIZES x reps messages per level, on two ranks; about
- * 0.3 ms per network level at 50 GB/s and 25 us latency (one rep under SimGrid,
- * where times are exact; 1 + 3 elsewhere). */
+ * Cost: 2 x MXH_MEASURE_NSIZES x reps messages per level, on two ranks, once when the
+ * hierarchy is built (one rep under SimGrid, where times are exact; 1 + 3 elsewhere). */
 #ifndef MXH_COLL_MEASURE_H
 #define MXH_COLL_MEASURE_H
 
@@ -80,9 +79,9 @@ int mxh_measure_factors_flat(const mxh_config_t *cfg);
 /* Pure: whether the fit describes a network rather than a disturbed measurement: a
  * network level measured, every fitted latency at least MXH_MEASURE_MIN_LATENCY and
  * the first network level's latency factors within MXH_MEASURE_PLAUSIBLE_LAT of 1, its
- * bandwidth factors within MXH_MEASURE_PLAUSIBLE_BW. SimGrid's default model passes
- * (factors 0.16-1 and 0.62-1.16); ranks oversubscribed on a busy machine gave fits
- * with a latency of 0.001 us, latency factors of 100 or bandwidth factors of 0.03. */
+ * bandwidth factors within MXH_MEASURE_PLAUSIBLE_BW. The bounds let SimGrid's default
+ * model pass and reject the fits of ranks oversubscribed on a busy machine (RESULTS.md
+ * section 5, "Measured parameters"). */
 #define MXH_MEASURE_MIN_LATENCY  0.1e-6
 #define MXH_MEASURE_PLAUSIBLE_LAT 20.0
 #define MXH_MEASURE_PLAUSIBLE_BW  4.0

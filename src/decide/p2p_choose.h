@@ -20,8 +20,8 @@
  *           MXH_P2P_DIRECT_P ranks at every size (one latency per phase instead of
  *           log2 p); groups of up to MXH_P2P_DIRECT_ANY ranks (an NVSwitch node)
  *           at every size: one exchange and one fused reduction per fragment where
- *           rhd runs three exchanges with a reduction after each (simulated 8-GPU
- *           NVSwitch nodes, 256 MiB: reduce_scatter 6-7 %, allgather 4-5 % faster)
+ *           rhd runs three exchanges with a reduction after each (faster than rhd
+ *           in simulated 8-GPU NVSwitch nodes)
  *   kary    reduce-scatter / allgather in log_f p exchanges of up to f - 1 messages
  *           (recursive multiplying, radix f <= MXH_P2P_KARY_RADIX): p = f0 * f1 * ...;
  *           in exchange i every rank sends each of the f_i - 1 ranks that differ from it
@@ -63,11 +63,11 @@ extern "C" {
                                          (its trees: log p latencies), except on
                                          network levels of 4 ranks or more */
 /* Flat bcast/reduce steps: groups of up to this many ranks (each root posts p - 1
- * messages: on a real NIC some tenths of a microsecond each, against a latency of
- * microseconds per level of the tree it replaces) ... */
+ * messages, each far cheaper on a real NIC than the latency per level of the tree it
+ * replaces) ... */
 #define MXH_P2P_FLAT_P    32
 /* ... whose p - 1 copies of the region are at most this many bytes (through the
- * root's NIC: 1.4 us at 48 GB/s, where each latency the tree adds costs 2-4 us).
+ * root's NIC they take less time than a network latency the tree would add).
  * RESULTS.md section 5, "Small bcast and reduce: one exchange per level". */
 #define MXH_P2P_FLAT_BYTES (64u << 10)
 

@@ -62,7 +62,7 @@ typedef struct builder {
 /* The through shape of bcast and reduce (MXH_PLAN_THROUGH) at @level: not on the
  * rings of a torus dimension, where a whole-region bcast by direct exchanges crosses
  * several hops to distant nodes while the scatter + ring allgather keeps every byte on
- * one link (128 GPUs, 4x2x2 torus, bcast 256 MiB: 3032.21 us through, 2415.00 not). */
+ * one link, the faster shape there in simulation (RESULTS.md section 5, "3D torus"). */
 static int through(const builder_t *b, int level)
 {
     return (b->flags & MXH_PLAN_THROUGH) && !b->L->ring[level];

@@ -95,16 +95,14 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
  * whole vector at every level, innermost first. */
 #define MXH_PLAN_LATENCY_BYTES 4096
 /* ... and at most this many bytes of copies through the NIC: (p - 1) * bytes
- * summed over the network levels (rail, spine) of p ranks each. Measured
- * (SimGrid, 16 nodes x 8 GPUs, one rail of 16): 1 KiB 5.17 us latency plan vs
- * 5.86 us, 4 KiB 6.26 vs 6.00. */
+ * summed over the network levels (rail, spine) of p ranks each. Simulated on 16 nodes
+ * x 8 GPUs (one rail of 16), the latency plan wins at 1 KiB and loses at 4 KiB. */
 #define MXH_PLAN_LATENCY_NET_BYTES (32u << 10)
 /* Larger allreduces on grid layouts get the hybrid plan (reduce-scatter in the
  * node, an allreduce of the node's piece at every network level, allgather in
- * the node) while the piece's copies through the NIC stay within this. Measured
- * (SimGrid, 32 x 8 GPUs, rail 16, spine 2; us, reduce-scatter plan -> hybrid):
- * 16 KiB 13.58 -> 12.21, 32 KiB 13.75 -> 13.01, 64 KiB 14.08 -> 14.62 (hence
- * 96 KiB: 32 KiB hybrid, 64 KiB not). */
+ * the node) while the piece's copies through the NIC stay within this. Simulated on
+ * 32 x 8 GPUs (rail 16, spine 2), the hybrid beats the reduce-scatter plan at 16 and
+ * 32 KiB and loses at 64 KiB (hence 96 KiB: 32 KiB hybrid, 64 KiB not). */
 #define MXH_PLAN_HYBRID_NET_BYTES (96u << 10)
 /* Layouts with a spread group (two network levels or more: rails under leaf switches,
  * a spine; mxh_layout_spread_init) give allreduces of at most MXH_PLAN_LATENCY_BYTES
@@ -118,9 +116,9 @@ mxh_status_t mxh_plan_create(const mxh_layout_t *layout, int rank, mxh_coll_t co
 
 /* Small bcasts and reduces take the chain (plan.c build_rooted_chain: the whole region
  * at every level, one flat exchange each, or the node's pieces over the network levels)
- * while every chained level's p - 1 copies stay within this. Simulated (16 x 8 GPUs, rail of 16, exact links,
- * scatter shape -> chain): 2 KiB 4.19 -> 3.75 us, 4 KiB 4.27 -> 4.43 (SimGrid's default
- * model: 8.19 -> 6.03, 8.45 -> 7.47); RESULTS.md section 5, "Small bcast and reduce". */
+ * while every chained level's p - 1 copies stay within this: on a rail of 16 the chain
+ * beats the scatter shape at 2 KiB and, on exact links, loses at 4 KiB (RESULTS.md
+ * section 5, "Small bcast and reduce: one exchange per level"). */
 #define MXH_PLAN_CHAIN_BYTES (32u << 10)
 
 /* The same, knowing the element size (@tsize bytes; 0: unknown), which picks the
@@ -146,9 +144,8 @@ mxh_status_t mxh_plan_create_flags(const mxh_layout_t *layout, int rank, mxh_col
  * the others, then gather to the root) on the network (exec.c stream_stagger says
  * why). On the network the executor and the model stagger only where the step binds
  * the stream (cost.h mxh_cost_net_binds): there the stagger is what a bcast or
- * reduce needs (32 nodes x 4 GPUs, 50 GB/s NICs, bcast 256 MiB 1969.97 -> 1545.20
- * us; 16 x 8 with 900 GB/s NVLink, reduce 968.83 -> 834.01); where NVLink binds the
- * reduce's cost 8 % (RESULTS.md section 5, "Staggered on the network too"). */
+ * reduce needs, and where NVLink binds it slows the reduce (RESULTS.md section 5,
+ * "Staggered on the network too"). */
 int mxh_step_staggered(const mxh_step_t *s);
 
 /* v-plans: MXH_COLL_ALLGATHERV or MXH_COLL_REDUCE_SCATTER with @bcounts[r]

@@ -18,11 +18,11 @@
  * A linear ramp (MXH_SCHED_RAMP_LINEAR) grows by a constant step instead: pieces of
  * 1/8, 2/8, ..., 7/8 of a fragment at the start (3.5 fragments' worth; allgather:
  * sixths, mxh_sched_linear_steps) and the same reversed at the end, so that each
- * piece's faster stages take about as long as the previous piece's slowest one even where the stages are nearly equal (1024 GPUs: the
- * node stage is 0.92 of the NIC's; the halvings left the NIC idle in the fill).
- * Simulated on link-exact networks 0.1-3.9 % faster, under SimGrid's default model
- * 2-11 % slower (small pieces pay its latency factors): where the measured network is
- * flat in message size (hier.c) the cost model picks linear or halvings per schedule
+ * piece's faster stages take about as long as the previous piece's slowest one even
+ * where the stages are nearly equal (there the halvings leave the slowest link idle in
+ * the fill). It wins on link-exact networks and loses where small pieces pay latency
+ * factors (SimGrid's default model): where the measured network is flat in message
+ * size (hier.c) the cost model picks linear or halvings per schedule
  * (MXH_SCHED_RAMP_PICK, decide/cost.c), elsewhere halvings.
  *
  * Work buffer layout: allreduce/bcast/reduce fragments are consecutive ranges of
@@ -55,23 +55,18 @@ extern "C" {
 #define MXH_SCHED_LINEAR_STEPS 8
 
 /* Steps of @coll's linear ramp (pieces of 1/m .. (m-1)/m of a fragment at each end):
- * 8, allgather 6. Simulated at 256 MiB (RESULTS.md section 5, "The linear ramp's step
- * count"): allgather 6 against 8: 714.71 / 718.04 us at 1024 GPUs, 669.70 / 670.66 at
- * 128 (sixths at one end only: 717.70, 718.84 at 1024); reduce_scatter_block 717.14 / 714.01
- * at 1024, 684.85 / 674.65 at 128; allreduce and reduce 0.3 / 0.7 % slower at 128. The
- * cost model ranks none of these differences (its pipeline has no per-piece term that
- * separates them); at most MXH_SCHED_LINEAR_STEPS. */
+ * 8, allgather 6, the faster count of each in simulation (RESULTS.md section 5, "The
+ * linear ramp's step count"). The cost model cannot rank them (its pipeline has no
+ * per-piece term that separates them); at most MXH_SCHED_LINEAR_STEPS. */
 static inline int mxh_sched_linear_steps(mxh_coll_t coll)
 {
     return coll == MXH_COLL_ALLGATHER ? 6 : MXH_SCHED_LINEAR_STEPS;
 }
 
 /* The ramp requested for the last fragment of @coll: none for bcast. Its tail pieces
- * share the rootless network stage (three fragments at a time, exec.c) with the last
- * full fragment, which then finished last (128 GPUs, 4 MiB fragments: that fragment's
- * rail bcast took 27 us, its period is 12); without them bcast of 256 MiB simulated
- * 1.7 % faster at 128 GPUs, 1.3 % at 256 and 5.3 % under SimGrid's default network
- * model at 128 (RESULTS.md section 5, "bcast without a tail ramp"). */
+ * would share the rootless network stage (three fragments at a time, exec.c) with the
+ * last full fragment, which then finishes last, well behind its period; bcast is faster
+ * without them (RESULTS.md section 5, "bcast without a tail ramp"). */
 static inline int mxh_sched_tail_ramp(mxh_coll_t coll, int ramp)
 {
     return coll == MXH_COLL_BCAST ? 0 : ramp;
@@ -186,11 +181,8 @@ void mxh_sched_set_rsag(mxh_sched_t *s);
 /* With fragments of at least MXH_SCHED_BIG_FRAG bytes, messages of more than
  * MXH_SCHED_MAX_FRAGS fragments are cut into MXH_SCHED_MAX_FRAGS larger ones.
  * 64: a 256 MiB message may run in 4 MiB fragments where latency is short
- * (MPIX_HIER_FRAG_SIZE, or the cost model's choice). Simulated 128 GPUs, 512 MiB,
- * 64 fragments of 8 MiB against 32 of 16 MiB (RESULTS.md section 5, "Four fragments
- * per rootless reduce stage"): allreduce 2646.57 / 2671.87 us on exact links,
- * 3051.32 / 3062.81 under SimGrid's default model; reduce_scatter_block 1343.46 /
- * 1366.01 and 1540.15 / 1576.33. */
+ * (MPIX_HIER_FRAG_SIZE, or the cost model's choice), and at 512 MiB 64 fragments beat
+ * 32 larger ones (RESULTS.md section 5, "Four fragments per rootless reduce stage"). */
 #define MXH_SCHED_BIG_FRAG (1u << 20)
 #define MXH_SCHED_MAX_FRAGS 64
 

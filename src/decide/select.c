@@ -6,15 +6,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Measured with 2 ranks on one node, interleaved with MPICH's collective
- * (benchmarks/RESULTS.md; MPIX_HIER_ALGO=shm mpiexec -n 2 mpix_bench -c COLL
- * -b 8 -e 64M, three runs on the idle machine, 2026-11-22): allreduce, reduce,
- * reduce_scatter and bcast win at every size (bcast reads straight from the
- * root's buffer with process_vm_readv for 8 KiB..1 MiB, else through the
- * pipelined slots; 64 MiB: bcast 8.3-8.8 vs 13.1-14.0 ms, reduce_scatter
- * 12.0-12.2 vs 28.7-29.5 ms). allgather wins up to 1 MiB of the whole vector
- * and loses from 2 MiB on (2 MiB: 230-238 vs 193-217 us; 8 MiB 982-1063 vs
- * 751-876 us): MPICH's single-copy rendezvous moves each part once. */
+/* On one node the shared-memory algorithms of allreduce, reduce, reduce_scatter and
+ * bcast beat MPICH's collective at every size (bcast reads straight from the root's
+ * buffer with process_vm_readv for 8 KiB..1 MiB, else through the pipelined slots);
+ * allgather wins up to 1 MiB of the whole vector and loses from 2 MiB on, where
+ * MPICH's single-copy rendezvous moves each part once (benchmarks/RESULTS.md section
+ * 1, "Why these constants"). */
 size_t mxh_select_shm_max(mxh_coll_t coll)
 {
     switch (coll) {

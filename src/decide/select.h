@@ -76,9 +76,9 @@ const char *mxh_algo_name(mxh_algo_t algo);
  * @coll serves by default: above it MPICH's single-copy (CMA) transfers win on
  * a node (measured, benchmarks/RESULTS.md). SIZE_MAX: every size. */
 /* alltoall on one node through shared memory below this many bytes of a rank's
- * whole send buffer (every rank reads all of them: p times the data). Measured
- * (2 ranks, mpix_bench -c alltoall -n 1000, RESULTS.md section 8): 8 B-2 KiB
- * 0.58-0.84 of MPICH's time, 8 KiB 2.4x slower. */
+ * whole send buffer (every rank reads all of them: p times the data): faster than
+ * MPICH up to 2 KiB, slower from 8 KiB (RESULTS.md section 8, "Small alltoall on
+ * one node"). */
 #ifndef MXH_SELECT_ALLTOALL_SHM_MAX
 #define MXH_SELECT_ALLTOALL_SHM_MAX ((size_t)4 << 10)
 #endif

@@ -35,9 +35,9 @@
  *   bcast: each non-root copies the root's buffer.
  *   reduce: rank q reduces slice q of all inputs straight into the root's out.
  *
- * Cost: 3 rounds (allreduce 4) of about a microsecond each plus the kernels
- * and copies at device memory speed; allreduce reads 2 (n-1)/n of the vector
- * per rank over the peer links, as a ring would, in one step.
+ * Cost: 3 shared-memory rounds (allreduce 4) plus the kernels and copies at
+ * device memory speed; allreduce reads 2 (n-1)/n of the vector per rank over
+ * the peer links, as a ring would, in one step.
  *
  * The buffers are memory of @ops's kind (the rank's own); dt a predefined
  * type of tsize bytes the kind can reduce, op a predefined commutative op;
@@ -62,15 +62,13 @@ extern "C" {
 typedef struct mxh_ipc mxh_ipc_t;
 
 /* Where ranks of a node share a GPU without MPS, MPIX_HIER_IPC=auto takes the level only
- * from this many bytes (the larger of it and MPIX_HIER_IPC_MIN; hier.c). Measured on an
- * H200 shared by 4 processes (benchmarks/RESULTS.md section 4, 2026-11-27/28): every call
- * cost ~1.18 ms whatever its size (allreduce 64 KiB 1174.3 us, 4 MiB 1213.6, 64 MiB
- * 1483.9), against 538.2 us at 1 MiB and 1851.0 at 4 MiB staged through host memory.
- * Timed per phase (MXH_IPC_STATS): its two device waits took 412-990 us and its four
- * shared-memory rounds (which wait for the slowest rank's device work) 126-735 us; under
- * MPS (the processes share one context) 19 and 6-18 us, and the call 61.9 us at 64 KiB,
- * 153.0 at 16 MiB: the processes' contexts were taking turns on the GPU. So ranks that
- * all share their GPU through MPS (record flag MXH_REC_GPU_MPS) keep MPIX_HIER_IPC_MIN. */
+ * from this many bytes (the larger of it and MPIX_HIER_IPC_MIN; hier.c). There the
+ * processes' contexts take turns on the GPU, so every call pays a floor whatever its size
+ * (in its device waits and in the shared-memory rounds that wait for the slowest rank's
+ * device work), and below this size the node level staged through host memory is faster
+ * (benchmarks/RESULTS.md section 4, "Why these constants"). Under MPS the processes share
+ * one context and the floor goes: ranks that all share their GPU through MPS (record flag
+ * MXH_REC_GPU_MPS) keep MPIX_HIER_IPC_MIN. */
 #define MXH_IPC_SHARED_GPU_MIN ((size_t)4 << 20)
 
 /* Local (no communication): the per-communicator state for @n ranks over the

@@ -29,7 +29,7 @@ static void part(const mxh_step_t *s, int x, size_t *off, size_t *cnt)
  * moves more than that. With an even split the root also sends its own part to
  * everybody in the allgather (and receives everybody's in the reduce-scatter),
  * 2(p-1)/p of the region through its link: at the bound that is half the speed
- * (RESULTS.md section 5, bcast). For one fragment the even split is 3 % shorter
+ * (RESULTS.md section 5, bcast). For one fragment the even split is slightly shorter
  * (the root's second sending overlaps the others' allgather). */
 static int rootless(const mxh_step_t *s, mxh_p2p_algo_t algo)
 {
@@ -43,10 +43,9 @@ static int rootless(const mxh_step_t *s, mxh_p2p_algo_t algo)
  * hold the stream that paces everyone's, exec.c) otherwise held every member's
  * reduce-scatter of a fragment until the root had started it. Inside the node the
  * root still sends its part: its NVLink carries nothing else outwards, and adding a
- * whole fragment there would cost the root a pass over it. Simulated (SimGrid,
- * reduce 256 MiB, 4 MiB fragments, RESULTS.md section 5, "The root adds its own
- * contribution"): 128 x 8 GPUs in 4 leaf groups 1001.44 -> 856.90 us, 64 x 8
- * 937.76 -> 866.52, 32 x 8 938.68 -> 912.34; 16 x 8 (one leaf) 809.47 -> 834.26. */
+ * whole fragment there would cost the root a pass over it. It pays on rails in several
+ * leaf groups and costs a little within one leaf (RESULTS.md section 5, "The root adds
+ * its own contribution"). */
 static int root_adds(const mxh_step_t *s, mxh_p2p_algo_t algo)
 {
     return rootless(s, algo) && s->type == MXH_STEP_REDUCE && s->net;

@@ -186,11 +186,11 @@ static void sleep_on_flag(mxh_shm_t *shm, int p, int f, uint64_t v, long ns)
 /* Why not spin and sched_yield: with other programs running here (2 ranks and
  * 2 CPU-bound processes on 2 cores), a yield hands the core to such a process
  * for its whole time slice while the peer raises the flag at once: the ranks
- * then pass each other by a slice per step (allreduce 8 MiB 1.5-3x, bcast 2 MiB
- * 3-4x MPI_Allreduce's time, which spins without yielding). Sleeping on the
- * flag gives the core away only while the peer is not running and is woken by
- * the flag itself; spinning without end (as MPICH does) loses as much when a
- * loaded machine deschedules the peer (benchmarks/RESULTS.md section 6). */
+ * then pass each other by a slice per step, several times slower than MPICH's
+ * collective, which spins without yielding. Sleeping on the flag gives the core
+ * away only while the peer is not running and is woken by the flag itself;
+ * spinning without end (as MPICH does) loses as much when a loaded machine
+ * deschedules the peer (benchmarks/RESULTS.md section 6). */
 static void wait_slow(mxh_shm_t *shm, int p, int f, uint64_t v)
 {
     struct timespec t0 = {0, 0};

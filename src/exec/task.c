@@ -482,11 +482,10 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
  * to 64): SMPI 3.32 charges MPI_Testany an injected time that grows with every
  * call finding nothing, one counter for all simulated ranks, whatever
  * smpi/grow-injected-times says (benchmarks/RESULTS.md section 5 met it in the
- * stream's polls). Tasks polled from the application's MPI_Test every
- * microsecond on 16 ranks spent 0.2-1.7 us of simulated time in each of those
- * calls (section 7). There every request found complete becomes
- * MPI_REQUEST_NULL, *@idx is the first of them and @stat is left alone (the
- * executor's waits look only at which requests are gone). */
+ * stream's polls, section 7 in tasks polled from the application's MPI_Test).
+ * There every request found complete becomes MPI_REQUEST_NULL, *@idx is the
+ * first of them and @stat is left alone (the executor's waits look only at
+ * which requests are gone). */
 static int task_testany(int n, MPI_Request *reqs, int *idx, int *flag, MPI_Status *stat)
 {
 #ifdef MXH_SIMGRID

@@ -36,9 +36,9 @@ void mxh_sim_sleep(double seconds);
 /* MPI_Testsome (statuses ignored) answered with waits: SimGrid 3.32 keeps every
  * communication that a test finds complete in the rank's activity list for good,
  * and every later completion walks that list (a 1024-rank pipelined allgather
- * did not finish in 55 minutes); waits unlist what they complete. A zero-byte
- * message to itself, which completes at the current simulated time, goes last
- * in an MPI_Waitany over @reqs: SimGrid's waitany takes the first finished
+ * did not finish); waits unlist what they complete. A zero-byte message to
+ * itself, which completes at the current simulated time, goes last in an
+ * MPI_Waitany over @reqs: SimGrid's waitany takes the first finished
  * request in array order, so those already complete come out first, one per
  * call, then the sentinel. Costs no smpi/test time. @idx may be NULL. If a
  * poll costs simulated time (the platform gives hosts a loopback latency),
@@ -50,11 +50,11 @@ int mxh_sim_testsome(int n, MPI_Request *reqs, int *outcount, int *idx);
  * sentinel, and returns with *@k, the completed request (now MPI_REQUEST_NULL),
  * or -1 once the sentinel came (the poll is over; nothing more is complete at
  * this simulated time). The stream executor waits on one request per exchange;
- * with mxh_sim_testsome it repeated the whole poll until one found nothing, a
- * sentinel (two completions, each walking the rank's activity list) for every
- * request an exchange completed; here one sentinel serves the whole look
- * (1024 GPUs, allgather 256 MiB: 10.8 to 7.4 CPU-minutes, benchmarks/RESULTS.md
- * section 5). Polls off: *@k = -1 at once. */
+ * repeating mxh_sim_testsome until a poll finds nothing would cost a sentinel (two
+ * completions, each walking the rank's activity list) for every request an exchange
+ * completed; one sentinel for the whole look saves a large simulation much of its CPU
+ * time (benchmarks/RESULTS.md section 5, "One sentinel per poll"). Polls off: *@k = -1
+ * at once. */
 typedef struct mxh_sim_poll {
     MPI_Request recv, send;
     double      t0;
@@ -80,11 +80,10 @@ MPI_Op mxh_sim_mpi_op(MPI_Op op);
  * (benchmarks/RESULTS.md section 5, "Sends that SimGrid does not keep"). Up to
  * MXH_SIM_EAGER_BYTES a standard send, which SMPI may detach: MPICH over UCX sends
  * such messages eagerly (the sender is done once it has posted), and synchronous
- * they held a small reduce's senders until the root had received (SimGrid's
- * default threshold, 128 GPUs, 8 B: 3.08 -> 10.05 us). Not in a pipeline
+ * they held a small reduce's senders until the root had received. Not in a pipeline
  * (mxh_sim_pipeline): its many small sends (ramp pieces, the 4 KiB spine messages
- * at 1024 GPUs) would fill the lists, 1.5x to more than 2x the CPU of a run
- * ("Small sends eager"). */
+ * at 1024 GPUs) would fill the lists and multiply the CPU of a run ("Small sends
+ * eager"). */
 #define MXH_SIM_EAGER_BYTES 8192
 
 #ifdef MXH_SIMGRID
