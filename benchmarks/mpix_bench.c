@@ -67,13 +67,6 @@ MPI_Op mxh_sim_mpi_op(MPI_Op op);
 
 extern char **environ;
 
-#define CHECK_MPI(call)                                                                 \
-    do {                                                                                \
-        int rc_ = (call);                                                               \
-        if (rc_ != MPI_SUCCESS)                                                         \
-            fail_mpi(#call, rc_, __LINE__);                                             \
-    } while (0)
-
 enum { IMPL_HIER = 0, IMPL_MPI = 1, NIMPL = 2 };
 enum { C_ALLREDUCE, C_RSB, C_ALLGATHER, C_BCAST, C_REDUCE,
        C_ALLGATHERV, C_REDUCE_SCATTER, C_ALLTOALL, C_ALLTOALLV, NCOLL };
@@ -94,8 +87,6 @@ struct dtype {
     enum dkind kind;
 };
 
-
-
 /* ---- options ------------------------------------------------------------ */
 
 struct opts {
@@ -111,8 +102,6 @@ struct opts {
     int nonblocking; /* -N: MPIX_Hier_I* / MPI_I* with computation overlapped */
     int test_us;     /* -N: MPI_Test every test_us microseconds while computing (0: never) */
 };
-
-
 
 #define DT_INT(name, T, mpi) {name, mpi, (int)sizeof(T), DK_INT}
 static const struct dtype dtypes[] = {
@@ -1551,7 +1540,6 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
     free(gp);
     return rc;
 }
-
 
 int main(int argc, char **argv)
 {
