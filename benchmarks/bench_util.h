@@ -1,5 +1,5 @@
-/* Helpers shared by the benchmark programs (mpix_demo, mpix_bench). Each program
- * defines BENCH_PROG (its name) before including this header. */
+/* Helpers shared by the benchmark programs (mpix_demo, mpix_bench, mpix_gpu_bench).
+ * Each program defines BENCH_PROG (its name) before including this header. */
 #ifndef MPIX_BENCH_UTIL_H
 #define MPIX_BENCH_UTIL_H
 
@@ -26,6 +26,15 @@ static void fail_mpi(const char *what, int rc, int line)
             msg);
     MPI_Abort(MPI_COMM_WORLD, 3);
 }
+
+/* An MPI call that must succeed: on an error, a message (the call, its line) and
+ * MPI_Abort. */
+#define CHECK_MPI(call)                                                                 \
+    do {                                                                                \
+        int rc_ = (call);                                                               \
+        if (rc_ != MPI_SUCCESS)                                                         \
+            fail_mpi(#call, rc_, __LINE__);                                             \
+    } while (0)
 
 static void *xmalloc(size_t n)
 {

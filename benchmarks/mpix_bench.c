@@ -67,13 +67,6 @@ MPI_Op mxh_sim_mpi_op(MPI_Op op);
 
 extern char **environ;
 
-#define CHECK_MPI(call)                                                                 \
-    do {                                                                                \
-        int rc_ = (call);                                                               \
-        if (rc_ != MPI_SUCCESS)                                                         \
-            fail_mpi(#call, rc_, __LINE__);                                             \
-    } while (0)
-
 enum { IMPL_HIER = 0, IMPL_MPI = 1, NIMPL = 2 };
 enum { C_ALLREDUCE, C_RSB, C_ALLGATHER, C_BCAST, C_REDUCE,
        C_ALLGATHERV, C_REDUCE_SCATTER, C_ALLTOALL, C_ALLTOALLV, NCOLL };
@@ -94,8 +87,6 @@ struct dtype {
     enum dkind kind;
 };
 
-
-
 /* ---- options ------------------------------------------------------------ */
 
 struct opts {
@@ -111,8 +102,6 @@ struct opts {
     int nonblocking; /* -N: MPIX_Hier_I* / MPI_I* with computation overlapped */
     int test_us;     /* -N: MPI_Test every test_us microseconds while computing (0: never) */
 };
-
-
 
 #define DT_INT(name, T, mpi) {name, mpi, (int)sizeof(T), DK_INT}
 static const struct dtype dtypes[] = {
@@ -672,9 +661,10 @@ static size_t alg_bytes(const struct result *r, int ts)
     return r->coll == C_ALLGATHERV ? v_total * (size_t)ts : r->bytes;
 }
 
-/* One call of collective @coll by implementation @impl. */
-static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
-                    size_t count, size_t per_rank)
+/* One call of collective @coll by implementation @impl: blocking when @req is
+ * NULL, else posted (MPIX_Hier_I* / MPI_I*) with its request in @req. */
+static void call_coll(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
+                      size_t count, size_t per_rank, MPI_Request *req)
 {
     MPI_Datatype t = o->dt.type;
     MPI_Op op = mpi_op(o->op);
@@ -687,25 +677,43 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
     int n = (int)count, pr = (int)per_rank;
     MPI_Comm w = MPI_COMM_WORLD;
 
-    if (impl == IMPL_HIER) {
-        switch (coll) {
-        case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_allreduce(sbuf, rbuf, n, t, op, w)); break;
-        case C_RSB:
-            CHECK_MPI(MPIX_Hier_reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
-        case C_ALLGATHER: CHECK_MPI(MPIX_Hier_allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
-        case C_BCAST: CHECK_MPI(MPIX_Hier_bcast(rbuf, n, t, o->root, w)); break;
-        case C_ALLGATHERV:
-            CHECK_MPI(MPIX_Hier_allgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w));
-            break;
-        case C_REDUCE_SCATTER: CHECK_MPI(MPIX_Hier_reduce_scatter(sbuf, rbuf, v_rc, t, op, w)); break;
-        case C_ALLTOALL: CHECK_MPI(MPIX_Hier_alltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w)); break;
-        case C_ALLTOALLV:
-            CHECK_MPI(MPIX_Hier_alltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w));
-            break;
-        default: CHECK_MPI(MPIX_Hier_reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
-        }
-    } else if (o->cuda) {
+/* MPIX_Hier_<lower> / MPIX_Hier_I<lower> / MPI_<Upper> / MPI_I<lower> (@impl, @req) */
+#define COLL(lower, Upper, ...)                                                         \
+    do {                                                                                \
+        if (impl == IMPL_HIER && req)                                                   \
+            CHECK_MPI(MPIX_Hier_I##lower(__VA_ARGS__, req));                            \
+        else if (impl == IMPL_HIER)                                                     \
+            CHECK_MPI(MPIX_Hier_##lower(__VA_ARGS__));                                  \
+        else if (req)                                                                   \
+            CHECK_MPI(MPI_I##lower(__VA_ARGS__, req));                                  \
+        else                                                                            \
+            CHECK_MPI(MPI_##Upper(__VA_ARGS__));                                        \
+    } while (0)
+    switch (coll) {
+    case C_ALLREDUCE: COLL(allreduce, Allreduce, sbuf, rbuf, n, t, op, w); break;
+    case C_RSB: COLL(reduce_scatter_block, Reduce_scatter_block, sbuf, rbuf, pr, t, op, w); break;
+    case C_ALLGATHER: COLL(allgather, Allgather, sbuf, pr, t, rbuf, pr, t, w); break;
+    case C_BCAST: COLL(bcast, Bcast, rbuf, n, t, o->root, w); break;
+    case C_ALLGATHERV:
+        COLL(allgatherv, Allgatherv, sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w);
+        break;
+    case C_REDUCE_SCATTER: COLL(reduce_scatter, Reduce_scatter, sbuf, rbuf, v_rc, t, op, w); break;
+    case C_ALLTOALL: COLL(alltoall, Alltoall, sbuf, v_sc[0], t, rbuf, v_rc[0], t, w); break;
+    case C_ALLTOALLV:
+        COLL(alltoallv, Alltoallv, sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w);
+        break;
+    default: COLL(reduce, Reduce, sbuf, rbuf, n, t, op, o->root, w); break;
+    }
+#undef COLL
+}
+
+/* One blocking call of collective @coll by implementation @impl; -m cuda: the
+ * mpi column copies the device buffers to the host and back around the call. */
+static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
+                    size_t count, size_t per_rank)
+{
 #ifdef MXH_BENCH_CUDA
+    if (impl == IMPL_MPI && o->cuda) {
         size_t ts = (size_t)o->dt.size;
         size_t in, out;
         io_elems(coll, count, per_rank, &in, &out);
@@ -715,61 +723,55 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
             to_host(stage_r, rbuf, out);
         else
             to_host(stage_s, sbuf, in);
-        switch (coll) {
-        case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(stage_s, stage_r, n, t, op, w)); break;
-        case C_RSB:
-            CHECK_MPI(MPI_Reduce_scatter_block(stage_s, stage_r, pr, t, op, w)); break;
-        case C_ALLGATHER: CHECK_MPI(MPI_Allgather(stage_s, pr, t, stage_r, pr, t, w)); break;
-        case C_BCAST: CHECK_MPI(MPI_Bcast(stage_r, n, t, o->root, w)); break;
-        case C_ALLGATHERV:
-            CHECK_MPI(MPI_Allgatherv(stage_s, v_rc[world_rank], t, stage_r, v_rc, v_rd, t, w));
-            break;
-        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Reduce_scatter(stage_s, stage_r, v_rc, t, op, w)); break;
-        case C_ALLTOALL: CHECK_MPI(MPI_Alltoall(stage_s, v_sc[0], t, stage_r, v_rc[0], t, w)); break;
-        case C_ALLTOALLV:
-            CHECK_MPI(MPI_Alltoallv(stage_s, v_sc, v_sd, t, stage_r, v_rc, v_rd, t, w));
-            break;
-        default: CHECK_MPI(MPI_Reduce(stage_s, stage_r, n, t, op, o->root, w)); break;
-        }
+        call_coll(impl, coll, o, stage_s, stage_r, count, per_rank, NULL);
         if (coll != C_REDUCE || world_rank == o->root)
             to_dev(rbuf, stage_r, out);
-#endif
-    } else {
-        switch (coll) {
-        case C_ALLREDUCE: CHECK_MPI(MPI_Allreduce(sbuf, rbuf, n, t, op, w)); break;
-        case C_RSB:
-            CHECK_MPI(MPI_Reduce_scatter_block(sbuf, rbuf, pr, t, op, w)); break;
-        case C_ALLGATHER: CHECK_MPI(MPI_Allgather(sbuf, pr, t, rbuf, pr, t, w)); break;
-        case C_BCAST: CHECK_MPI(MPI_Bcast(rbuf, n, t, o->root, w)); break;
-        case C_ALLGATHERV:
-            CHECK_MPI(MPI_Allgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w));
-            break;
-        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Reduce_scatter(sbuf, rbuf, v_rc, t, op, w)); break;
-        case C_ALLTOALL: CHECK_MPI(MPI_Alltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w)); break;
-        case C_ALLTOALLV: CHECK_MPI(MPI_Alltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w)); break;
-        default: CHECK_MPI(MPI_Reduce(sbuf, rbuf, n, t, op, o->root, w)); break;
-        }
+        return;
     }
+#endif
+    call_coll(impl, coll, o, sbuf, rbuf, count, per_rank, NULL);
+}
+
+/* A result table's heads: the five columns every table starts with, then per
+ * implementation a banner over @n columns (widths @w, names, units), then
+ * hier/mpi. */
+struct table {
+    const char *banner[NIMPL];
+    int n, w[5];
+    const char *name[5], *unit[5];
+    const char *ratio_unit;
+};
+
+static void put_heads(const struct opts *o, const struct table *t, const char *const *heads)
+{
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            for (int i = 0; i < t->n; i++)
+                printf("%s%*s", i ? " " : "  ", t->w[i], heads[i]);
+}
+
+static void print_columns(const struct opts *o, const struct table *t)
+{
+    printf("# %12s %12s %8s %6s %5s", "", "", "", "", "");
+    for (int k = 0; k < NIMPL; k++)
+        if (o->impl[k])
+            printf("  %s", t->banner[k]);
+    printf("\n# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
+    put_heads(o, t, t->name);
+    printf(" %9s\n# %12s %12s %8s %6s %5s", "hier/mpi", "(B)", "(elements)", "", "", "");
+    put_heads(o, t, t->unit);
+    printf(" %9s\n", t->ratio_unit);
+    fflush(stdout);
 }
 
 static void print_table_header(int coll, const struct opts *o)
 {
+    static const struct table t = {
+        {"------------- hier -------------", "-------------- mpi -------------"},
+        4, {9, 7, 7, 7}, {"time", "algbw", "busbw", "#wrong"}, {"(us)", "(GB/s)", "(GB/s)", ""},
+        "(time)"};
     printf("#\n# Collective: %s\n", coll_names[coll]);
-    printf("# %12s %12s %8s %6s %5s", "", "", "", "", "");
-    for (int k = 0; k < NIMPL; k++)
-        if (o->impl[k])
-            printf("  %s", k == IMPL_HIER ? "------------- hier -------------"
-                                          : "-------------- mpi -------------");
-    printf("\n# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
-    for (int k = 0; k < NIMPL; k++)
-        if (o->impl[k])
-            printf("  %9s %7s %7s %7s", "time", "algbw", "busbw", "#wrong");
-    printf(" %9s\n# %12s %12s %8s %6s %5s", "hier/mpi", "(B)", "(elements)", "", "", "");
-    for (int k = 0; k < NIMPL; k++)
-        if (o->impl[k])
-            printf("  %9s %7s %7s %7s", "(us)", "(GB/s)", "(GB/s)", "");
-    printf(" %9s\n", "(time)");
-    fflush(stdout);
+    print_columns(o, &t);
 }
 
 #ifdef SMPI_SHARED_MALLOC
@@ -879,56 +881,147 @@ static size_t fill_expected(const struct opts *o, int coll, char *exp, size_t co
     }
 }
 
+/* ---- one size of one collective (both modes) ---------------------------- */
+
+struct step {
+    size_t count, per_rank;     /* the collective's count and count per rank */
+    size_t nexp;                /* elements of the expected output (check_here) */
+    size_t in_bytes, out_bytes; /* of this rank's send and receive buffers */
+    int check_here;             /* --check, and this rank has an output */
+};
+
+/* Sets up @size bytes of @coll: the counts, this rank's inputs and expected
+ * output. 0: nothing to measure (rank 0 says so). */
+static int step_setup(int coll, const struct opts *o, size_t size, char *sbuf, char *rbuf[NIMPL],
+                      char *exp, struct step *s)
+{
+    const int ts = o->dt.size, p = world_size;
+    size_t in_elems, out_elems;
+
+    memset(s, 0, sizeof(*s));
+    if (is_vcoll(coll)) {
+        s->count = s->per_rank = v_setup(coll, size, ts);
+    } else if (coll == C_RSB || coll == C_ALLGATHER) {
+        s->per_rank = size / ((size_t)ts * (size_t)p);
+        s->count = s->per_rank * (size_t)p;
+    } else {
+        s->count = s->per_rank = size / (size_t)ts;
+    }
+    if (s->count == 0) {
+        if (world_rank == 0)
+            printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
+                   coll == C_RSB || coll == C_ALLGATHER || is_vcoll(coll) ? " per rank" : "");
+        return 0;
+    }
+    /* inputs (none in shared simulation buffers: 1024 ranks writing 256 MiB
+     * each were most of a simulation's wall time) */
+    if (!buf_shared(o->check))
+        fill_inputs(o, coll, sbuf, rbuf, s->count, s->per_rank);
+    /* expected output of this rank */
+    s->check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
+    if (s->check_here)
+        s->nexp = fill_expected(o, coll, exp, s->count, s->per_rank);
+    io_elems(coll, s->count, s->per_rank, &in_elems, &out_elems);
+    s->in_bytes = in_elems * (size_t)ts;
+    s->out_bytes = out_elems * (size_t)ts;
+    return 1;
+}
+
+/* Whether @size is the last size of the run (the next would pass -e). */
+static int last_size(size_t size, const struct opts *o)
+{
+    return size > o->maxb / (size_t)o->factor || size == 0 || size * (size_t)o->factor > o->maxb;
+}
+
+/* --check: poisons the receive buffer before a call (not the bcast root's:
+ * it holds the data); 1 if it did. */
+static int poison(int coll, const struct opts *o, char *rbuf, const struct step *s)
+{
+    if (!o->check || (coll == C_BCAST && world_rank == o->root))
+        return 0;
+    memset(rbuf, 0xA5, s->out_bytes);
+    return 1;
+}
+
+/* --check: the wrong elements of a result; *@worst: the most in one call. */
+static void note_wrong(const struct opts *o, const char *rbuf, const char *exp,
+                       const struct step *s, long long *worst)
+{
+    if (s->check_here) {
+        long long w = (long long)count_wrong(rbuf, exp, s->nexp, o->dt.size, value_bytes(&o->dt));
+        if (w > *worst)
+            *worst = w;
+    }
+}
+
+/* A result row. Every rank: @wg = the sums over ranks of @wl (#wrong). Rank 0:
+ * the five first columns (and @r's fields); returns 1 there, 0 elsewhere. */
+static int row_begin(struct result *r, int coll, const struct opts *o, const struct step *s,
+                     long long wl[NIMPL], long long wg[NIMPL])
+{
+    const int rooted = coll == C_BCAST || coll == C_REDUCE;
+    CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (world_rank != 0)
+        return 0;
+    memset(r, 0, sizeof(*r));
+    r->coll = coll;
+    r->bytes = s->count * (size_t)o->dt.size;
+    r->count = s->count;
+    printf("  %12zu %12zu %8s %6s %5d", r->bytes, s->count, o->dt.name,
+           is_reduction(coll) ? op_name(o->op) : "none", rooted ? o->root : -1);
+    return 1;
+}
+
+/* An implementation's #wrong column (last of its columns). */
+static void row_wrong(struct result *r, int k, const struct opts *o, long long wrong,
+                      int *any_wrong)
+{
+    r->wrong[k] = o->check ? wrong : -1;
+    if (wrong)
+        *any_wrong = 1;
+    if (o->check)
+        printf(" %7lld", wrong);
+    else
+        printf(" %7s", "N/A");
+}
+
+/* The row's hier/mpi column; @r kept for the output files. */
+static void row_end(struct result *r, const struct opts *o)
+{
+    if (o->impl[0] && o->impl[1] && r->time_us[IMPL_MPI] > 0)
+        printf(" %9.3f\n", r->time_us[IMPL_HIER] / r->time_us[IMPL_MPI]);
+    else
+        printf(" %9s\n", "N/A");
+    fflush(stdout);
+    push_result(r);
+}
+
 static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
                        char *exp, int *any_wrong)
 {
-    const int ts = o->dt.size, p = world_size;
-    const int rooted = coll == C_BCAST || coll == C_REDUCE;
-    const int reduction = is_reduction(coll);
+    const int ts = o->dt.size;
     const int nt = o->warmup + o->iters;
     double *tl = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
     double *tg = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
 
     if (world_rank == 0)
         print_table_header(coll, o);
-    for (size_t size = o->minb;; size *= (size_t)o->factor) {
-        size_t count, per_rank, nexp = 0;
+    int last = 0;
+    for (size_t size = o->minb; !last; size *= (size_t)o->factor) {
         long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
-        int check_here;
+        struct step s;
+        struct result r;
 
-        if (is_vcoll(coll)) {
-            count = per_rank = v_setup(coll, size, ts);
-        } else if (coll == C_RSB || coll == C_ALLGATHER) {
-            per_rank = size / ((size_t)ts * (size_t)p);
-            count = per_rank * (size_t)p;
-        } else {
-            count = per_rank = size / (size_t)ts;
-        }
-        if (count == 0) {
-            if (world_rank == 0)
-                printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
-                       coll == C_RSB || coll == C_ALLGATHER || is_vcoll(coll) ? " per rank"
-                                                                              : "");
-            goto next;
-        }
-        /* inputs (none in shared simulation buffers: 1024 ranks writing 256 MiB
-         * each were most of a simulation's wall time) */
-        if (!buf_shared(o->check))
-            fill_inputs(o, coll, sbuf, rbuf, count, per_rank);
-        /* expected output of this rank */
-        check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
-        if (check_here)
-            nexp = fill_expected(o, coll, exp, count, per_rank);
-        size_t in_elems, out_elems;
-        io_elems(coll, count, per_rank, &in_elems, &out_elems);
-        size_t out_bytes = out_elems * (size_t)ts;
+        last = last_size(size, o);
+        if (!step_setup(coll, o, size, sbuf, rbuf, exp, &s))
+            continue;
 #ifdef MXH_BENCH_CUDA
         if (o->cuda) {
-            to_dev(dev_sbuf, sbuf, in_elems * (size_t)ts);
+            to_dev(dev_sbuf, sbuf, s.in_bytes);
             if (coll == C_BCAST)
                 for (int k = 0; k < NIMPL; k++)
                     if (o->impl[k])
-                        to_dev(dev_rbuf[k], rbuf[k], out_bytes);
+                        to_dev(dev_rbuf[k], rbuf[k], s.out_bytes);
         }
 #endif
         if (o->batch && !o->check) {
@@ -939,11 +1032,11 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                 if (!o->impl[k])
                     continue;
                 for (int it = 0; it < o->warmup; it++)
-                    run_one(k, coll, o, sb, rb, count, per_rank);
+                    run_one(k, coll, o, sb, rb, s.count, s.per_rank);
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                 t0 = MPI_Wtime();
                 for (int it = 0; it < o->iters; it++)
-                    run_one(k, coll, o, sb, rb, count, per_rank);
+                    run_one(k, coll, o, sb, rb, s.count, s.per_rank);
                 t1 = MPI_Wtime();
                 for (int it = 0; it < o->iters; it++)
                     tl[k * o->iters + it] = (t1 - t0) / o->iters;
@@ -955,41 +1048,27 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                 char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
                 if (!o->impl[k])
                     continue;
-                if (o->check && !(coll == C_BCAST && world_rank == o->root)) {
-                    memset(rbuf[k], 0xA5, out_bytes);
 #ifdef MXH_BENCH_CUDA
-                    if (o->cuda)
-                        to_dev(dev_rbuf[k], rbuf[k], out_bytes);
+                if (poison(coll, o, rbuf[k], &s) && o->cuda)
+                    to_dev(dev_rbuf[k], rbuf[k], s.out_bytes);
+#else
+                poison(coll, o, rbuf[k], &s);
 #endif
-                }
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                 t0 = MPI_Wtime();
-                run_one(k, coll, o, sb, rb, count, per_rank);
+                run_one(k, coll, o, sb, rb, s.count, s.per_rank);
                 t1 = MPI_Wtime();
                 if (it >= o->warmup)
                     tl[k * o->iters + (it - o->warmup)] = t1 - t0;
 #ifdef MXH_BENCH_CUDA
-                if (check_here && o->cuda)
-                    to_host(rbuf[k], dev_rbuf[k], out_bytes);
+                if (s.check_here && o->cuda)
+                    to_host(rbuf[k], dev_rbuf[k], s.out_bytes);
 #endif
-                if (check_here) {
-                    long long w =
-                        (long long)count_wrong(rbuf[k], exp, nexp, ts, value_bytes(&o->dt));
-                    if (w > wl[k])
-                        wl[k] = w;
-                }
+                note_wrong(o, rbuf[k], exp, &s, &wl[k]);
             }
         }
         CHECK_MPI(MPI_Allreduce(tl, tg, NIMPL * o->iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            struct result r;
-            memset(&r, 0, sizeof(r));
-            r.coll = coll;
-            r.bytes = count * (size_t)ts;
-            r.count = count;
-            printf("  %12zu %12zu %8s %6s %5d", r.bytes, count, o->dt.name,
-                   reduction ? op_name(o->op) : "none", rooted ? o->root : -1);
+        if (row_begin(&r, coll, o, &s, wl, wg)) {
             for (int k = 0; k < NIMPL; k++) {
                 if (!o->impl[k])
                     continue;
@@ -997,27 +1076,11 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
                 r.time_us[k] = t * 1e6;
                 r.algbw[k] = t > 0 ? (double)alg_bytes(&r, ts) / t / 1e9 : 0.0;
                 r.busbw[k] = r.algbw[k] * bus_factor(coll);
-                r.wrong[k] = o->check ? wg[k] : -1;
-                if (wg[k])
-                    *any_wrong = 1;
                 printf("  %9.2f %7.3f %7.3f", r.time_us[k], r.algbw[k], r.busbw[k]);
-                if (o->check)
-                    printf(" %7lld", wg[k]);
-                else
-                    printf(" %7s", "N/A");
+                row_wrong(&r, k, o, wg[k], any_wrong);
             }
-            if (o->impl[0] && o->impl[1] && r.time_us[IMPL_MPI] > 0)
-                printf(" %9.3f\n", r.time_us[IMPL_HIER] / r.time_us[IMPL_MPI]);
-            else
-                printf(" %9s\n", "N/A");
-            fflush(stdout);
-            push_result(&r);
+            row_end(&r, o);
         }
-    next:
-        if (size > o->maxb / (size_t)o->factor || size == 0)
-            break;
-        if (size * (size_t)o->factor > o->maxb)
-            break;
     }
     free(tl);
     free(tg);
@@ -1032,61 +1095,6 @@ static const char *const nb_names[NIMPL][NCOLL] = {
     {"MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather", "MPI_Ibcast",
      "MPI_Ireduce", "MPI_Iallgatherv", "MPI_Ireduce_scatter", "MPI_Ialltoall",
      "MPI_Ialltoallv"}};
-
-/* Posts collective @coll of implementation @impl (host buffers). */
-static void post_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
-                     size_t count, size_t per_rank, MPI_Request *req)
-{
-    MPI_Datatype t = o->dt.type;
-    MPI_Op op = mpi_op(o->op);
-    if (impl == IMPL_MPI && half_uop != MPI_OP_NULL)
-        op = half_uop;
-#ifdef SMPI_SHARED_MALLOC
-    if (impl == IMPL_MPI)
-        op = mxh_sim_mpi_op(op);
-#endif
-    int n = (int)count, pr = (int)per_rank;
-    MPI_Comm w = MPI_COMM_WORLD;
-
-    if (impl == IMPL_HIER) {
-        switch (coll) {
-        case C_ALLREDUCE: CHECK_MPI(MPIX_Hier_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
-        case C_RSB:
-            CHECK_MPI(MPIX_Hier_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
-        case C_ALLGATHER:
-            CHECK_MPI(MPIX_Hier_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
-        case C_BCAST: CHECK_MPI(MPIX_Hier_Ibcast(rbuf, n, t, o->root, w, req)); break;
-        case C_ALLGATHERV:
-            CHECK_MPI(MPIX_Hier_Iallgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w, req));
-            break;
-        case C_REDUCE_SCATTER:
-            CHECK_MPI(MPIX_Hier_Ireduce_scatter(sbuf, rbuf, v_rc, t, op, w, req)); break;
-        case C_ALLTOALL:
-            CHECK_MPI(MPIX_Hier_Ialltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w, req)); break;
-        case C_ALLTOALLV:
-            CHECK_MPI(MPIX_Hier_Ialltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w, req));
-            break;
-        default: CHECK_MPI(MPIX_Hier_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
-        }
-    } else {
-        switch (coll) {
-        case C_ALLREDUCE: CHECK_MPI(MPI_Iallreduce(sbuf, rbuf, n, t, op, w, req)); break;
-        case C_RSB:
-            CHECK_MPI(MPI_Ireduce_scatter_block(sbuf, rbuf, pr, t, op, w, req)); break;
-        case C_ALLGATHER: CHECK_MPI(MPI_Iallgather(sbuf, pr, t, rbuf, pr, t, w, req)); break;
-        case C_BCAST: CHECK_MPI(MPI_Ibcast(rbuf, n, t, o->root, w, req)); break;
-        case C_ALLGATHERV:
-            CHECK_MPI(MPI_Iallgatherv(sbuf, v_rc[world_rank], t, rbuf, v_rc, v_rd, t, w, req));
-            break;
-        case C_REDUCE_SCATTER: CHECK_MPI(MPI_Ireduce_scatter(sbuf, rbuf, v_rc, t, op, w, req)); break;
-        case C_ALLTOALL: CHECK_MPI(MPI_Ialltoall(sbuf, v_sc[0], t, rbuf, v_rc[0], t, w, req)); break;
-        case C_ALLTOALLV:
-            CHECK_MPI(MPI_Ialltoallv(sbuf, v_sc, v_sd, t, rbuf, v_rc, v_rd, t, w, req));
-            break;
-        default: CHECK_MPI(MPI_Ireduce(sbuf, rbuf, n, t, op, o->root, w, req)); break;
-        }
-    }
-}
 
 static volatile double nb_sink; /* keeps the busy loop's arithmetic */
 
@@ -1115,24 +1123,15 @@ static double compute_and_test(double secs, const struct opts *o, MPI_Request *r
 
 static void print_table_header_nb(int coll, const struct opts *o)
 {
+    static const struct table t = { /* banners: 45 characters, the five columns below */
+        {"-------------------- hier -------------------",
+         "-------------------- mpi --------------------"},
+        5, {9, 9, 9, 7, 7}, {"t_total", "t_compute", "t_pure", "overlap", "#wrong"},
+        {"(us)", "(us)", "(us)", "(%)", ""}, "(t_pure)"};
     printf("#\n# Collective: %s (nonblocking: %s vs %s; MPI_Test every %d us of computation%s)\n",
            coll_names[coll], nb_names[IMPL_HIER][coll], nb_names[IMPL_MPI][coll], o->test_us,
            o->test_us ? "" : ": none, progress in MPI_Wait only");
-    printf("# %12s %12s %8s %6s %5s", "", "", "", "", "");
-    for (int k = 0; k < NIMPL; k++) /* 45 characters: the five columns below */
-        if (o->impl[k])
-            printf("  %s", k == IMPL_HIER ? "-------------------- hier -------------------"
-                                          : "-------------------- mpi --------------------");
-    printf("\n# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
-    for (int k = 0; k < NIMPL; k++)
-        if (o->impl[k])
-            printf("  %9s %9s %9s %7s %7s", "t_total", "t_compute", "t_pure", "overlap", "#wrong");
-    printf(" %9s\n# %12s %12s %8s %6s %5s", "hier/mpi", "(B)", "(elements)", "", "", "");
-    for (int k = 0; k < NIMPL; k++)
-        if (o->impl[k])
-            printf("  %9s %9s %9s %7s %7s", "(us)", "(us)", "(us)", "(%)", "");
-    printf(" %9s\n", "(t_pure)");
-    fflush(stdout);
+    print_columns(o, &t);
 }
 
 /* One collective over all sizes in -N mode. Per size and implementation:
@@ -1144,9 +1143,7 @@ static void print_table_header_nb(int coll, const struct opts *o)
 static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
                           char *exp, int *any_wrong)
 {
-    const int ts = o->dt.size, p = world_size;
-    const int rooted = coll == C_BCAST || coll == C_REDUCE;
-    const int reduction = is_reduction(coll);
+    const int ts = o->dt.size;
     const int nt = o->warmup + o->iters;
     /* per iteration: t_pure sample, t_total, t_compute */
     double *tl = xmalloc(sizeof(double) * 3 * (size_t)o->iters);
@@ -1154,36 +1151,16 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
 
     if (world_rank == 0)
         print_table_header_nb(coll, o);
-    for (size_t size = o->minb;; size *= (size_t)o->factor) {
-        size_t count, per_rank, nexp = 0;
+    int last = 0;
+    for (size_t size = o->minb; !last; size *= (size_t)o->factor) {
         long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
         double pure[NIMPL] = {0, 0}, total[NIMPL] = {0, 0}, comp[NIMPL] = {0, 0};
-        int check_here;
+        struct step s;
+        struct result r;
 
-        if (is_vcoll(coll)) {
-            count = per_rank = v_setup(coll, size, ts);
-        } else if (coll == C_RSB || coll == C_ALLGATHER) {
-            per_rank = size / ((size_t)ts * (size_t)p);
-            count = per_rank * (size_t)p;
-        } else {
-            count = per_rank = size / (size_t)ts;
-        }
-        if (count == 0) {
-            if (world_rank == 0)
-                printf("# size %zu B: skipped (0 elements of %s%s)\n", size, o->dt.name,
-                       coll == C_RSB || coll == C_ALLGATHER || is_vcoll(coll) ? " per rank"
-                                                                              : "");
-            goto next;
-        }
-        if (!buf_shared(o->check))
-            fill_inputs(o, coll, sbuf, rbuf, count, per_rank);
-        check_here = o->check && (coll != C_REDUCE || world_rank == o->root);
-        if (check_here)
-            nexp = fill_expected(o, coll, exp, count, per_rank);
-        size_t in_elems, out_elems;
-        io_elems(coll, count, per_rank, &in_elems, &out_elems);
-        size_t out_bytes = out_elems * (size_t)ts;
-
+        last = last_size(size, o);
+        if (!step_setup(coll, o, size, sbuf, rbuf, exp, &s))
+            continue;
         for (int k = 0; k < NIMPL; k++) {
             if (!o->impl[k])
                 continue;
@@ -1191,11 +1168,10 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                 for (int it = 0; it < nt; it++) {
                     MPI_Request req = MPI_REQUEST_NULL;
                     double t0, tc0, tc1, t1, in_test = 0.0;
-                    if (o->check && !(coll == C_BCAST && world_rank == o->root))
-                        memset(rbuf[k], 0xA5, out_bytes);
+                    poison(coll, o, rbuf[k], &s);
                     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                     t0 = MPI_Wtime();
-                    post_one(k, coll, o, sbuf, rbuf[k], count, per_rank, &req);
+                    call_coll(k, coll, o, sbuf, rbuf[k], s.count, s.per_rank, &req);
                     tc0 = MPI_Wtime();
                     if (phase == 1)
                         in_test = compute_and_test(pure[k], o, &req);
@@ -1211,12 +1187,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                             tl[2 * o->iters + i] = tc1 - tc0 - in_test;
                         }
                     }
-                    if (check_here) {
-                        long long w =
-                            (long long)count_wrong(rbuf[k], exp, nexp, ts, value_bytes(&o->dt));
-                        if (w > wl[k])
-                            wl[k] = w;
-                    }
+                    note_wrong(o, rbuf[k], exp, &s, &wl[k]);
                 }
                 if (phase == 0) { /* t_pure, the same on every rank */
                     CHECK_MPI(MPI_Allreduce(tl, tg, o->iters, MPI_DOUBLE, MPI_MAX,
@@ -1230,15 +1201,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                 }
             }
         }
-        CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            struct result r;
-            memset(&r, 0, sizeof(r));
-            r.coll = coll;
-            r.bytes = count * (size_t)ts;
-            r.count = count;
-            printf("  %12zu %12zu %8s %6s %5d", r.bytes, count, o->dt.name,
-                   reduction ? op_name(o->op) : "none", rooted ? o->root : -1);
+        if (row_begin(&r, coll, o, &s, wl, wg)) {
             for (int k = 0; k < NIMPL; k++) {
                 if (!o->impl[k])
                     continue;
@@ -1249,28 +1212,12 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                 r.total_us[k] = total[k] * 1e6;
                 r.compute_us[k] = comp[k] * 1e6;
                 r.overlap[k] = ov > 0 ? ov : 0.0;
-                r.wrong[k] = o->check ? wg[k] : -1;
-                if (wg[k])
-                    *any_wrong = 1;
                 printf("  %9.2f %9.2f %9.2f %7.1f", r.total_us[k], r.compute_us[k], r.time_us[k],
                        r.overlap[k]);
-                if (o->check)
-                    printf(" %7lld", wg[k]);
-                else
-                    printf(" %7s", "N/A");
+                row_wrong(&r, k, o, wg[k], any_wrong);
             }
-            if (o->impl[0] && o->impl[1] && r.time_us[IMPL_MPI] > 0)
-                printf(" %9.3f\n", r.time_us[IMPL_HIER] / r.time_us[IMPL_MPI]);
-            else
-                printf(" %9s\n", "N/A");
-            fflush(stdout);
-            push_result(&r);
+            row_end(&r, o);
         }
-    next:
-        if (size > o->maxb / (size_t)o->factor || size == 0)
-            break;
-        if (size * (size_t)o->factor > o->maxb)
-            break;
     }
     free(tl);
     free(tg);
@@ -1551,7 +1498,6 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
     free(gp);
     return rc;
 }
-
 
 int main(int argc, char **argv)
 {

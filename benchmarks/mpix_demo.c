@@ -36,17 +36,6 @@
 #define BENCH_PROG "mpix_demo"
 #include "bench_util.h"
 
-#define CHECK_MPI(call)                                                                 \
-    do {                                                                                \
-        int rc_ = (call);                                                               \
-        if (rc_ != MPI_SUCCESS)                                                         \
-            fail_mpi(#call, rc_, __LINE__);                                             \
-    } while (0)
-
-
-
-
-
 static void format_bytes(size_t b, char *buf, size_t len)
 {
     if (b >= (1u << 20) && b % (1u << 20) == 0)

@@ -36,12 +36,6 @@
             MPI_Abort(MPI_COMM_WORLD, 3);                                      \
         }                                                                      \
     } while (0)
-#define MPI_CK(_call)                                                          \
-    do {                                                                       \
-        int _rc = (_call);                                                     \
-        if (_rc != MPI_SUCCESS)                                                \
-            fail_mpi(#_call, _rc, __LINE__);                                   \
-    } while (0)
 
 enum coll { ALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, NCOLLS };
 static const char *const coll_names[NCOLLS] = {"allreduce", "reduce_scatter_block", "allgather",
@@ -168,7 +162,7 @@ static double median(double *v, int n)
 static double max_over_ranks(double t)
 {
     double m = 0;
-    MPI_CK(MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     return m;
 }
 
@@ -219,7 +213,7 @@ int main(int argc, char **argv)
     }
     crc  = cudaGetDeviceCount(&ndev);
     have = crc == cudaSuccess && ndev > 0;
-    MPI_CK(MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!all) {
         if (world_rank == 0)
             printf(BENCH_PROG ": no CUDA device on some rank (rank 0: %s)\n",
@@ -230,11 +224,11 @@ int main(int argc, char **argv)
     CK(cudaSetDevice(world_rank % ndev));
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, world_rank % ndev));
-    MPI_CK(MPIX_Hier_comm_init(MPI_COMM_WORLD, MPI_INFO_NULL));
+    CHECK_MPI(MPIX_Hier_comm_init(MPI_COMM_WORLD, MPI_INFO_NULL));
     if (world_rank == 0) {
         char desc[1024];
         int len = 0;
-        MPI_CK(MPIX_Hier_comm_describe(MPI_COMM_WORLD, desc, sizeof(desc), &len));
+        CHECK_MPI(MPIX_Hier_comm_describe(MPI_COMM_WORLD, desc, sizeof(desc), &len));
         printf("# " BENCH_PROG ": %s%s, %d ranks, %s buffers, GPU %s (%d device(s) visible), "
                "float sum, median of %d (max over ranks)\n# hierarchy: %s\n",
                nb ? "MPIX_Hier_I" : "MPIX_Hier_", coll_names[coll], world_size,
@@ -274,15 +268,15 @@ int main(int argc, char **argv)
             CK(cudaMemcpy(drecv, dsend, (size_t)s.count * sizeof(float), cudaMemcpyDeviceToDevice));
         for (int it = -2; it < iters; it++) {
             double t0, a, b;
-            MPI_CK(MPI_Barrier(MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
             t0 = MPI_Wtime();
-            MPI_CK(run_mpix(coll, nb, dsend, drecv, &s));
+            CHECK_MPI(run_mpix(coll, nb, dsend, drecv, &s));
             a = max_over_ranks(MPI_Wtime() - t0);
-            MPI_CK(MPI_Barrier(MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
             t0 = MPI_Wtime();
             if (in_b)
                 CK(cudaMemcpy(hin, din, in_b, cudaMemcpyDeviceToHost));
-            MPI_CK(run_mpi(coll, hsend, hrecv, &s));
+            CHECK_MPI(run_mpi(coll, hsend, hrecv, &s));
             if (out_b)
                 CK(cudaMemcpy(drecv, hrecv, out_b, cudaMemcpyHostToDevice));
             b = max_over_ranks(MPI_Wtime() - t0);
@@ -294,16 +288,16 @@ int main(int argc, char **argv)
         /* check: the library's result on a poisoned output == MPI's on host copies */
         if (out_b)
             CK(cudaMemset(drecv, 0xff, out_b));
-        MPI_CK(run_mpix(coll, nb, dsend, drecv, &s));
+        CHECK_MPI(run_mpix(coll, nb, dsend, drecv, &s));
         if (out_b)
             CK(cudaMemcpy(got, drecv, out_b, cudaMemcpyDeviceToHost));
         if (coll == BCAST && world_rank == 0)
             memcpy(hrecv, hsend, (size_t)s.count * sizeof(float));
-        MPI_CK(run_mpi(coll, hsend, hrecv, &s));
+        CHECK_MPI(run_mpi(coll, hsend, hrecv, &s));
         bad = out_b && memcmp(got, hrecv, out_b) != 0;
         if (coll == BCAST && world_rank == 0) /* restore the root's data for the next size */
             CK(cudaMemcpy(drecv, dsend, (size_t)s.count * sizeof(float), cudaMemcpyDeviceToDevice));
-        MPI_CK(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
         bad_any |= bad;
         double m = median(tm, iters), t = median(ts, iters);
         double full = (double)s.count * sizeof(float) *

@@ -191,26 +191,16 @@ def forward_backward(params, X, y, reducer, tracer):
     d = p
     d[np.arange(B), y] -= 1.0
     d /= B
-    reducer.add_grad("W3", h2.T @ d)
-    reducer.add_grad("b3", d.sum(axis=0))
-    d = (d @ params["W3"].T) * (h2 > 0)
-    t2 = tracer.now()
-    tracer.add("backward layer 3", 0, t, t2)
-    reducer.poll()
-
-    t = tracer.now()
-    reducer.add_grad("W2", h1.T @ d)
-    reducer.add_grad("b2", d.sum(axis=0))
-    d = (d @ params["W2"].T) * (h1 > 0)
-    t2 = tracer.now()
-    tracer.add("backward layer 2", 0, t, t2)
-    reducer.poll()
-
-    t = tracer.now()
-    reducer.add_grad("W1", X.T @ d)
-    reducer.add_grad("b1", d.sum(axis=0))
-    tracer.add("backward layer 1", 0, t, tracer.now())
-    reducer.poll()
+    inputs = {3: h2, 2: h1, 1: X}  # each layer's input
+    for layer in (3, 2, 1):
+        x = inputs[layer]
+        reducer.add_grad("W%d" % layer, x.T @ d)
+        reducer.add_grad("b%d" % layer, d.sum(axis=0))
+        if layer > 1:  # the gradient of the layer's input (after the ReLU below it)
+            d = (d @ params["W%d" % layer].T) * (x > 0)
+        tracer.add("backward layer %d" % layer, 0, t, tracer.now())
+        reducer.poll()
+        t = tracer.now()
     return loss
 
 

@@ -56,73 +56,62 @@ import time
 TOPOLOGIES = ["rail", "fattree", "dragonfly", "torus", "torus2d", "torus3d"]
 
 
+# The platform parameters, in --help order: (flags, default, help, other keywords).
+# The type of each is its default's (int, float or str).
+TOPOLOGY_PARAMS = [
+    (("--topology",), "rail", "rail, fattree, dragonfly, torus (torus2d/torus3d) (default rail)",
+     {"choices": TOPOLOGIES}),
+    (("--nodes", "-N"), 4, "nodes (default 4)", {}),
+    (("--gpus", "-g"), 4, "GPUs per node (default 4)", {}),
+    (("--nodes-per-leaf",), 0, "rail/fattree: nodes under one leaf switch (leaf group, "
+     "scalable unit); 0 = all nodes in one leaf group (default 0)", {}),
+    (("--oversub",), 1.0, "rail/fattree: leaf-to-spine oversubscription ratio (default 1 = "
+     "non-blocking)", {}),
+    (("--b-nvl",), 370.0, "NVLink/NVSwitch bandwidth per GPU and direction, GB/s (default 370)",
+     {}),
+    (("--b-nic",), 48.0, "NIC bandwidth per GPU and direction, GB/s (default 48, NDR)", {}),
+    (("--lat-nvl",), 0.5, "latency of one GPU-NVSwitch link, us (default 0.5: 1 us GPU to GPU)",
+     {}),
+    (("--lat-nic",), 1.0, "latency of one GPU-leaf (GPU-router) link, us (default 1: 2 us "
+     "through one switch)", {}),
+    (("--lat-spine",), 1.0, "rail/fattree: latency of one leaf-spine link, us (default 1)", {}),
+    (("--df-routers",), 4, "dragonfly: routers per group (default 4)", {}),
+    (("--df-nodes-per-router",), 2, "dragonfly: nodes per router (default 2); groups = N / "
+     "(routers * nodes per router)", {}),
+    (("--df-global-links",), 0, "dragonfly: parallel global links between each pair of "
+     "groups; 0 = enough for a group's global capacity to match its nodes' injection "
+     "(ceil(nodes per group / (groups - 1))) (default 0)", {}),
+    (("--b-local",), 0.0, "dragonfly: router-to-router link in a group, GB/s per direction "
+     "(default 0 = g * B_nic)", {}),
+    (("--b-global",), 0.0, "dragonfly: one global link, GB/s per direction (default 0 = "
+     "g * B_nic)", {}),
+    (("--lat-local",), 1.0, "dragonfly: latency of a local link, us (default 1)", {}),
+    (("--lat-global",), 1.0, "dragonfly: latency of a global link, us (default 1)", {}),
+    (("--torus-dims",), "", "torus: dimensions XxY or XxYxZ whose product is N (default: "
+     "balanced factorisation of N in --torus-ndims dimensions)", {}),
+    (("--torus-ndims",), 0, "torus: 2 or 3 (default 2; torus2d/torus3d set it)", {}),
+    (("--b-torus",), 0.0, "torus: one node-to-neighbour link, GB/s per direction (default 0 = "
+     "g * B_nic / (2 * ndims))", {}),
+    (("--lat-torus",), 1.0, "torus: latency of one node-to-neighbour link, us (default 1)", {}),
+    (("--torus-leaf",), "row", "torus: leaf group written to the cluster file: row (nodes "
+     "along x), plane (x-y plane), none (default row)", {"choices": ["row", "plane", "none"]}),
+    (("--speed",), "100Gf", "host compute speed (default 100Gf)", {}),
+]
+
+
 def add_topology_args(ap):
     """The platform parameters, shared by gen_platform.py, run_sim.py, whatif.py."""
     g = ap.add_argument_group("platform")
-    g.add_argument("--topology", choices=TOPOLOGIES, default="rail",
-                   help="rail, fattree, dragonfly, torus (torus2d/torus3d) (default rail)")
-    g.add_argument("--nodes", "-N", type=int, default=4, help="nodes (default 4)")
-    g.add_argument("--gpus", "-g", type=int, default=4, help="GPUs per node (default 4)")
-    g.add_argument("--nodes-per-leaf", type=int, default=0,
-                   help="rail/fattree: nodes under one leaf switch (leaf group, scalable "
-                        "unit); 0 = all nodes in one leaf group (default 0)")
-    g.add_argument("--oversub", type=float, default=1.0,
-                   help="rail/fattree: leaf-to-spine oversubscription ratio (default 1 = "
-                        "non-blocking)")
-    g.add_argument("--b-nvl", type=float, default=370.0,
-                   help="NVLink/NVSwitch bandwidth per GPU and direction, GB/s (default 370)")
-    g.add_argument("--b-nic", type=float, default=48.0,
-                   help="NIC bandwidth per GPU and direction, GB/s (default 48, NDR)")
-    g.add_argument("--lat-nvl", type=float, default=0.5,
-                   help="latency of one GPU-NVSwitch link, us (default 0.5: 1 us GPU to GPU)")
-    g.add_argument("--lat-nic", type=float, default=1.0,
-                   help="latency of one GPU-leaf (GPU-router) link, us (default 1: 2 us "
-                        "through one switch)")
-    g.add_argument("--lat-spine", type=float, default=1.0,
-                   help="rail/fattree: latency of one leaf-spine link, us (default 1)")
-    g.add_argument("--df-routers", type=int, default=4,
-                   help="dragonfly: routers per group (default 4)")
-    g.add_argument("--df-nodes-per-router", type=int, default=2,
-                   help="dragonfly: nodes per router (default 2); groups = N / (routers * "
-                        "nodes per router)")
-    g.add_argument("--df-global-links", type=int, default=0,
-                   help="dragonfly: parallel global links between each pair of groups; 0 = "
-                        "enough for a group's global capacity to match its nodes' injection "
-                        "(ceil(nodes per group / (groups - 1))) (default 0)")
-    g.add_argument("--b-local", type=float, default=0.0,
-                   help="dragonfly: router-to-router link in a group, GB/s per direction "
-                        "(default 0 = g * B_nic)")
-    g.add_argument("--b-global", type=float, default=0.0,
-                   help="dragonfly: one global link, GB/s per direction (default 0 = "
-                        "g * B_nic)")
-    g.add_argument("--lat-local", type=float, default=1.0,
-                   help="dragonfly: latency of a local link, us (default 1)")
-    g.add_argument("--lat-global", type=float, default=1.0,
-                   help="dragonfly: latency of a global link, us (default 1)")
-    g.add_argument("--torus-dims", default="",
-                   help="torus: dimensions XxY or XxYxZ whose product is N (default: "
-                        "balanced factorisation of N in --torus-ndims dimensions)")
-    g.add_argument("--torus-ndims", type=int, default=0,
-                   help="torus: 2 or 3 (default 2; torus2d/torus3d set it)")
-    g.add_argument("--b-torus", type=float, default=0.0,
-                   help="torus: one node-to-neighbour link, GB/s per direction (default 0 = "
-                        "g * B_nic / (2 * ndims))")
-    g.add_argument("--lat-torus", type=float, default=1.0,
-                   help="torus: latency of one node-to-neighbour link, us (default 1)")
-    g.add_argument("--torus-leaf", choices=["row", "plane", "none"], default="row",
-                   help="torus: leaf group written to the cluster file: row (nodes along "
-                        "x), plane (x-y plane), none (default row)")
-    g.add_argument("--speed", default="100Gf", help="host compute speed (default 100Gf)")
+    for flags, default, help_, kw in TOPOLOGY_PARAMS:
+        g.add_argument(*flags, type=type(default), default=default, help=help_, **kw)
     return g
 
 
 def topology_argv(a):
     """The command-line arguments that reproduce the platform parameters of @a."""
     out = []
-    for k in ("topology", "nodes", "gpus", "nodes_per_leaf", "oversub", "b_nvl", "b_nic",
-              "lat_nvl", "lat_nic", "lat_spine", "df_routers", "df_nodes_per_router",
-              "df_global_links", "b_local", "b_global", "lat_local", "lat_global",
-              "torus_dims", "torus_ndims", "b_torus", "lat_torus", "torus_leaf", "speed"):
+    for flags, _, _, _ in TOPOLOGY_PARAMS:
+        k = flags[0][2:].replace("-", "_")
         v = getattr(a, k)
         if k == "torus_dims" and not v:
             continue

@@ -297,21 +297,41 @@ def model(a, n, plat=None):
 
 # ---- the comparison modes (auto/hier/pipeline, fragment sweep) ----------------
 
+def bench_path(a):
+    return os.path.join(a.build, "benchmarks", "mpix_bench")
+
+
+def size_args(a):
+    """mpix_bench's sizes and iterations of the run (-b -e -f -n -w)."""
+    return ["-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
+            "-n", str(a.iters), "-w", str(a.warmup)]
+
+
+def bench_env(a, prefix):
+    """The environment of the mpix_bench runs on platform @prefix."""
+    return dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+
+
+def write_platform(b, prefix):
+    """Platform @b written to @prefix.xml/.cluster/.hosts; returns it."""
+    plat = gen_platform.Platform(b)
+    plat.write(prefix, gen_platform.topology_argv(b))
+    return plat
+
+
 def setup(a):
+    """The platform of the comparison modes, written to OUT: (prefix, Platform, ranks,
+    environment of the runs)."""
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, "plat_%s_%dx%d" % (a.topology, a.nodes, a.gpus))
     gen_platform.main(gen_platform.topology_argv(a) + ["-o", prefix])
-    return prefix
+    return prefix, gen_platform.Platform(a), a.nodes * a.gpus, bench_env(a, prefix)
 
 
 def run_compare(a):
-    prefix = setup(a)
-    plat = gen_platform.Platform(a)
-    p = a.nodes * a.gpus
-    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-              "-n", str(a.iters), "-w", str(a.warmup)]
-    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    prefix, plat, p, env = setup(a)
+    bench = bench_path(a)
+    common = ["-c", a.coll] + size_args(a)
     if a.frag:
         env["MPIX_HIER_FRAG_SIZE"] = a.frag
     if a.depth is not None:
@@ -349,13 +369,9 @@ def run_compare(a):
 
 def run_sweep(a):
     """Pipeline busbw per fragment size (MPIX_HIER_FRAG_SIZE), hier for reference."""
-    prefix = setup(a)
-    plat = gen_platform.Platform(a)
-    p = a.nodes * a.gpus
-    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    common = ["-c", a.coll, "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-              "-n", str(a.iters), "-w", str(a.warmup), "--impl", "hier"]
-    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    prefix, plat, p, env = setup(a)
+    bench = bench_path(a)
+    common = ["-c", a.coll] + size_args(a) + ["--impl", "hier"]
     runs = [("hier", dict(env, MPIX_HIER_ALGO="hier"))]
     for fr in a.sweep_frag.split(","):
         for d in (a.sweep_depth.split(",") if a.sweep_depth else [None]):
@@ -428,13 +444,10 @@ def run_check_fold(a):
     smpi_fold.so: simulated times must agree (within 0.1 %)."""
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, "fold_%s_%dx%d" % (a.topology, a.nodes, a.gpus))
-    plat = gen_platform.Platform(a)
-    plat.write(prefix, gen_platform.topology_argv(a))
+    plat = write_platform(a, prefix)
     p = a.nodes * a.gpus
-    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    args = [bench, "-c", ",".join(COLLS), "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-            "-n", str(a.iters), "-w", str(a.warmup)]
-    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    args = [bench_path(a), "-c", ",".join(COLLS)] + size_args(a)
+    env = bench_env(a, prefix)
     res = {}
     for name, fold in (("plain", False), ("fold", True)):
         out, wall, pss = smpirun(a, prefix, p, args, env, "%s.%s.log" % (prefix, name),
@@ -484,14 +497,12 @@ def run_point(a, b, tag, colls="all", selectors=("mpich",), check=False):
     os.makedirs(a.out, exist_ok=True)
     prefix = os.path.join(a.out, tag)
     t0 = time.time()
-    plat = gen_platform.Platform(b)
-    plat.write(prefix, gen_platform.topology_argv(b))
+    plat = write_platform(b, prefix)
     gen_s = time.time() - t0
     p = b.nodes * b.gpus
-    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    args = ["-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-            "-n", str(a.iters), "-w", str(a.warmup)] + (["--batch"] if getattr(a, "batch", False) else [])
-    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
+    bench = bench_path(a)
+    args = size_args(a) + (["--batch"] if getattr(a, "batch", False) else [])
+    env = bench_env(a, prefix)
     if check:
         args.append("--check")
         env["MPIX_HIER_SIM_REDUCE"] = "real"
@@ -656,14 +667,13 @@ def run_overlap(a):
     b = a  # the platform options of the command line
     tag = "%s_%d" % (a.topology, a.nodes * a.gpus)
     prefix = os.path.join(a.out, tag)
-    gen_platform.Platform(b).write(prefix, gen_platform.topology_argv(b))
+    write_platform(b, prefix)
     colls = (a.coll or "all")
     names = COLLS if colls == "all" else colls.split(",")
-    env = dict(sim_env(a), MPIX_HIER_CLUSTER_FILE=prefix + ".cluster")
-    bench = os.path.join(a.build, "benchmarks", "mpix_bench")
-    args = ["-N", "--test-interval", "%g" % a.overlap, "-c", ",".join(names),
-            "-b", str(a.minb), "-e", str(a.maxb), "-f", str(a.factor),
-            "-n", str(a.iters), "-w", str(a.warmup), "--impl", "hier,mpi"]
+    env = bench_env(a, prefix)
+    bench = bench_path(a)
+    args = (["-N", "--test-interval", "%g" % a.overlap, "-c", ",".join(names)] + size_args(a) +
+            ["--impl", "hier,mpi"])
     log = prefix + ".overlap.log"
     out, wall, _ = smpirun(a, prefix, a.nodes * a.gpus, [bench] + args, env, log,
                            fold=not a.no_fold)

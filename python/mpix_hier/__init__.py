@@ -124,20 +124,20 @@ def _datatype(buf):
     return _lib.DATATYPES[buf.dtype]
 
 
-def _rank(c):
+def _comm_int(c, fn, name):
+    """The int that MPI_Comm_rank / MPI_Comm_size (fn, called name) gives for c."""
     ensure_init()
-    r = ctypes.c_int(0)
-    _lib.check(_lib.call_returning_errors(c, lib.MPI_Comm_rank, c, ctypes.byref(r)),
-               "MPI_Comm_rank")
-    return r.value
+    v = ctypes.c_int(0)
+    _lib.check(_lib.call_returning_errors(c, fn, c, ctypes.byref(v)), name)
+    return v.value
+
+
+def _rank(c):
+    return _comm_int(c, lib.MPI_Comm_rank, "MPI_Comm_rank")
 
 
 def _size(c):
-    ensure_init()
-    s = ctypes.c_int(0)
-    _lib.check(_lib.call_returning_errors(c, lib.MPI_Comm_size, c, ctypes.byref(s)),
-               "MPI_Comm_size")
-    return s.value
+    return _comm_int(c, lib.MPI_Comm_size, "MPI_Comm_size")
 
 
 def _ptr(buf):
@@ -183,6 +183,61 @@ def _prefix(counts):
         out.append(acc)
         acc += c
     return out
+
+
+def _per_rank(values, what, size):
+    """values (recvcounts, sendcounts) as ints, one per rank of the communicator."""
+    out = [int(x) for x in values]
+    if len(out) != size:
+        raise ValueError("%s has %d entries, the communicator %d ranks" % (what, len(out), size))
+    return out
+
+
+def _layout(counts, displs):
+    """(displacements, default packed; the elements the blocks reach)."""
+    disp = _prefix(counts) if displs is None else [int(x) for x in displs]
+    return disp, max([d + n for d, n in zip(disp, counts)] + [0])
+
+
+def _blocks(total, size):
+    """Elements per block of total elements in size equal blocks."""
+    if total % size:
+        raise ValueError("%d elements do not split into %d equal blocks" % (total, size))
+    return total // size
+
+
+def _need(recv, n):
+    if recv.count < n:
+        raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n))
+
+
+def _in_place_recv(recvbuf, dtype):
+    """With IN_PLACE: the receive buffer (which also holds the input)."""
+    if recvbuf is None:
+        raise ValueError("IN_PLACE needs a receive buffer")
+    return as_buffer(recvbuf, dtype)
+
+
+def _recv_like(send, recvbuf, n, dtype):
+    """recvbuf, else a new buffer of n elements like send; send's dtype, >= n elements."""
+    recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
+        as_buffer(new_like(send, n), dtype)
+    _same_type(send, recv)
+    _need(recv, n)
+    return recv
+
+
+def _recv_v(send, recvbuf, need, dtype):
+    """The v-forms' receive buffer: recvbuf, else (not IN_PLACE) a new one like send;
+    at least need elements (its dtype is checked by the caller)."""
+    if recvbuf is None:
+        if send is None:
+            raise ValueError("IN_PLACE needs a receive buffer")
+        recv = as_buffer(new_like(send, need), dtype)
+    else:
+        recv = as_buffer(recvbuf, dtype)
+    _need(recv, need)
+    return recv
 
 
 # ---- requests ---------------------------------------------------------------
@@ -321,25 +376,19 @@ def _reduce_scatter(sendbuf, recvbuf, recvcounts, op, comm, dtype, nb):
     c = _comm_handle(comm)
     size, rank = _size(c), _rank(c)
     if sendbuf is IN_PLACE:
-        if recvbuf is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(recvbuf, dtype)
+        recv = _in_place_recv(recvbuf, dtype)
         send, sptr, total = None, _lib.IN_PLACE_PTR, recv.count
     else:
         send = as_buffer(sendbuf, dtype)
         total, sptr = send.count, _ptr(send)
-    counts = _even_split(total, size) if recvcounts is None else [int(x) for x in recvcounts]
-    if len(counts) != size:
-        raise ValueError("recvcounts has %d entries, the communicator %d ranks"
-                         % (len(counts), size))
+    counts = _even_split(total, size) if recvcounts is None else \
+        _per_rank(recvcounts, "recvcounts", size)
     if sum(counts) > total:
         raise ValueError("recvcounts sum to %d, the input has %d elements" % (sum(counts), total))
     if send is not None:
-        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, counts[rank]), dtype)
-        _same_type(send, recv)
-    if recv.count < counts[rank]:
-        raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, counts[rank]))
+        recv = _recv_like(send, recvbuf, counts[rank], dtype)
+    else:
+        _need(recv, counts[rank])
     _check_buffers(send, recv, writable=recv)
     carr = _ints(counts, "recvcounts")
     args = (sptr, _ptr(recv), carr, _datatype(recv), _op_handle(op))
@@ -361,21 +410,14 @@ def _reduce_scatter_block(sendbuf, recvbuf, op, comm, dtype, nb):
     c = _comm_handle(comm)
     size = _size(c)
     if sendbuf is IN_PLACE:
-        if recvbuf is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(recvbuf, dtype)
+        recv = _in_place_recv(recvbuf, dtype)
         send, sptr, total = None, _lib.IN_PLACE_PTR, recv.count
     else:
         send = as_buffer(sendbuf, dtype)
         sptr, total = _ptr(send), send.count
-    if total % size:
-        raise ValueError("%d elements do not split into %d equal blocks" % (total, size))
-    n = total // size
+    n = _blocks(total, size)
     if send is not None:
-        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else as_buffer(new_like(send, n), dtype)
-        _same_type(send, recv)
-        if recv.count < n:
-            raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n))
+        recv = _recv_like(send, recvbuf, n, dtype)
     _check_buffers(send, recv, writable=recv)
     args = (sptr, _ptr(recv), _count(n), _datatype(recv), _op_handle(op))
     return _run("reduce_scatter_block", c, args, (send, recv), _result(recv), nb)
@@ -394,9 +436,7 @@ def _allgather(sendbuf, recvbuf, comm, dtype, nb):
     c = _comm_handle(comm)
     size = _size(c)
     if sendbuf is IN_PLACE:
-        if recvbuf is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(recvbuf, dtype)
+        recv = _in_place_recv(recvbuf, dtype)
         if recv.count % size:
             raise ValueError("receive buffer of %d elements is not %d blocks" % (recv.count, size))
         send, n = None, recv.count // size
@@ -404,11 +444,7 @@ def _allgather(sendbuf, recvbuf, comm, dtype, nb):
     else:
         send = as_buffer(sendbuf, dtype)
         n = send.count
-        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, n * size), dtype)
-        _same_type(send, recv)
-        if recv.count < n * size:
-            raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n * size))
+        recv = _recv_like(send, recvbuf, n * size, dtype)
         sargs = (_ptr(send), _count(n), _datatype(send))
     _check_buffers(send, recv, writable=recv)
     args = sargs + (_ptr(recv), _count(n), _datatype(recv))
@@ -435,22 +471,11 @@ def _allgatherv(sendbuf, recvbuf, recvcounts, displs, comm, dtype, nb):
         # every rank's count, gathered first (a blocking allgather, also for the I-form)
         import numpy as np
         counts_arr = allgather(np.array([send.count], dtype=np.int32), comm=c)
-        counts = [int(x) for x in counts_arr]
+        counts = _per_rank(counts_arr, "recvcounts", size)
     else:
-        counts = [int(x) for x in recvcounts]
-    if len(counts) != size:
-        raise ValueError("recvcounts has %d entries, the communicator %d ranks"
-                         % (len(counts), size))
-    disp = _prefix(counts) if displs is None else [int(x) for x in displs]
-    need = max([d + n for d, n in zip(disp, counts)] + [0])
-    if recvbuf is None:
-        if send is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(new_like(send, need), dtype)
-    else:
-        recv = as_buffer(recvbuf, dtype)
-    if recv.count < need:
-        raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, need))
+        counts = _per_rank(recvcounts, "recvcounts", size)
+    disp, need = _layout(counts, displs)
+    recv = _recv_v(send, recvbuf, need, dtype)
     if send is not None:
         _same_type(send, recv)
         if send.count != counts[rank]:
@@ -479,22 +504,14 @@ def _alltoall(sendbuf, recvbuf, comm, dtype, nb):
     c = _comm_handle(comm)
     size = _size(c)
     if sendbuf is IN_PLACE:
-        if recvbuf is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(recvbuf, dtype)
+        recv = _in_place_recv(recvbuf, dtype)
         total, send = recv.count, None
     else:
         send = as_buffer(sendbuf, dtype)
         total = send.count
-    if total % size:
-        raise ValueError("%d elements do not split into %d equal blocks" % (total, size))
-    n = total // size
+    n = _blocks(total, size)
     if send is not None:
-        recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-            as_buffer(new_like(send, total), dtype)
-        _same_type(send, recv)
-        if recv.count < total:
-            raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, total))
+        recv = _recv_like(send, recvbuf, total, dtype)
         sargs = (_ptr(send), _count(n), _datatype(send))
     else:
         sargs = (_lib.IN_PLACE_PTR, 0, _datatype(recv))
@@ -519,12 +536,9 @@ def _alltoallv(sendbuf, sendcounts, recvbuf, recvcounts, sdispls, rdispls, comm,
     if send is not None:
         if sendcounts is None:
             raise ValueError("sendcounts is required")
-        scounts = [int(x) for x in sendcounts]
-        if len(scounts) != size:
-            raise ValueError("sendcounts has %d entries, the communicator %d ranks"
-                             % (len(scounts), size))
-        sdisp = _prefix(scounts) if sdispls is None else [int(x) for x in sdispls]
-        if max([d + n for d, n in zip(sdisp, scounts)] + [0]) > send.count:
+        scounts = _per_rank(sendcounts, "sendcounts", size)
+        sdisp, reach = _layout(scounts, sdispls)
+        if reach > send.count:
             raise ValueError("sendcounts/sdispls reach past the send buffer")
     if recvcounts is None:
         if send is None:
@@ -532,22 +546,11 @@ def _alltoallv(sendbuf, sendcounts, recvbuf, recvcounts, sdispls, rdispls, comm,
         # what every rank sends here, exchanged first (blocking, also for the I-form)
         import numpy as np
         rc_arr = alltoall(np.array(scounts, dtype=np.int32), comm=c)
-        rcounts = [int(x) for x in rc_arr]
+        rcounts = _per_rank(rc_arr, "recvcounts", size)
     else:
-        rcounts = [int(x) for x in recvcounts]
-    if len(rcounts) != size:
-        raise ValueError("recvcounts has %d entries, the communicator %d ranks"
-                         % (len(rcounts), size))
-    rdisp = _prefix(rcounts) if rdispls is None else [int(x) for x in rdispls]
-    need = max([d + n for d, n in zip(rdisp, rcounts)] + [0])
-    if recvbuf is None:
-        if send is None:
-            raise ValueError("IN_PLACE needs a receive buffer")
-        recv = as_buffer(new_like(send, need), dtype)
-    else:
-        recv = as_buffer(recvbuf, dtype)
-    if recv.count < need:
-        raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, need))
+        rcounts = _per_rank(recvcounts, "recvcounts", size)
+    rdisp, need = _layout(rcounts, rdispls)
+    recv = _recv_v(send, recvbuf, need, dtype)
     rarr, rdarr = _ints(rcounts, "recvcounts"), _ints(rdisp, "rdispls")
     if send is not None:
         _same_type(send, recv)
@@ -606,11 +609,7 @@ def _reduce(sendbuf, recvbuf, op, root, comm, dtype, nb):
         sptr, n = _ptr(send), send.count
         recv = None
         if is_root:
-            recv = as_buffer(recvbuf, dtype) if recvbuf is not None else \
-                as_buffer(new_like(send, n), dtype)
-            _same_type(send, recv)
-            if recv.count < n:
-                raise ValueError("receive buffer has %d elements, needs %d" % (recv.count, n))
+            recv = _recv_like(send, recvbuf, n, dtype)
     _check_buffers(send, recv, writable=recv)
     dt = _datatype(recv if send is None else send)
     args = (sptr, _ptr(recv) if recv is not None else ctypes.c_void_p(0), _count(n), dt,
