@@ -188,6 +188,13 @@ class Checker {
         if (off >= 0)
             fail(what + fmt(" (first differing byte at offset %ld of %zu)", off, n));
     }
+    // A buffer that is not significant (a non-root's): it must still hold the
+    // canary 0xCD it was filled with.
+    void untouched(const void *got, size_t n, const std::string &what)
+    {
+        std::vector<unsigned char> canary(n, 0xCD);
+        same_bytes(got, canary.data(), n, what);
+    }
     void guards(const mxh_buf_t &b, const std::string &what)
     {
         if (!mxh_buf_guards_ok(&b))

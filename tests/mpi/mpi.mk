@@ -64,7 +64,7 @@ mpi_test_alltoall_hier_LDADD = $(top_builddir)/libmpixhier_core.la $(GTEST_LIBS)
 mpi_test_alltoall_hier_LDFLAGS = $(MXH_MPI_NOINST)
 
 TESTS += mpi/run_mpi_tests.sh
-EXTRA_DIST += mpi/run_mpi_tests.sh mpi/README.md data/slurm/mpi_3level.conf \
+EXTRA_DIST += mpi/run_mpi_tests.sh mpi/run_common.sh mpi/README.md data/slurm/mpi_3level.conf \
               data/torus_2x2.cluster
 CLEANFILES += mpi/mxh-*.log
 

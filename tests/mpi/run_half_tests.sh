@@ -5,21 +5,11 @@
 #   MXH_TEST_LAYOUTS="2x2"  only these layouts; MXH_TEST_GTEST_FILTER  gtest filter
 #   MXH_TEST_BINDIR, MXH_TEST_RUN_TIMEOUT (default 300), MXH_TEST_TIMEOUT (per test, 120)
 set -u
-bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
-logdir=${MXH_TEST_LOGDIR:-$bindir}
-MPIEXEC=${MPIEXEC:-mpiexec}
-run_timeout=${MXH_TEST_RUN_TIMEOUT:-300}
-export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
-export MPIEXEC_TIMEOUT=$run_timeout
+. "$(dirname "$0")/run_common.sh"
+mxh_run_setup 300 120
 filter=${MXH_TEST_GTEST_FILTER:-*}
 bin=$bindir/test_half
-
-if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
-    echo "SKIP: $MPIEXEC not found"
-    exit 77
-fi
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES
-mkdir -p "$logdir"
 npass=0 nfail=0
 H=MPIX_HIER_HOSTNAME
 B=("$bin" "--gtest_filter=$filter" --gtest_color=no)

@@ -33,18 +33,8 @@ fi
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 srcdir_mpi=$(dirname "$self")
 datadir=${MXH_TEST_DATADIR:-$srcdir_mpi/../data}
-bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
-logdir=${MXH_TEST_LOGDIR:-$bindir}
-MPIEXEC=${MPIEXEC:-mpiexec}
-run_timeout=${MXH_TEST_RUN_TIMEOUT:-600}
-export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-120}
-export MPIEXEC_TIMEOUT=$run_timeout
-
-if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
-    echo "SKIP: $MPIEXEC not found"
-    exit 77
-fi
-mkdir -p "$logdir"
+. "$srcdir_mpi/run_common.sh"
+mxh_run_setup 600 120
 
 # The layout comes from this script only.
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES

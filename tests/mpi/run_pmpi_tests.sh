@@ -23,18 +23,10 @@
 set -u
 
 srcdir_mpi=$(cd "$(dirname "$0")" && pwd)
-bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
-logdir=${MXH_TEST_LOGDIR:-$bindir}
+. "$srcdir_mpi/run_common.sh"
+mxh_run_setup 300
 la=${MXH_PMPI_LA:-$(pwd)/../libmpixhier_pmpi.la}
-MPIEXEC=${MPIEXEC:-mpiexec}
 MPIFORT=${MPIFORT:-mpif90}
-run_timeout=${MXH_TEST_RUN_TIMEOUT:-300}
-export MPIEXEC_TIMEOUT=$run_timeout
-
-if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
-    echo "SKIP: $MPIEXEC not found"
-    exit 77
-fi
 # the shared library libtool built: .libs/<dlname> next to the .la
 if [ ! -f "$la" ]; then
     echo "SKIP: $la not found (the drop-in library is not built: SimGrid build?)"
@@ -46,7 +38,6 @@ if [ -z "$dlname" ] || [ ! -f "$lib" ]; then
     echo "SKIP: no shared library for $la (configured with --disable-shared?)"
     exit 77
 fi
-mkdir -p "$logdir"
 
 # The layout and the policy come from this script only.
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIX_HIER_PMPI MPIX_HIER_PMPI_STATS MXH_PMPI_EXPECT

@@ -16,19 +16,9 @@
 #   MXH_TEST_QUICK=1                 smaller matrix
 set -u
 
-bindir=${MXH_TEST_BINDIR:-$(pwd)/mpi}
-logdir=${MXH_TEST_LOGDIR:-$bindir}
-MPIEXEC=${MPIEXEC:-mpiexec}
-run_timeout=${MXH_TEST_RUN_TIMEOUT:-600}
-export MXH_TEST_TIMEOUT=${MXH_TEST_TIMEOUT:-300}
-export MPIEXEC_TIMEOUT=$run_timeout
+. "$(dirname "$0")/run_common.sh"
+mxh_run_setup 600 300
 filter=${MXH_TEST_GTEST_FILTER:-*}
-
-if ! command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
-    echo "SKIP: $MPIEXEC not found"
-    exit 77
-fi
-mkdir -p "$logdir"
 unset MPIX_HIER_HOSTNAME MPIR_CVAR_NUM_CLIQUES MPIR_CVAR_ODD_EVEN_CLIQUES MXH_SHM_CMA MXH_SHM_CMA_MIN
 
 npass=0

@@ -28,33 +28,12 @@
 #include <string>
 #include <vector>
 
+#include "mpi_util.hh"
 #include "mxh_test_shim.h"
 
 namespace {
 
-const char *class_name(int cls)
-{
-    switch (cls) {
-    case MPI_SUCCESS: return "MPI_SUCCESS";
-    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
-    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
-    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
-    case MPI_ERR_TAG: return "MPI_ERR_TAG";
-    case MPI_ERR_COMM: return "MPI_ERR_COMM";
-    case MPI_ERR_RANK: return "MPI_ERR_RANK";
-    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
-    case MPI_ERR_OP: return "MPI_ERR_OP";
-    case MPI_ERR_ARG: return "MPI_ERR_ARG";
-    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
-    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
-    case MPI_ERR_INFO_VALUE: return "MPI_ERR_INFO_VALUE";
-    case MPI_ERR_INFO_KEY: return "MPI_ERR_INFO_KEY";
-    default: break;
-    }
-    int mine = -1;
-    MPIX_Hier_get_error_class(&mine);
-    return cls == mine ? "MPIX_Hier_get_error_class()" : "another class";
-}
+using mxh_test::class_name;
 
 // The function name the error string must mention.
 std::string fn_in_message(const std::string &fn)
@@ -762,9 +741,7 @@ TEST_F(Errors, ConfigMissingTopologyFile)
 
 TEST_F(Errors, ConfigEnableDiffersAcrossRanks)
 {
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int rank = mxh_test::world_rank(), size = mxh_test::world_size();
     if (size < 2)
         GTEST_SKIP() << "needs 2 ranks";
     MPI_Comm c = fresh_comm();

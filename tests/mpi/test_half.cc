@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_util.hh"
 #include "mxh_test_shim.h"
 extern "C" {
 #include "reduce/half.h"
@@ -20,6 +21,9 @@ extern "C" {
 }
 
 namespace {
+
+using mxh_test::world_rank;
+using mxh_test::world_size;
 
 struct Kind {
     const char *name;
@@ -35,19 +39,6 @@ const MPI_Op kOps[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
 const char *op_name(MPI_Op op)
 {
     return op == MPI_SUM ? "sum" : op == MPI_PROD ? "prod" : op == MPI_MAX ? "max" : "min";
-}
-
-int world_rank()
-{
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-int world_size()
-{
-    int s;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
-    return s;
 }
 
 // Value of element i on rank r for op (as float; exact in both formats).

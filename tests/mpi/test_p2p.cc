@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "checker.hh"
+#include "mpi_util.hh"
 #include "coll/hier.h"
 #include "exec/p2p.h"
 
@@ -275,9 +276,7 @@ class P2p : public ::testing::Test {};
 
 TEST_F(P2p, AllAlgorithmsMatchMpich)
 {
-    int wsize, wrank;
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    const int wsize = mxh_test::world_size(), wrank = mxh_test::world_rank();
     if (wsize < 2)
         GTEST_SKIP() << "needs at least 2 ranks";
     for (int p = 2; p <= wsize; p++) {
@@ -310,9 +309,7 @@ TEST_F(P2p, AllAlgorithmsMatchMpich)
 // results stay MPICH's.
 TEST_F(P2p, KaryHeldOnlyWherePhasesStart)
 {
-    int wsize, wrank;
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    const int wsize = mxh_test::world_size(), wrank = mxh_test::world_rank();
     if (wsize < 4)
         GTEST_SKIP() << "needs 4 ranks (kary of 2 x 2)";
     MPI_Comm comm;
@@ -505,9 +502,7 @@ TEST_F(P2p, NetworkLevelsGoDirect)
 // whole, records of 1 to 600 bytes, on the world and on a split of it.
 TEST(Records, SlicedAllgatherMatchesMpich)
 {
-    int wrank, wsize;
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    const int wrank = mxh_test::world_rank(), wsize = mxh_test::world_size();
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wsize - wrank, &half);
     for (MPI_Comm comm : {MPI_COMM_WORLD, half}) {

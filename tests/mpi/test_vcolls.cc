@@ -42,50 +42,12 @@
 #include <vector>
 
 #include "checker.hh"
+#include "mpi_util.hh"
 #include "mxh_test_shim.h"
 
 namespace {
 
-using mxh_test::Buf;
-using mxh_test::Checker;
-using mxh_test::fmt;
-using mxh_test::Role;
-
-bool quick() { return mxh_env_int("MXH_TEST_QUICK", 0) != 0; }
-
-void trace(const std::string &label)
-{
-    static int on = mxh_env_int("MXH_TEST_TRACE", 0);
-    if (on) {
-        int rank;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        std::fprintf(stderr, "[rank %d] case: %s\n", rank, label.c_str());
-        std::fflush(stderr);
-    }
-}
-
-uint64_t salt_of(const mxh_type_t *t, MPI_Op op, int a, int b)
-{
-    uint64_t h = MXH_FNV_INIT;
-    h = mxh_hash_bytes_fnv(h, t->name, strlen(t->name));
-    const char *on = mxh_op_name(op);
-    h = mxh_hash_bytes_fnv(h, on, strlen(on));
-    h = mxh_hash_bytes_fnv(h, &a, sizeof(a));
-    return mxh_hash_bytes_fnv(h, &b, sizeof(b));
-}
-
-int world_rank()
-{
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-int world_size()
-{
-    int s;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
-    return s;
-}
+using namespace mxh_test;  // checker.hh, mpi_util.hh
 
 // ------------------------------------------------------------ communicators
 
@@ -496,41 +458,6 @@ void vrun(Checker &ck, const VSpec &s, uint64_t salt)
 
 // ------------------------------------------------------------------ tables
 
-struct Pair {
-    const mxh_type_t *t;
-    MPI_Op op;
-};
-
-std::vector<Pair> allowed_pairs(int *skipped)
-{
-    std::vector<Pair> v;
-    *skipped = 0;
-    for (int i = 0; i < mxh_num_types(); i++)
-        for (int o = 0; o < mxh_num_ops(); o++) {
-            const mxh_type_t *t = mxh_type_at(i);
-            MPI_Op op = mxh_op_at(o);
-            if (!mxh_op_allowed(t, op))
-                continue;
-            if (!mxh_op_mpich_ok(t, op)) {
-                ++*skipped;
-                continue;
-            }
-            v.push_back({t, op});
-        }
-    return v;
-}
-
-void note_skipped(int skipped, const char *what)
-{
-    static std::set<std::string> said;
-    if (skipped && world_rank() == 0 && !said.count(what)) {
-        said.insert(what);
-        std::printf("  [note] %s: %d type/op pair(s) MPI allows but MPICH rejects (no reference): "
-                    "skipped\n",
-                    what, skipped);
-    }
-}
-
 // (pattern, scale) pairs of the small matrix: 0, 1, primes, uneven, one rank alone
 struct PS {
     Pat pat;
@@ -863,14 +790,6 @@ class PairsEnv : public ::testing::Environment {
     }
 };
 ::testing::Environment *const g_pairs_env = ::testing::AddGlobalTestEnvironment(new PairsEnv);
-
-uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 // A pseudo-random case (the same on every rank for the same seed).
 VSpec random_vspec(uint64_t seed, int i)
@@ -1686,58 +1605,67 @@ void Signatures::run(const std::string &which)
             };
             int L = 2 * k;  // ints per rank
             auto cnt = [&](int ints) { return ints / T.sig; };
+            // MPICH's call (on ref), then the library's (on got): the same bytes
+            auto vs_mpich = [&](const std::string &label, std::vector<int> &got,
+                                const std::vector<int> &ref, const std::function<int()> &mpich,
+                                const std::function<int()> &lib) {
+                trace(label);
+                ck.rc(mpich(), "reference " + label);
+                trace(label + ": MPICH done");
+                ck.rc(lib(), label);
+                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+            };
             // bcast from the first and last rank
             for (int root : {0, p - 1}) {
                 if (which != "bcast")
                     break;
-                std::string label = fmt("MPIX_Hier_bcast root=%d", root) + tag;
-                trace(label);
                 std::vector<int> b = sig_pack(T, ck.rank == root ? logical((size_t)L, root, 1)
                                                                  : std::vector<int>((size_t)L, -1));
                 std::vector<int> ref = b;
-                ck.rc(MPI_Bcast(ref.data(), cnt(L), T.dt, root, ck.comm), "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_bcast(b.data(), cnt(L), T.dt, root, ck.comm), label);
-                ck.same_bytes(b.data(), ref.data(), b.size() * 4, label);
+                vs_mpich(
+                    fmt("MPIX_Hier_bcast root=%d", root) + tag, b, ref,
+                    [&] { return MPI_Bcast(ref.data(), cnt(L), T.dt, root, ck.comm); },
+                    [&] { return MPIX_Hier_bcast(b.data(), cnt(L), T.dt, root, ck.comm); });
             }
             std::vector<int> in = sig_pack(T, logical((size_t)L, ck.rank, 2));
             if (which == "allgather") {
-                std::string label = "MPIX_Hier_allgather" + tag;
-                trace(label);
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L * (size_t)p, -1)),
                                  ref = got;
-                ck.rc(MPI_Allgather(in.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt, ck.comm),
-                      "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_allgather(in.data(), cnt(L), T.dt, got.data(), cnt(L), T.dt,
-                                          ck.comm),
-                      label);
-                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+                vs_mpich(
+                    "MPIX_Hier_allgather" + tag, got, ref,
+                    [&] {
+                        return MPI_Allgather(in.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt,
+                                             ck.comm);
+                    },
+                    [&] {
+                        return MPIX_Hier_allgather(in.data(), cnt(L), T.dt, got.data(), cnt(L),
+                                                   T.dt, ck.comm);
+                    });
             }
             if (which == "allreduce") {  // a user sum: MPICH rejects predefined ops on derived types
-                std::string label = "MPIX_Hier_allreduce user-sum" + tag;
-                trace(label);
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L, -1)), ref = got;
-                ck.rc(MPI_Allreduce(in.data(), ref.data(), cnt(L), T.dt, op_, ck.comm),
-                      "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_allreduce(in.data(), got.data(), cnt(L), T.dt, op_, ck.comm),
-                      label);
-                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+                vs_mpich(
+                    "MPIX_Hier_allreduce user-sum" + tag, got, ref,
+                    [&] { return MPI_Allreduce(in.data(), ref.data(), cnt(L), T.dt, op_, ck.comm); },
+                    [&] {
+                        return MPIX_Hier_allreduce(in.data(), got.data(), cnt(L), T.dt, op_,
+                                                   ck.comm);
+                    });
             }
             if (which == "alltoall") {
-                std::string label = "MPIX_Hier_alltoall" + tag;
-                trace(label);
                 std::vector<int> a2 = sig_pack(T, logical((size_t)L * (size_t)p, ck.rank, 3));
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L * (size_t)p, -1)),
                                  ref = got;
-                ck.rc(MPI_Alltoall(a2.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt, ck.comm),
-                      "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_alltoall(a2.data(), cnt(L), T.dt, got.data(), cnt(L), T.dt,
-                                         ck.comm),
-                      label);
-                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+                vs_mpich(
+                    "MPIX_Hier_alltoall" + tag, got, ref,
+                    [&] {
+                        return MPI_Alltoall(a2.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt,
+                                            ck.comm);
+                    },
+                    [&] {
+                        return MPIX_Hier_alltoall(a2.data(), cnt(L), T.dt, got.data(), cnt(L),
+                                                  T.dt, ck.comm);
+                    });
             }
             // allgatherv and reduce_scatter: uneven blocks, 2 * c[q] ints for rank q
             std::vector<int> c = pat_counts(Pat::uneven, p, k);
@@ -1750,35 +1678,35 @@ void Signatures::run(const std::string &which)
                 total += 2 * c[(size_t)q];
             }
             if (which == "allgatherv") {
-                std::string label = "MPIX_Hier_allgatherv" + tag;
-                trace(label);
                 int mine_ints = 2 * c[(size_t)ck.rank];
                 std::vector<int> sv = sig_pack(T, logical((size_t)mine_ints, ck.rank, 4));
                 std::vector<int> got((size_t)(off + 1) * (size_t)T.ext + 1, kSigHole), ref = got;
-                ck.rc(ref_allgatherv(sv.data(), cnt(mine_ints), T.dt, ref.data(), rcounts.data(),
-                                     displs.data(), T.dt, ck.comm),
-                      "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_allgatherv(sv.data(), cnt(mine_ints), T.dt, got.data(),
-                                           rcounts.data(), displs.data(), T.dt, ck.comm),
-                      label);
-                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+                vs_mpich(
+                    "MPIX_Hier_allgatherv" + tag, got, ref,
+                    [&] {
+                        return ref_allgatherv(sv.data(), cnt(mine_ints), T.dt, ref.data(),
+                                              rcounts.data(), displs.data(), T.dt, ck.comm);
+                    },
+                    [&] {
+                        return MPIX_Hier_allgatherv(sv.data(), cnt(mine_ints), T.dt, got.data(),
+                                                    rcounts.data(), displs.data(), T.dt, ck.comm);
+                    });
             }
             if (which == "reduce_scatter") {
-                std::string label = "MPIX_Hier_reduce_scatter user-sum" + tag;
-                trace(label);
                 std::vector<int> rin = sig_pack(T, logical((size_t)total, ck.rank, 5));
                 int mine_ints = 2 * c[(size_t)ck.rank];
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)mine_ints, -1)),
                                  ref = got;
-                ck.rc(MPI_Reduce_scatter(rin.data(), ref.data(), rcounts.data(), T.dt, op_,
-                                         ck.comm),
-                      "reference " + label);
-                trace(label + ": MPICH done");
-                ck.rc(MPIX_Hier_reduce_scatter(rin.data(), got.data(), rcounts.data(), T.dt, op_,
-                                               ck.comm),
-                      label);
-                ck.same_bytes(got.data(), ref.data(), got.size() * 4, label);
+                vs_mpich(
+                    "MPIX_Hier_reduce_scatter user-sum" + tag, got, ref,
+                    [&] {
+                        return MPI_Reduce_scatter(rin.data(), ref.data(), rcounts.data(), T.dt,
+                                                  op_, ck.comm);
+                    },
+                    [&] {
+                        return MPIX_Hier_reduce_scatter(rin.data(), got.data(), rcounts.data(),
+                                                        T.dt, op_, ck.comm);
+                    });
             }
         }
     ck.finish();

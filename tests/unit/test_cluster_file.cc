@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "topo/record.h"
 #include "topo/cluster_file.h"
@@ -20,19 +21,16 @@
 namespace {
 
 using mxh_test::QuietStderr;
+using mxh_test::TempFile;
 
-struct CfDeleter {
-    void operator()(mxh_cluster_file_t *c) const { mxh_cluster_file_destroy(c); }
-};
-using CfPtr = std::unique_ptr<mxh_cluster_file_t, CfDeleter>;
+using CfPtr = mxh_test::Owned<mxh_cluster_file_t, mxh_cluster_file_destroy>;
 
 CfPtr parse_ok(const std::string &text)
 {
-    mxh_cluster_file_t *cf = nullptr;
     mxh_log_clear_last_error();
-    mxh_status_t st = mxh_cluster_file_parse_string(text.c_str(), "test.cluster", &cf);
-    EXPECT_EQ(st, MXH_OK) << mxh_log_last_error();
-    return CfPtr(cf);
+    return mxh_test::made_ok<CfPtr>(text, [&](mxh_cluster_file_t **cf) {
+        return mxh_cluster_file_parse_string(text.c_str(), "test.cluster", cf);
+    });
 }
 
 // Parses text that must fail; returns the error message.
@@ -134,56 +132,34 @@ TEST(ClusterFile, ShortNames)
 
 TEST(ClusterFile, Errors)
 {
-    std::string m;
-    m = parse_bad("a node=x\nb nodes=y\n");
-    EXPECT_NE(m.find("bad.cluster:2:"), std::string::npos) << m;
-    EXPECT_NE(m.find("unknown key 'nodes'"), std::string::npos) << m;
-
-    m = parse_bad("a node\n");
-    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
-    EXPECT_NE(m.find("not KEY=VALUE"), std::string::npos) << m;
-
-    m = parse_bad("\n\nrail=1 a\n");
-    EXPECT_NE(m.find("bad.cluster:3: expected a host list"), std::string::npos) << m;
-
-    m = parse_bad("a node=\n");
-    EXPECT_NE(m.find("bad.cluster:1: empty value for 'node'"), std::string::npos) << m;
-
-    m = parse_bad("g[0-3] rail=[0-2]\n");
-    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
-    EXPECT_NE(m.find("3 values for 4 hosts"), std::string::npos) << m;
-
-    m = parse_bad("a rail=x\n");
-    EXPECT_NE(m.find("rail 'x' is not an integer >= 0"), std::string::npos) << m;
-    m = parse_bad("a rail=-1\n");
-    EXPECT_NE(m.find("not an integer"), std::string::npos) << m;
-    m = parse_bad("a rail=99999999999\n");
-    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
-    m = parse_bad("a rail=1x\n");
-    EXPECT_NE(m.find("not an integer"), std::string::npos) << m;
-
-    m = parse_bad("a node=x node=y\n");
-    EXPECT_NE(m.find("key 'node' given twice"), std::string::npos) << m;
-
-    m = parse_bad("g[0-3] node=n0\n# c\ng3 node=n1\n");
-    EXPECT_NE(m.find("bad.cluster:3: host 'g3' is already listed on line 1"), std::string::npos)
-        << m;
-
-    m = parse_bad("g[0-3 node=n0\n");
-    EXPECT_NE(m.find("bad.cluster:1: malformed host list"), std::string::npos) << m;
-
-    m = parse_bad("a leaf=x[1-\n");
-    EXPECT_NE(m.find("bad.cluster:1: malformed leaf value"), std::string::npos) << m;
-
-    m = parse_bad("a node=" + std::string(MXH_NODE_NAME_MAX, 'n') + "\n");
-    EXPECT_NE(m.find("longer than"), std::string::npos) << m;
-    m = parse_bad("a leaf=" + std::string(MXH_LEAF_NAME_MAX, 'l') + "\n");
-    EXPECT_NE(m.find("longer than"), std::string::npos) << m;
-    m = parse_bad(std::string(MXH_NODE_NAME_MAX, 'h') + "\n");
-    EXPECT_NE(m.find("give node="), std::string::npos) << m;
-
-    m = parse_bad("g[0-99999999] node=x\n");
-    EXPECT_NE(m.find("bad.cluster:1:"), std::string::npos) << m;
+    const struct {
+        std::string text;
+        std::vector<std::string> says;  // each must be in the message
+    } cases[] = {
+        {"a node=x\nb nodes=y\n", {"bad.cluster:2:", "unknown key 'nodes'"}},
+        {"a node\n", {"bad.cluster:1:", "not KEY=VALUE"}},
+        {"\n\nrail=1 a\n", {"bad.cluster:3: expected a host list"}},
+        {"a node=\n", {"bad.cluster:1: empty value for 'node'"}},
+        {"g[0-3] rail=[0-2]\n", {"bad.cluster:1:", "3 values for 4 hosts"}},
+        {"a rail=x\n", {"rail 'x' is not an integer >= 0"}},
+        {"a rail=-1\n", {"not an integer"}},
+        {"a rail=99999999999\n", {"bad.cluster:1:"}},
+        {"a rail=1x\n", {"not an integer"}},
+        {"a node=x node=y\n", {"key 'node' given twice"}},
+        {"g[0-3] node=n0\n# c\ng3 node=n1\n",
+         {"bad.cluster:3: host 'g3' is already listed on line 1"}},
+        {"g[0-3 node=n0\n", {"bad.cluster:1: malformed host list"}},
+        {"a leaf=x[1-\n", {"bad.cluster:1: malformed leaf value"}},
+        {"a node=" + std::string(MXH_NODE_NAME_MAX, 'n') + "\n", {"longer than"}},
+        {"a leaf=" + std::string(MXH_LEAF_NAME_MAX, 'l') + "\n", {"longer than"}},
+        {std::string(MXH_NODE_NAME_MAX, 'h') + "\n", {"give node="}},
+        {"g[0-99999999] node=x\n", {"bad.cluster:1:"}},
+    };
+    for (const auto &c : cases) {
+        std::string m = parse_bad(c.text);
+        for (const auto &s : c.says)
+            EXPECT_NE(m.find(s), std::string::npos) << c.text << " -> " << m;
+    }
 }
 
 TEST(ClusterFile, TorusCoordinates)
@@ -250,13 +226,9 @@ TEST(ClusterFile, Files)
                   std::string::npos);
         EXPECT_EQ(mxh_cluster_file_parse_file(nullptr, &cf), MXH_ERR_INVALID_PARAM);
     }
-    char path[] = "/tmp/mxh_cluster_test.XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    ASSERT_NE(f, nullptr);
-    fputs("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n\nn1g[0-1] node=n1 rail=[0-1] leaf=su0 x\n", f);
-    fclose(f);
+    TempFile file("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n\n"
+                  "n1g[0-1] node=n1 rail=[0-1] leaf=su0 x\n");
+    const char *path = file.path().c_str();
     {
         QuietStderr quiet;
         mxh_cluster_file_t *cf = nullptr;
@@ -264,17 +236,13 @@ TEST(ClusterFile, Files)
         std::string m = mxh_log_last_error();
         EXPECT_NE(m.find(std::string(path) + ":3:"), std::string::npos) << m;
     }
-    f = fopen(path, "w");
-    ASSERT_NE(f, nullptr);
-    fputs("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n", f);
-    fclose(f);
+    ASSERT_NO_FATAL_FAILURE(file.write("n0g[0-1] node=n0 rail=[0-1] leaf=su0\n"));
     mxh_cluster_file_t *cf = nullptr;
     EXPECT_EQ(mxh_cluster_file_parse_file(path, &cf), MXH_OK) << mxh_log_last_error();
     ASSERT_NE(cf, nullptr);
     EXPECT_EQ(cf->nhosts, 2);
     EXPECT_EQ(std::string(cf->source), path);
     mxh_cluster_file_destroy(cf);
-    unlink(path);
 }
 
 // The generator's layout at 1024 nodes x 8 GPUs: every host found with its values.

@@ -197,6 +197,15 @@ TEST(Config, PlanHashCoversThePlanRowsOnly)
     EXPECT_NE(std::string::npos, list.find(", MPIX_HIER_EXCLUDE_RAILS, ")) << names;
 }
 
+// Sets @prefix + KEY to VALUE on @c for every pair of @kv: each must succeed.
+void set_each(mxh_config_t *c, const std::string &prefix,
+              const std::map<std::string, std::string> &kv)
+{
+    for (const auto &e : kv)
+        ASSERT_EQ(MXH_OK, mxh_config_set(c, (prefix + e.first).c_str(), e.second.c_str(), "test"))
+            << prefix + e.first;
+}
+
 // MPIX_HIER_TUNE and MPIX_HIER_NET set the fields the specific variables set.
 TEST(Config, CompositesSetTheSpecificFields)
 {
@@ -205,18 +214,17 @@ TEST(Config, CompositesSetTheSpecificFields)
                                      "allreduce:pipeline;bcast:mpi;frag=4m;pace=no;ramp=linear;"
                                      "kary=yes;rsag=no;spread=no;depth=4;model=yes;measure=no",
                                      "test"));
-    for (auto kv : std::map<std::string, std::string>{{"ALGO", "allreduce:pipeline,bcast:mpi"},
-                                                      {"FRAG_SIZE", "4m"},
-                                                      {"PIPELINE_PACE", "no"},
-                                                      {"PIPELINE_RAMP", "linear"},
-                                                      {"KARY", "yes"},
-                                                      {"RSAG", "no"},
-                                                      {"SPREAD", "no"},
-                                                      {"PIPELINE_DEPTH", "4"},
-                                                      {"COST_MODEL", "yes"},
-                                                      {"COST_MEASURE", "no"}})
-        ASSERT_EQ(MXH_OK, mxh_config_set(&b, ("MPIX_HIER_" + kv.first).c_str(),
-                                         kv.second.c_str(), "test"));
+    ASSERT_NO_FATAL_FAILURE(set_each(&b, "MPIX_HIER_",
+                                     {{"ALGO", "allreduce:pipeline,bcast:mpi"},
+                                      {"FRAG_SIZE", "4m"},
+                                      {"PIPELINE_PACE", "no"},
+                                      {"PIPELINE_RAMP", "linear"},
+                                      {"KARY", "yes"},
+                                      {"RSAG", "no"},
+                                      {"SPREAD", "no"},
+                                      {"PIPELINE_DEPTH", "4"},
+                                      {"COST_MODEL", "yes"},
+                                      {"COST_MEASURE", "no"}}));
     EXPECT_TRUE(same_fields(a, b));
     EXPECT_EQ(1, a.frag_given);
     EXPECT_EQ(0, a.cost_given);
@@ -229,20 +237,19 @@ TEST(Config, CompositesSetTheSpecificFields)
                                      "reduce_bw=800g;copy_bw=900g;lat_factor=0:2,65536:1;"
                                      "bw_factor=0:0.5",
                                      "test"));
-    for (auto kv : std::map<std::string, std::string>{{"NODE_LATENCY", "1.5us"},
-                                                      {"NODE_BW", "100g"},
-                                                      {"NET_LATENCY", "2.5us"},
-                                                      {"NET_BW", "25g"},
-                                                      {"NET_CONTENTION", "1.2"},
-                                                      {"SPINE_LATENCY", "5us"},
-                                                      {"TORUS_LATENCY", "4us"},
-                                                      {"TORUS_BW", "10g"},
-                                                      {"REDUCE_BW", "800g"},
-                                                      {"COPY_BW", "900g"},
-                                                      {"LAT_FACTOR", "0:2;65536:1"},
-                                                      {"BW_FACTOR", "0:0.5"}})
-        ASSERT_EQ(MXH_OK, mxh_config_set(&m, ("MPIX_HIER_COST_" + kv.first).c_str(),
-                                         kv.second.c_str(), "test"));
+    ASSERT_NO_FATAL_FAILURE(set_each(&m, "MPIX_HIER_COST_",
+                                     {{"NODE_LATENCY", "1.5us"},
+                                      {"NODE_BW", "100g"},
+                                      {"NET_LATENCY", "2.5us"},
+                                      {"NET_BW", "25g"},
+                                      {"NET_CONTENTION", "1.2"},
+                                      {"SPINE_LATENCY", "5us"},
+                                      {"TORUS_LATENCY", "4us"},
+                                      {"TORUS_BW", "10g"},
+                                      {"REDUCE_BW", "800g"},
+                                      {"COPY_BW", "900g"},
+                                      {"LAT_FACTOR", "0:2;65536:1"},
+                                      {"BW_FACTOR", "0:0.5"}}));
     EXPECT_TRUE(same_fields(n, m));
     EXPECT_EQ(1, n.cost_given);
     EXPECT_EQ(mxh_config_plan_hash(&n), mxh_config_plan_hash(&m));

@@ -837,17 +837,24 @@ TEST(Cost, PacedThirdFragment)
     EXPECT_LT(slow, 1.05 * fast);
 }
 
-// The fragments the model counts are the schedule's (sched.c), ramps included.
-TEST(Cost, FragmentsAsScheduled)
+// @nodes nodes "n<i>" of @per_node ranks each, in blocks.
+std::vector<mxh_record_t> node_records(int nodes, int per_node)
 {
     std::vector<mxh_record_t> recs;
-    for (int n = 0; n < 4; n++)
-        for (int g = 0; g < 4; g++) {
+    for (int n = 0; n < nodes; n++)
+        for (int g = 0; g < per_node; g++) {
             mxh_record_t r;
             mxh_record_init(&r);
             snprintf(r.node, sizeof(r.node), "n%d", n);
             recs.push_back(r);
         }
+    return recs;
+}
+
+// The fragments the model counts are the schedule's (sched.c), ramps included.
+TEST(Cost, FragmentsAsScheduled)
+{
+    std::vector<mxh_record_t> recs = node_records(4, 4);
     mxh_layout_t *L = NULL;
     ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 16, 0x7, &L));
     mxh_config_t cfg;
@@ -1304,14 +1311,7 @@ TEST(Cost, MoreLatencyFewerFragments)
 // fragment size of the fastest candidate; the thresholds without it; forcing wins.
 TEST(Cost, Select)
 {
-    std::vector<mxh_record_t> recs;
-    for (int n = 0; n < 16; n++)
-        for (int g = 0; g < 8; g++) {
-            mxh_record_t r;
-            mxh_record_init(&r);
-            snprintf(r.node, sizeof(r.node), "n%d", n);
-            recs.push_back(r);
-        }
+    std::vector<mxh_record_t> recs = node_records(16, 8);
     mxh_layout_t *L = NULL;
     ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 128, 0x7, &L));
     mxh_config_t cfg;

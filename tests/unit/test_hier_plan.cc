@@ -1438,15 +1438,21 @@ void add_gpu_node(Layout &lay, const std::string &node, const std::string &leaf,
     }
 }
 
+// Nodes "a" and "b" (no leaf) of @ranks ranks each, the same GPUs on both.
+Layout two_gpu_nodes(int ranks, const std::vector<int> &rails, const std::vector<int> &islands)
+{
+    Layout lay;
+    add_gpu_node(lay, "a", "", ranks, rails, islands);
+    add_gpu_node(lay, "b", "", ranks, rails, islands);
+    return lay;
+}
+
 }  // namespace
 
 TEST(Discovery, IslandsSplitTheNodeLevel)
 {
     // 2 nodes x 8 GPUs in two NVLink islands of 4 (GPU 0-3, 4-7), one NIC per GPU
-    Layout lay;
-    std::vector<int> rails = {0, 1, 2, 3, 4, 5, 6, 7}, isl = {0, 0, 0, 0, 1, 1, 1, 1};
-    add_gpu_node(lay, "a", "", 8, rails, isl);
-    add_gpu_node(lay, "b", "", 8, rails, isl);
+    Layout lay = two_gpu_nodes(8, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 0, 0, 1, 1, 1, 1});
     LayoutPtr L;
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kWithIslands, &L.p));
     ASSERT_EQ(3, L.p->nlevels);
@@ -1471,9 +1477,7 @@ TEST(Discovery, IslandsSplitTheNodeLevel)
 
 TEST(Discovery, OneIslandPerNodeIsTheNodeLevel)
 {
-    Layout lay;
-    add_gpu_node(lay, "a", "", 4, {0, 1, 2, 3}, {0, 0, 0, 0});
-    add_gpu_node(lay, "b", "", 4, {0, 1, 2, 3}, {0, 0, 0, 0});
+    Layout lay = two_gpu_nodes(4, {0, 1, 2, 3}, {0, 0, 0, 0});
     LayoutPtr L;
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 8, kWithIslands, &L.p));
     ASSERT_EQ(2, L.p->nlevels);
@@ -1483,9 +1487,7 @@ TEST(Discovery, OneIslandPerNodeIsTheNodeLevel)
 TEST(Discovery, RailsFollowTheGpusNic)
 {
     // the NIC nearest GPU 0 is NIC 1 and vice versa: rank 0 (GPU 0) is on rail 1
-    Layout lay;
-    add_gpu_node(lay, "a", "", 2, {1, 0}, {0, 1});
-    add_gpu_node(lay, "b", "", 2, {1, 0}, {0, 1});
+    Layout lay = two_gpu_nodes(2, {1, 0}, {0, 1});
     LayoutPtr L;
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 4, kWithIslands, &L.p));
     EXPECT_EQ(1, L.p->rail[0]);
@@ -1499,10 +1501,7 @@ TEST(Discovery, RailsFollowTheGpusNic)
 TEST(Discovery, TwoGpusShareANic)
 {
     // p4d-like: 8 GPUs, 4 EFA, GPU g on NIC g/2; 2 nodes x 8 ranks
-    Layout lay;
-    std::vector<int> rails = {0, 0, 1, 1, 2, 2, 3, 3}, isl = {0, 0, 0, 0, 0, 0, 0, 0};
-    add_gpu_node(lay, "a", "", 8, rails, isl);
-    add_gpu_node(lay, "b", "", 8, rails, isl);
+    Layout lay = two_gpu_nodes(8, {0, 0, 1, 1, 2, 2, 3, 3}, {0, 0, 0, 0, 0, 0, 0, 0});
     LayoutPtr L;
     ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kWithIslands, &L.p));
     ASSERT_EQ(2, L.p->nlevels);

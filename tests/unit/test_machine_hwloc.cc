@@ -30,102 +30,21 @@
 #include "util/log.h"
 #include "util/status.h"
 
-#ifndef MXH_TEST_DATADIR
-#error "MXH_TEST_DATADIR must point at tests/data"
-#endif
-
 namespace {
 
-std::string topo_path(const std::string &name)
-{
-    return std::string(MXH_TEST_DATADIR) + "/topologies/" + name;
-}
+std::string topo_path(const std::string &name) { return mxh_test::test_data("topologies/" + name); }
 
-// Captures the library's log messages for the lifetime of the object.
-class LogCapture {
-  public:
-    LogCapture()
-    {
-        mxh_log_set_level(MXH_LOG_WARN);
-        mxh_log_set_hook(&LogCapture::hook, this);
-    }
-    ~LogCapture() { mxh_log_set_hook(nullptr, nullptr); }
-    LogCapture(const LogCapture &) = delete;
-    LogCapture &operator=(const LogCapture &) = delete;
-
-    std::vector<std::string> errors() const
-    {
-        std::vector<std::string> out;
-        for (const auto &m : msgs)
-            if (m.first == MXH_LOG_ERROR)
-                out.push_back(m.second);
-        return out;
-    }
-    std::vector<std::pair<mxh_log_level_t, std::string>> msgs;
-
-  private:
-    static void hook(mxh_log_level_t level, const char *msg, void *arg)
-    {
-        static_cast<LogCapture *>(arg)->msgs.emplace_back(level, msg);
-    }
-};
-
+using mxh_test::LogCapture;
 using mxh_test::QuietStderr;
+using mxh_test::TempFile;
+using mxh_test::read_text;
 
-struct MachineDeleter {
-    void operator()(mxh_machine_t *m) const { mxh_machine_destroy(m); }
-};
-using MachinePtr = std::unique_ptr<mxh_machine_t, MachineDeleter>;
+using MachinePtr = mxh_test::Owned<mxh_machine_t, mxh_machine_destroy>;
 
 MachinePtr load_ok(const std::string &path)
 {
-    mxh_machine_t *m = nullptr;
-    mxh_status_t st = mxh_machine_from_hwloc(path.c_str(), &m);
-    EXPECT_EQ(st, MXH_OK) << path << ": " << mxh_log_last_error();
-    if (st == MXH_OK) {
-        EXPECT_NE(m, nullptr);
-    }
-    return MachinePtr(m);
-}
-
-// A file under the test temp dir, removed with the object.
-class TempFile {
-  public:
-    explicit TempFile(const std::string &content)
-    {
-        std::string tmpl = testing::TempDir() + "mxh_machine_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        int fd = mkstemp(buf.data());
-        EXPECT_GE(fd, 0);
-        path_ = buf.data();
-        if (fd >= 0) {
-            size_t off = 0;
-            while (off < content.size()) {
-                ssize_t w = write(fd, content.data() + off, content.size() - off);
-                if (w <= 0)
-                    break;
-                off += (size_t)w;
-            }
-            close(fd);
-        }
-    }
-    ~TempFile() { unlink(path_.c_str()); }
-    TempFile(const TempFile &) = delete;
-    TempFile &operator=(const TempFile &) = delete;
-    const std::string &path() const { return path_; }
-
-  private:
-    std::string path_;
-};
-
-std::string read_text(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in.good()) << path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return mxh_test::made_ok<MachinePtr>(
+        path, [&](mxh_machine_t **m) { return mxh_machine_from_hwloc(path.c_str(), m); });
 }
 
 struct GpuExp {

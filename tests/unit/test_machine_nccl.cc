@@ -26,101 +26,21 @@
 #include "util/log.h"
 #include "util/status.h"
 
-#ifndef MXH_TEST_DATADIR
-#error "MXH_TEST_DATADIR must point at tests/data"
-#endif
-
 namespace {
 
-std::string data_path(const std::string &name)
-{
-    return std::string(MXH_TEST_DATADIR) + "/topologies/" + name;
-}
+std::string data_path(const std::string &name) { return mxh_test::test_data("topologies/" + name); }
 
-std::string read_text(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in.good()) << path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
+using mxh_test::LogCapture;
 using mxh_test::QuietStderr;
+using mxh_test::TempFile;
+using mxh_test::read_text;
 
-// Captures warnings and errors for its lifetime.
-class LogCapture {
-  public:
-    LogCapture()
-    {
-        mxh_log_set_level(MXH_LOG_WARN);
-        mxh_log_set_hook(&LogCapture::hook, this);
-    }
-    ~LogCapture() { mxh_log_set_hook(nullptr, nullptr); }
-    LogCapture(const LogCapture &) = delete;
-    LogCapture &operator=(const LogCapture &) = delete;
-    std::vector<std::string> of(mxh_log_level_t level) const
-    {
-        std::vector<std::string> out;
-        for (const auto &m : msgs)
-            if (m.first == level)
-                out.push_back(m.second);
-        return out;
-    }
-    std::vector<std::pair<mxh_log_level_t, std::string>> msgs;
-
-  private:
-    static void hook(mxh_log_level_t level, const char *msg, void *arg)
-    {
-        static_cast<LogCapture *>(arg)->msgs.emplace_back(level, msg);
-    }
-};
-
-// A file under $TMPDIR (or /tmp) removed at the end of the scope.
-class TempFile {
-  public:
-    TempFile()
-    {
-        const char *dir = getenv("TMPDIR");
-        std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/mxh_nccl_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        int fd = mkstemp(buf.data());
-        EXPECT_GE(fd, 0) << strerror(errno);
-        if (fd >= 0)
-            close(fd);
-        path_ = buf.data();
-    }
-    explicit TempFile(const std::string &content) : TempFile() { write(content); }
-    ~TempFile() { unlink(path_.c_str()); }
-    TempFile(const TempFile &) = delete;
-    TempFile &operator=(const TempFile &) = delete;
-    void write(const std::string &content) const
-    {
-        FILE *f = fopen(path_.c_str(), "wb");
-        ASSERT_NE(f, nullptr) << path_;
-        size_t n = content.empty() ? 0 : fwrite(content.data(), 1, content.size(), f);
-        fclose(f);
-        ASSERT_EQ(n, content.size()) << path_;
-    }
-    const std::string &path() const { return path_; }
-
-  private:
-    std::string path_;
-};
-
-struct MachineDeleter {
-    void operator()(mxh_machine_t *m) const { mxh_machine_destroy(m); }
-};
-using MachinePtr = std::unique_ptr<mxh_machine_t, MachineDeleter>;
+using MachinePtr = mxh_test::Owned<mxh_machine_t, mxh_machine_destroy>;
 
 MachinePtr load_ok(const std::string &path)
 {
-    mxh_machine_t *m = nullptr;
-    mxh_status_t st = mxh_machine_from_nccl(path.c_str(), &m);
-    EXPECT_EQ(st, MXH_OK) << path << ": " << mxh_log_last_error();
-    EXPECT_TRUE(st != MXH_OK || m != nullptr);
-    return MachinePtr(m);
+    return mxh_test::made_ok<MachinePtr>(
+        path, [&](mxh_machine_t **m) { return mxh_machine_from_nccl(path.c_str(), m); });
 }
 
 MachinePtr load_text_ok(const std::string &xml)

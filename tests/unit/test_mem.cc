@@ -22,33 +22,9 @@ extern "C" {
 
 namespace {
 
-std::vector<std::string> g_msgs;
-void hook(mxh_log_level_t, const char *msg, void *) { g_msgs.push_back(msg); }
-
-bool logged(const std::string &needle)
-{
-    for (auto &m : g_msgs)
-        if (m.find(needle) != std::string::npos)
-            return true;
-    return false;
-}
-
-struct LogCapture {
-    LogCapture()
-    {
-        g_msgs.clear();
-        mxh_log_set_hook(hook, nullptr);
-    }
-    ~LogCapture() { mxh_log_set_hook(nullptr, nullptr); }
-};
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed)
-{
-    std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (unsigned char)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
-    return v;
-}
+using mxh_test::LogTap;
+using mxh_test::logged;
+using mxh_test::pattern;
 
 } // namespace
 
@@ -241,7 +217,7 @@ TEST_F(MemTest, BadCopiesAreRejected)
     mxh_mem_event_t ev;
     std::memset(&ev, 0, sizeof(ev));
     mxh_test::QuietStderr quiet;
-    LogCapture cap;
+    LogTap cap;
     EXPECT_EQ(MXH_ERR_INVALID_PARAM, t->copy_start(d + 50, host.data(), 51, &ev));
     EXPECT_TRUE(logged("runs past the end"));
     EXPECT_EQ(0, ev.pending);
@@ -308,7 +284,7 @@ TEST_F(MemTestDeathTest, NestedHoldsReleaseAtTheLast)
     EXPECT_EQ(4, p[0]);
     {
         mxh_test::QuietStderr quiet;
-        LogCapture cap;
+        LogTap cap;
         t->release((const void *)p); // unbalanced: logged, no effect
         EXPECT_TRUE(logged("without a hold"));
     }
@@ -498,7 +474,7 @@ TEST_F(IpcCache, RetriesOnceAfterAlreadyMapped)
 TEST_F(IpcCache, OpenFailuresAreReportedAndNothingIsCached)
 {
     mxh_test::QuietStderr quiet;
-    LogCapture cap;
+    LogTap cap;
     void *m = (void *)1;
     drv.fail = true;
     EXPECT_EQ(MXH_ERR_MPI, open(key(100, 0x1000, 0x1000, 1), &o1, &m));
@@ -627,7 +603,7 @@ TEST_F(IpcCache, KindsAreKeyedApart)
 TEST(IpcCacheDefault, OpenerFollowsTheKind)
 {
     mxh_test::QuietStderr quiet;
-    LogCapture cap;
+    LogTap cap;
     mxh_ipc_cache_set_ops(nullptr);
     mxh_ipc_key_t k{MXH_MEM_HOST, 100, 0x1000, 0x1000, 1};
     void *m = (void *)1;

@@ -28,33 +28,9 @@ extern "C" {
 
 namespace {
 
-std::vector<std::string> g_msgs;
-void hook(mxh_log_level_t, const char *msg, void *) { g_msgs.push_back(msg); }
-
-bool logged(const std::string &needle)
-{
-    for (auto &m : g_msgs)
-        if (m.find(needle) != std::string::npos)
-            return true;
-    return false;
-}
-
-struct LogCapture {
-    LogCapture()
-    {
-        g_msgs.clear();
-        mxh_log_set_hook(hook, nullptr);
-    }
-    ~LogCapture() { mxh_log_set_hook(nullptr, nullptr); }
-};
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed)
-{
-    std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (unsigned char)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
-    return v;
-}
+using mxh_test::LogTap;
+using mxh_test::logged;
+using mxh_test::pattern;
 
 std::vector<float> floats(size_t n, float seed)
 {
@@ -281,7 +257,7 @@ TEST_F(MemIpcDeathTest, PeerMemoryIsNeverDirectlyAccessible)
     // holds, releases and frees are not for peers' buffers: logged, no effect
     {
         mxh_test::QuietStderr quiet;
-        LogCapture cap;
+        LogTap cap;
         t->hold((const void *)p);
         EXPECT_TRUE(logged("a peer's mapped buffer"));
         EXPECT_EQ(0, mxh_mem_test_holds((const void *)p));
@@ -491,7 +467,7 @@ TEST_F(MemIpc, ReduceOkAndBadReductions)
     mxh_mem_event_t ev;
     std::memset(&ev, 0, sizeof(ev));
     mxh_test::QuietStderr quiet;
-    LogCapture cap;
+    LogTap cap;
     const void *in_host[2] = {a, host.data()};
     EXPECT_EQ(MXH_ERR_INVALID_PARAM, t->reduce_start(o, in_host, 2, 100, MPI_FLOAT, MPI_SUM, &ev));
     EXPECT_TRUE(logged("is not test memory"));

@@ -13,23 +13,18 @@
 
 namespace {
 
-std::string label(const char *s)
+// What @escape appends to an empty buffer for @s.
+std::string escaped(void (*escape)(mxh_strbuf_t *, const char *), const char *s)
 {
     mxh_strbuf_t b = {};
-    mxh_strbuf_label_value(&b, s);
+    escape(&b, s);
     std::string r = b.p ? b.p : "";
     mxh_strbuf_free(&b);
     return r;
 }
 
-std::string help(const char *s)
-{
-    mxh_strbuf_t b = {};
-    mxh_strbuf_help(&b, s);
-    std::string r = b.p ? b.p : "";
-    mxh_strbuf_free(&b);
-    return r;
-}
+std::string label(const char *s) { return escaped(mxh_strbuf_label_value, s); }
+std::string help(const char *s) { return escaped(mxh_strbuf_help, s); }
 
 std::string value(double v)
 {

@@ -25,85 +25,28 @@
 #include "util/log.h"
 #include "util/status.h"
 
-#ifndef MXH_TEST_DATADIR
-#error "MXH_TEST_DATADIR must point at tests/data"
-#endif
-
 namespace {
 
-std::string data_path(const std::string &name)
-{
-    return std::string(MXH_TEST_DATADIR) + "/slurm/" + name;
-}
+std::string data_path(const std::string &name) { return mxh_test::test_data("slurm/" + name); }
 
-std::string read_text(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in.good()) << path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-struct LogMsg {
-    mxh_log_level_t level;
-    std::string     msg;
-};
-
-// Captures the library's log messages for the lifetime of the object.
-class LogCapture {
-  public:
-    LogCapture()
-    {
-        mxh_log_set_level(MXH_LOG_WARN);
-        mxh_log_set_hook(&LogCapture::hook, this);
-    }
-    ~LogCapture() { mxh_log_set_hook(nullptr, nullptr); }
-    LogCapture(const LogCapture &) = delete;
-    LogCapture &operator=(const LogCapture &) = delete;
-
-    std::vector<std::string> of(mxh_log_level_t level) const
-    {
-        std::vector<std::string> out;
-        for (const auto &m : msgs)
-            if (m.level == level)
-                out.push_back(m.msg);
-        return out;
-    }
-    std::vector<std::string> errors() const { return of(MXH_LOG_ERROR); }
-    std::vector<std::string> warnings() const { return of(MXH_LOG_WARN); }
-    void clear() { msgs.clear(); }
-
-    std::vector<LogMsg> msgs;
-
-  private:
-    static void hook(mxh_log_level_t level, const char *msg, void *arg)
-    {
-        static_cast<LogCapture *>(arg)->msgs.push_back({level, msg});
-    }
-};
-
+using mxh_test::LogCapture;
 using mxh_test::QuietStderr;
+using mxh_test::TempFile;
+using mxh_test::read_text;
 
-struct ConfDeleter {
-    void operator()(mxh_topo_conf_t *c) const { mxh_topo_conf_destroy(c); }
-};
-using ConfPtr = std::unique_ptr<mxh_topo_conf_t, ConfDeleter>;
+using ConfPtr = mxh_test::Owned<mxh_topo_conf_t, mxh_topo_conf_destroy>;
 
 ConfPtr parse_file_ok(const std::string &path)
 {
-    mxh_topo_conf_t *conf = nullptr;
-    mxh_status_t st = mxh_topo_conf_parse_file(path.c_str(), &conf);
-    EXPECT_EQ(st, MXH_OK) << path << ": " << mxh_log_last_error();
-    return ConfPtr(conf);
+    return mxh_test::made_ok<ConfPtr>(
+        path, [&](mxh_topo_conf_t **c) { return mxh_topo_conf_parse_file(path.c_str(), c); });
 }
 
 ConfPtr parse_string_ok(const std::string &text)
 {
-    mxh_topo_conf_t *conf = nullptr;
-    mxh_status_t st = mxh_topo_conf_parse_string(text.c_str(), "test", &conf);
-    EXPECT_EQ(st, MXH_OK) << text << ": " << mxh_log_last_error();
-    return ConfPtr(conf);
+    return mxh_test::made_ok<ConfPtr>(text, [&](mxh_topo_conf_t **c) {
+        return mxh_topo_conf_parse_string(text.c_str(), "test", c);
+    });
 }
 
 int find_switch(const mxh_topo_conf_t *conf, const std::string &name)
@@ -867,30 +810,22 @@ TEST(TopoConfErrors, FileProblems)
     }
     {
         LogCapture log;
-        std::string path = dir + "mxh_topo_nul.conf";
-        FILE *f = fopen(path.c_str(), "wb");
-        ASSERT_NE(f, nullptr);
         const char text[] = "SwitchName=s1 Nodes=a\nSwitchName=s2 \0Nodes=b\n";
-        fwrite(text, 1, sizeof(text) - 1, f);
-        fclose(f);
+        TempFile file(std::string(text, sizeof(text) - 1));
+        const std::string &path = file.path();
         EXPECT_EQ(mxh_topo_conf_parse_file(path.c_str(), &conf), MXH_ERR_PARSE);
         ASSERT_EQ(log.errors().size(), 1u);
         EXPECT_TRUE(names_line(log.errors()[0], path, 2)) << log.errors()[0];
         EXPECT_NE(log.errors()[0].find("NUL byte"), std::string::npos);
-        unlink(path.c_str());
     }
     {
         LogCapture log;
-        std::string path = dir + "mxh_topo_big.conf";
-        FILE *f = fopen(path.c_str(), "wb");
-        ASSERT_NE(f, nullptr);
-        fputs("SwitchName=s1 Nodes=a\n", f);
-        fclose(f);
+        TempFile file("SwitchName=s1 Nodes=a\n");
+        const std::string &path = file.path();
         ASSERT_EQ(truncate(path.c_str(), (off_t)MXH_TOPO_CONF_MAX_FILE_BYTES + 1), 0);
         EXPECT_EQ(mxh_topo_conf_parse_file(path.c_str(), &conf), MXH_ERR_PARSE);
         ASSERT_EQ(log.errors().size(), 1u);
         EXPECT_NE(log.errors()[0].find("more than the limit"), std::string::npos);
-        unlink(path.c_str());
     }
     {
         LogCapture log;
