@@ -709,6 +709,24 @@ static mxh_step_t *block_step(builder_t *b, mxh_step_type_t type, int level, int
     return st;
 }
 
+/* A block step of leader level @l between the group's first member and the others. */
+static void leader_step(builder_t *b, mxh_step_type_t type, int l, size_t bc)
+{
+    mxh_step_t *st = block_step(b, type, l, b->comp_index[l], 1, bc);
+    if (st)
+        st->root = 0;
+}
+
+/* The top level's step of @type unless I stopped below it (@stop), then the way down:
+ * the level it starts from. */
+static int top_then_down(builder_t *b, mxh_step_type_t type, int top, int stop, size_t bc)
+{
+    if (stop == top)
+        block_step(b, type, top, b->comp_index[top], 1, bc);
+    b->down = 1;
+    return stop == top ? top - 1 : stop;
+}
+
 static void build_reduce_scatter_block(builder_t *b, size_t bc)
 {
     const mxh_layout_t *L = b->L;
@@ -728,16 +746,9 @@ static void build_reduce_scatter_block(builder_t *b, size_t bc)
             }
         }
     }
-    if (stop == top)
-        block_step(b, MXH_STEP_REDUCE_SCATTER, top, b->comp_index[top], 1, bc);
-    b->down = 1;
-    for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
-        if (L->kind[l] != MXH_LEVEL_KIND_LEADER)
-            continue;
-        mxh_step_t *st = block_step(b, MXH_STEP_SCATTER, l, b->comp_index[l], 1, bc);
-        if (st)
-            st->root = 0;
-    }
+    for (int l = top_then_down(b, MXH_STEP_REDUCE_SCATTER, top, stop, bc); l >= 0; l--)
+        if (L->kind[l] == MXH_LEVEL_KIND_LEADER)
+            leader_step(b, MXH_STEP_SCATTER, l, bc);
 }
 
 static void build_allgather(builder_t *b, size_t bc)
@@ -750,18 +761,13 @@ static void build_allgather(builder_t *b, size_t bc)
     for (int l = 0; l < top; l++) {
         if (L->kind[l] != MXH_LEVEL_KIND_LEADER)
             continue;
-        mxh_step_t *st = block_step(b, MXH_STEP_GATHER, l, b->comp_index[l], 1, bc);
-        if (st)
-            st->root = 0;
+        leader_step(b, MXH_STEP_GATHER, l, bc);
         if (L->coord[l][b->me] != 0) {
             stop = l;
             break;
         }
     }
-    if (stop == top)
-        block_step(b, MXH_STEP_ALLGATHER, top, b->comp_index[top], 1, bc);
-    b->down = 1;
-    for (int l = (stop == top ? top - 1 : stop); l >= 0; l--) {
+    for (int l = top_then_down(b, MXH_STEP_ALLGATHER, top, stop, bc); l >= 0; l--) {
         if (L->kind[l] == MXH_LEVEL_KIND_SCATTER) {
             block_step(b, MXH_STEP_ALLGATHER, l, b->comp_index[l], 1, bc);
         } else {

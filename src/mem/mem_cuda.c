@@ -145,6 +145,32 @@ static mxh_status_t cuda_enter(void)
                         "cudaStreamWaitEvent (entry order)");
 }
 
+/* Work queued on the current device's library stream: the stream and an event for its
+ * completion (work_begin), then the event recorded after it into @ev (work_end, @st the
+ * status of queueing the work; on failure the event goes back to the pool). */
+static mxh_status_t work_begin(int *dev, cudaStream_t *s, cudaEvent_t *e)
+{
+    mxh_status_t st;
+    if ((st = current_device(dev)) != MXH_OK || (st = stream_of(*dev, s)) != MXH_OK)
+        return st;
+    return event_get(*dev, e);
+}
+
+static mxh_status_t work_end(mxh_status_t st, int dev, cudaStream_t s, cudaEvent_t e,
+                             const char *what, mxh_mem_event_t *ev)
+{
+    if (st == MXH_OK)
+        st = mxh_gpu_cuda(cudaEventRecord(e, s), what);
+    if (st != MXH_OK) {
+        event_put(dev, e);
+        return st;
+    }
+    ev->pending = 1;
+    ev->h[0]    = (uintptr_t)e;
+    ev->h[1]    = (uintptr_t)dev;
+    return MXH_OK;
+}
+
 static mxh_status_t cuda_copy_start(void *dst, const void *src, size_t n, mxh_mem_event_t *ev)
 {
     cudaStream_t s;
@@ -159,21 +185,11 @@ static mxh_status_t cuda_copy_start(void *dst, const void *src, size_t n, mxh_me
         ev->pending = 1; /* complete at the first test */
         return MXH_OK;
     }
-    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
-        (st = event_get(dev, &e)) != MXH_OK)
+    if ((st = work_begin(&dev, &s, &e)) != MXH_OK)
         return st;
     st = mxh_gpu_cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s),
                       "cudaMemcpyAsync (staging a device buffer)");
-    if (st == MXH_OK)
-        st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (copy completion)");
-    if (st != MXH_OK) {
-        event_put(dev, e);
-        return st;
-    }
-    ev->pending = 1;
-    ev->h[0]    = (uintptr_t)e;
-    ev->h[1]    = (uintptr_t)dev;
-    return MXH_OK;
+    return work_end(st, dev, s, e, "cudaEventRecord (copy completion)", ev);
 }
 
 static int cuda_event_test(mxh_mem_event_t *ev)
@@ -343,21 +359,11 @@ static mxh_status_t cuda_reduce_start(void *out, const void *const *in, int nin,
         ev->pending = 1; /* complete at the first test */
         return MXH_OK;
     }
-    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
-        (st = event_get(dev, &e)) != MXH_OK)
+    if ((st = work_begin(&dev, &s, &e)) != MXH_OK)
         return st;
     st = mxh_gpu_cuda(mxh_cuda_reduce(out, in, nin, count, cdt, cop, s),
                       "mxh_cuda_reduce (a device node level reduction)");
-    if (st == MXH_OK)
-        st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (reduction completion)");
-    if (st != MXH_OK) {
-        event_put(dev, e);
-        return st;
-    }
-    ev->pending = 1;
-    ev->h[0]    = (uintptr_t)e;
-    ev->h[1]    = (uintptr_t)dev;
-    return MXH_OK;
+    return work_end(st, dev, s, e, "cudaEventRecord (reduction completion)", ev);
 }
 
 /* Everything queued on the library's stream so far (copies, reductions, and
@@ -372,18 +378,9 @@ static mxh_status_t cuda_fence_start(mxh_mem_event_t *ev)
     ev->pending = 0;
     ev->h[0]    = 0;
     ev->h[1]    = 0;
-    if ((st = current_device(&dev)) != MXH_OK || (st = stream_of(dev, &s)) != MXH_OK ||
-        (st = event_get(dev, &e)) != MXH_OK)
+    if ((st = work_begin(&dev, &s, &e)) != MXH_OK)
         return st;
-    st = mxh_gpu_cuda(cudaEventRecord(e, s), "cudaEventRecord (fence)");
-    if (st != MXH_OK) {
-        event_put(dev, e);
-        return st;
-    }
-    ev->pending = 1;
-    ev->h[0]    = (uintptr_t)e;
-    ev->h[1]    = (uintptr_t)dev;
-    return MXH_OK;
+    return work_end(MXH_OK, dev, s, e, "cudaEventRecord (fence)", ev);
 }
 
 static void *cuda_stage_alloc(size_t n)

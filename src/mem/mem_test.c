@@ -265,6 +265,19 @@ static void alloc_remove(int i)
 
 /* ---- copies ------------------------------------------------------------------- */
 
+/* Queue @p (in @slot) as the next operation, @ev its completion. */
+static void pend_queue(mxh_mem_event_t *ev, int slot, pending_t *p, int type, char *dst,
+                       char *src, size_t n)
+{
+    p->seq  = seq_next++;
+    p->type = type;
+    p->dst  = dst;
+    p->src  = src;
+    p->n    = n;
+    pend_used++;
+    event_set(ev, slot, p->seq, 0);
+}
+
 static mxh_status_t test_copy_start(void *dst, const void *src, size_t n, mxh_mem_event_t *ev)
 {
     int dtest = 0, stest = 0, slot;
@@ -289,13 +302,7 @@ static mxh_status_t test_copy_start(void *dst, const void *src, size_t n, mxh_me
     }
     if ((p = pend_get(&slot)) == NULL)
         return MXH_ERR_NO_MEMORY;
-    p->seq  = seq_next++;
-    p->type = OP_COPY;
-    p->dst  = d;
-    p->src  = s;
-    p->n    = n;
-    pend_used++;
-    event_set(ev, slot, p->seq, 0);
+    pend_queue(ev, slot, p, OP_COPY, d, s, n);
     return MXH_OK;
 }
 
@@ -592,16 +599,10 @@ static mxh_status_t test_reduce_start(void *out, const void *const *in, int nin,
     }
     for (int j = 0; j < nin; j++)
         p->in[j] = translate(in[j], bytes, "reduction input", &is_test);
-    p->seq  = seq_next++;
-    p->type = OP_REDUCE;
-    p->dst  = o;
-    p->src  = NULL;
-    p->n    = count;
-    p->nin  = nin;
-    p->dt   = dt;
-    p->op   = op;
-    pend_used++;
-    event_set(ev, slot, p->seq, 0);
+    p->nin = nin;
+    p->dt  = dt;
+    p->op  = op;
+    pend_queue(ev, slot, p, OP_REDUCE, o, NULL, count);
     return MXH_OK;
 }
 

@@ -78,6 +78,13 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* A key (with the separator before it) and its string value. */
+static void json_kv(const char *key, const char *value)
+{
+    printf("%s", key);
+    json_str(value);
+}
+
 /* ---- configuration ------------------------------------------------------------ */
 
 /* The variables users set (@all: every variable), with value, default and doc; JSON
@@ -92,10 +99,8 @@ static void print_config(const mxh_config_t *cfg, int json, int all)
             mxh_config_get_string(cfg, v->name, val, sizeof(val));
             printf("%s\n  {\"name\": ", v == mxh_config_vars ? "" : ",");
             json_str(v->name);
-            printf(", \"default\": ");
-            json_str(v->dflt);
-            printf(", \"value\": ");
-            json_str(val);
+            json_kv(", \"default\": ", v->dflt);
+            json_kv(", \"value\": ", val);
             printf(", \"set\": %s, \"must_agree\": %s, \"user\": %s, \"doc\": ",
                    getenv(v->name) ? "true" : "false", v->plan ? "true" : "false",
                    v->user ? "true" : "false");
@@ -193,15 +198,13 @@ static void print_metrics(int json)
         for (const mxh_metric_family_t *f = mxh_metric_families; f->name; f++) {
             printf("%s\n  {\"name\": ", f == mxh_metric_families ? "" : ",");
             json_str(f->name);
-            printf(", \"type\": ");
-            json_str(f->type);
+            json_kv(", \"type\": ", f->type);
             printf(", \"labels\": ");
             char labels[256];
             snprintf(labels, sizeof(labels), "%s%s%s", MXH_METRICS_COMM_LABELS,
                      f->labels[0] ? "," : "", f->labels);
             json_str(labels);
-            printf(", \"help\": ");
-            json_str(f->help);
+            json_kv(", \"help\": ", f->help);
             printf("}");
         }
         printf("],\n \"label_values\": {");
@@ -213,8 +216,7 @@ static void print_metrics(int json)
         for (int r = 1; r < MXH_FB_COUNT; r++) {
             printf("%s{\"name\": ", r > 1 ? ", " : "");
             json_str(mxh_fallbacks[r].name);
-            printf(", \"doc\": ");
-            json_str(mxh_fallbacks[r].doc);
+            json_kv(", \"doc\": ", mxh_fallbacks[r].doc);
             printf("}");
         }
         printf("]}}");
@@ -249,21 +251,18 @@ static void print_metrics(int json)
 static void print_machine(const mxh_machine_t *m, const char *my_busid, int json)
 {
     if (json) {
-        printf("\"machine\": {\"source\": ");
-        json_str(m ? m->source : "none");
+        json_kv("\"machine\": {\"source\": ", m ? m->source : "none");
         printf(", \"nvlink_info\": %s, \"gpus\": [", m && m->has_nvlink ? "true" : "false");
         for (int g = 0; m && g < m->ngpus; g++) {
             const mxh_gpu_t *G = &m->gpus[g];
             printf("%s\n  {\"index\": %d, \"busid\": ", g ? "," : "", g);
             json_str(G->busid);
-            printf(", \"model\": ");
-            json_str(G->model);
+            json_kv(", \"model\": ", G->model);
             printf(", \"numa\": %d, \"package\": %d, \"nvlink_island\": %d, \"rail\": %d, "
                    "\"nic\": ",
                    G->numa, G->package, G->island, G->nic);
             json_str(G->nic >= 0 ? m->nics[G->nic].name : "");
-            printf(", \"nic_distance\": ");
-            json_str(G->nic >= 0 ? mxh_pci_distance_name(G->nic_distance) : "");
+            json_kv(", \"nic_distance\": ", G->nic >= 0 ? mxh_pci_distance_name(G->nic_distance) : "");
             printf(", \"mine\": %s}", my_busid[0] && !strcmp(my_busid, G->busid) ? "true" : "false");
         }
         printf("], \"nics\": [");
@@ -271,8 +270,7 @@ static void print_machine(const mxh_machine_t *m, const char *my_busid, int json
             const mxh_nic_t *N = &m->nics[i];
             printf("%s\n  {\"rail\": %d, \"name\": ", i ? "," : "", i);
             json_str(N->name);
-            printf(", \"busid\": ");
-            json_str(N->busid);
+            json_kv(", \"busid\": ", N->busid);
             printf(", \"hpc\": %s, \"numa\": %d, \"gpus\": [", N->hpc ? "true" : "false", N->numa);
             for (int g = 0, k = 0; g < m->ngpus; g++)
                 if (m->gpus[g].nic == i)
@@ -327,8 +325,7 @@ static void print_caps(const mxh_caps_t *caps, int json)
         for (int i = 0; i < caps->ntransports; i++) {
             printf("%s\n  {\"name\": ", i ? "," : "");
             json_str(caps->transports[i].name);
-            printf(", \"device\": ");
-            json_str(caps->transports[i].device);
+            json_kv(", \"device\": ", caps->transports[i].device);
             printf(", \"bandwidth_MBps\": %.1f, \"latency_ns\": %.1f}",
                    caps->transports[i].bandwidth_mbs, caps->transports[i].latency_ns);
         }
@@ -368,8 +365,7 @@ static void print_layout_json(const mxh_hier_t *h, int size)
         const mxh_record_t *rec = &h->recs[r];
         printf("%s\n  {\"rank\": %d, \"node\": ", r ? "," : "", r);
         json_str(rec->node);
-        printf(", \"leaf\": ");
-        json_str(rec->leaf);
+        json_kv(", \"leaf\": ", rec->leaf);
         printf(", \"local_index\": %d, \"gpu\": %d, \"gpu_busid\": ", L->local_index[r],
                L->gpu_of[r]);
         json_str(rec->gpu_busid);
