@@ -477,15 +477,7 @@ const Layout kLayouts[] = {Layout::packed, Layout::gaps, Layout::reversed};
 VSpec vspec(VColl coll, const mxh_type_t *t, Pat pat, int scale, Layout layout, bool inplace,
             MPI_Op op = MPI_OP_NULL)
 {
-    VSpec s;
-    s.coll = coll;
-    s.t = t;
-    s.op = op;
-    s.pat = pat;
-    s.scale = scale;
-    s.layout = layout;
-    s.inplace = inplace;
-    return s;
+    return {coll, t, op, pat, scale, layout, inplace};
 }
 
 // ------------------------------------------------------------------ fixture
