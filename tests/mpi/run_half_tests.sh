@@ -27,19 +27,7 @@ run() { # run LAYOUT MPIEXEC-ARGS...
     { echo "# layout $layout: $MPIEXEC $*"
       MXH_TEST_LAYOUT=$layout timeout -k 10 $((run_timeout + 30)) $MPIEXEC "$@"; } >"$log" 2>&1
     rc=$?
-    local summary
-    summary=$(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
-    if [ $rc -eq 0 ]; then
-        printf 'PASS  %-10s %4ds  %s\n' "$layout" $((SECONDS - t0)) "$summary"
-        npass=$((npass + 1))
-    else
-        printf 'FAIL  %-10s %4ds  exit %d  %s (log: %s)\n' "$layout" $((SECONDS - t0)) $rc \
-            "$summary" "$log"
-        grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/ ([0-9]* ms)$//' | sort -u |
-            head -n 10 | sed 's/^/      /'
-        grep -m1 -A6 -E 'Failure|BAD TERMINATION|mxh watchdog' "$log" | head -n 8 | sed 's/^/      | /'
-        nfail=$((nfail + 1))
-    fi
+    mxh_run_report "$(printf '%-10s' "$layout")" $rc $((SECONDS - t0)) "$log"
 }
 
 run 1rank -n 1 "${B[@]}"

@@ -25,7 +25,7 @@ npass=0
 nfail=0
 # run NAME NP ENV...
 run() {
-    local name=$1 np=$2 log rc t0 t1 summary
+    local name=$1 np=$2 log rc t0 t1
     shift 2
     log=$logdir/mxh-shm-$name.log
     if [ ! -x "$bindir/test_shm" ]; then
@@ -40,18 +40,7 @@ run() {
         "--gtest_filter=$filter" --gtest_color=no >"$log" 2>&1
     rc=$?
     t1=$(date +%s)
-    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr -s ' ' | tr '\n' ' ')
-    if [ $rc -eq 0 ]; then
-        printf 'PASS  shm-%-8s %4ds  %s\n' "$name" $((t1 - t0)) "$summary"
-        npass=$((npass + 1))
-    else
-        printf 'FAIL  shm-%-8s %4ds  exit %d  %s  (log: %s)\n' "$name" $((t1 - t0)) $rc \
-            "$summary" "$log"
-        grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sort -u | head -n 15 | sed 's/^/      /'
-        grep -m1 -E -A6 'Failure|BAD TERMINATION|mxh watchdog' "$log" | head -n 8 |
-            sed 's/^/      | /'
-        nfail=$((nfail + 1))
-    fi
+    mxh_run_report "$(printf 'shm-%-8s' "$name")" $rc $((t1 - t0)) "$log"
 }
 
 for np in ${MXH_TEST_SHM_RANKS:-1 2 3 4 8 cliques nocma}; do

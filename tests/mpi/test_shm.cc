@@ -370,30 +370,46 @@ class Shm : public MxhMpiTest, public ::testing::WithParamInterface<const char *
             return {1, big};
         return {0, 1, 2, 3, 7, 31, 1009, big};
     }
+    // Calls f(ck, item, idx) for each of @items, idx counting from 1, all on
+    // one Checker of the communicator.
+    template <class Items, class F> void each_item(const Items &items, F f)
+    {
+        Checker ck(ctx().comm);
+        int idx = 0;
+        for (const auto &item : items)
+            f(ck, item, ++idx);
+        ck.finish();
+    }
+    // Calls f(ck, item, m, shape, ip) for each of @items and the block counts,
+    // shapes and in-place variants of reduce_scatter and allgather: all of them,
+    // or (thin) one shape and variant per nonzero count, rotating by item.
+    template <class Items, class F> void block_cases(const Items &items, F f)
+    {
+        each_item(items, [&](Checker &ck, const auto &item, int idx) {
+            for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
+                for (int shape = 0; shape < 4; shape++)
+                    for (int ip = 0; ip < 2; ip++)
+                        if (!thin() || (m && shape == (idx + (int)m) % 4 && ip == idx % 2))
+                            f(ck, item, m, shape, ip);
+        });
+    }
 };
 
 TEST_P(Shm, AllreduceAllTypesOps)
 {
-    ShmCtx &c = ctx();
-    Checker ck(c.comm);
-    int idx = 0;
-    for (const Pair &p : pairs()) {
-        idx++;
+    mxh_shm_t *shm = ctx().shm;
+    each_item(pairs(), [&](Checker &ck, const Pair &p, int idx) {
         for (size_t n : counts(p.tsize))
             for (int ip = 0; ip < 2; ip++)
                 if (!thin() || ip == (idx + (int)n) % 2)
-                    allreduce_case(ck, c.shm, p, n, ip, salt_of(p.t, p.op, n, 1));
-    }
-    ck.finish();
+                    allreduce_case(ck, shm, p, n, ip, salt_of(p.t, p.op, n, 1));
+    });
 }
 
 TEST_P(Shm, ReduceAllTypesOpsAllRoots)
 {
-    ShmCtx &c = ctx();
-    Checker ck(c.comm);
-    int idx = 0;
-    for (const Pair &p : pairs()) {
-        idx++;
+    mxh_shm_t *shm = ctx().shm;
+    each_item(pairs(), [&](Checker &ck, const Pair &p, int idx) {
         for (size_t n : counts(p.tsize))
             for (int root = 0; root < ck.size; root++) {
                 if (thin() ? root != (idx + (int)n) % ck.size
@@ -401,59 +417,37 @@ TEST_P(Shm, ReduceAllTypesOpsAllRoots)
                     continue;
                 for (int ip = 0; ip < 2; ip++)
                     if (!thin() || ip == idx % 2)
-                        reduce_case(ck, c.shm, p, n, ip, root, salt_of(p.t, p.op, n, 2 + root));
+                        reduce_case(ck, shm, p, n, ip, root, salt_of(p.t, p.op, n, 2 + root));
             }
-    }
-    ck.finish();
+    });
 }
 
 TEST_P(Shm, ReduceScatterAllTypesOps)
 {
-    ShmCtx &c = ctx();
-    Checker ck(c.comm);
-    int idx = 0;
-    for (const Pair &p : pairs()) {
-        idx++;
-        for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
-            for (int shape = 0; shape < 4; shape++)
-                for (int ip = 0; ip < 2; ip++)
-                    if (!thin() || (m && shape == (idx + (int)m) % 4 && ip == idx % 2))
-                        rs_case(ck, c.shm, p, shape, m, ip, salt_of(p.t, p.op, m, 3 + shape));
-    }
-    ck.finish();
+    mxh_shm_t *shm = ctx().shm;
+    block_cases(pairs(), [&](Checker &ck, const Pair &p, size_t m, int shape, int ip) {
+        rs_case(ck, shm, p, shape, m, ip, salt_of(p.t, p.op, m, 3 + shape));
+    });
 }
 
 TEST_P(Shm, AllgatherAllTypes)
 {
-    ShmCtx &c = ctx();
-    Checker ck(c.comm);
-    int idx = 0;
-    for (const mxh_type_t *t : plain_types()) {
-        idx++;
-        for (size_t m : {(size_t)0, (size_t)1, (size_t)13})
-            for (int shape = 0; shape < 4; shape++)
-                for (int ip = 0; ip < 2; ip++)
-                    if (!thin() || (m && shape == (idx + (int)m) % 4 && ip == idx % 2))
-                        ag_case(ck, c.shm, t, plain_size(t), shape, m, ip,
-                                salt_of(t, MPI_OP_NULL, m, 10 + shape));
-    }
-    ck.finish();
+    mxh_shm_t *shm = ctx().shm;
+    block_cases(plain_types(), [&](Checker &ck, const mxh_type_t *t, size_t m, int shape, int ip) {
+        ag_case(ck, shm, t, plain_size(t), shape, m, ip, salt_of(t, MPI_OP_NULL, m, 10 + shape));
+    });
 }
 
 TEST_P(Shm, BcastAllTypesAllRoots)
 {
-    ShmCtx &c = ctx();
-    Checker ck(c.comm);
-    int idx = 0;
-    for (const mxh_type_t *t : plain_types()) {
-        idx++;
+    mxh_shm_t *shm = ctx().shm;
+    each_item(plain_types(), [&](Checker &ck, const mxh_type_t *t, int idx) {
         for (size_t n : counts(plain_size(t)))
             for (int root = 0; root < ck.size; root++)
                 if (!thin() || root == (idx + (int)n) % ck.size || (n == 1 && idx == 1))
-                    bcast_case(ck, c.shm, t, plain_size(t), n, root,
+                    bcast_case(ck, shm, t, plain_size(t), n, root,
                                salt_of(t, MPI_OP_NULL, n, 20 + root));
-    }
-    ck.finish();
+    });
 }
 
 // Large and ragged counts (many chunks) on a few types, all five collectives.

@@ -473,6 +473,13 @@ std::vector<PS> small_ps()
 
 const Layout kLayouts[] = {Layout::packed, Layout::gaps, Layout::reversed};
 
+// The spec with these fields (@op: reduce_scatter only).
+VSpec vspec(VColl coll, const mxh_type_t *t, Pat pat, int scale, Layout layout, bool inplace,
+            MPI_Op op = MPI_OP_NULL)
+{
+    return {coll, t, op, pat, scale, layout, inplace};
+}
+
 // ------------------------------------------------------------------ fixture
 
 class VColls : public MxhMpiTest, public ::testing::WithParamInterface<const char *> {
@@ -488,16 +495,9 @@ TEST_P(VColls, AllgathervAllTypes)
         const mxh_type_t *t = mxh_type_at(i);
         int k = i;
         for (const PS &ps : small_ps())
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kAgv;
-                s.t = t;
-                s.pat = ps.pat;
-                s.scale = ps.scale;
-                s.layout = kLayouts[k++ % 3];
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(t, MPI_OP_NULL, ps.scale * 8 + (int)ps.pat, 100 + inplace));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kAgv, t, ps.pat, ps.scale, kLayouts[k++ % 3], inplace),
+                     salt_of(t, MPI_OP_NULL, ps.scale * 8 + (int)ps.pat, 100 + inplace));
     }
     ck.finish();
 }
@@ -508,16 +508,9 @@ TEST_P(VColls, AllgathervLayouts)
     const mxh_type_t *t = mxh_type_find(MPI_INT);
     for (Layout l : kLayouts)
         for (const PS &ps : small_ps())
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kAgv;
-                s.t = t;
-                s.pat = ps.pat;
-                s.scale = ps.scale;
-                s.layout = l;
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(t, MPI_OP_NULL, ps.scale, (int)l));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kAgv, t, ps.pat, ps.scale, l, inplace),
+                     salt_of(t, MPI_OP_NULL, ps.scale, (int)l));
     ck.finish();
 }
 
@@ -529,16 +522,9 @@ TEST_P(VColls, ReduceScatterAllTypesOps)
     note_skipped(skipped, "reduce_scatter");
     for (const Pair &p : pairs)
         for (const PS &ps : small_ps())
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kRs;
-                s.t = p.t;
-                s.op = p.op;
-                s.pat = ps.pat;
-                s.scale = ps.scale;
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(p.t, p.op, ps.scale * 8 + (int)ps.pat, 200 + inplace));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kRs, p.t, ps.pat, ps.scale, Layout::packed, inplace, p.op),
+                     salt_of(p.t, p.op, ps.scale * 8 + (int)ps.pat, 200 + inplace));
     ck.finish();
 }
 
@@ -548,14 +534,9 @@ TEST_P(VColls, AlltoallAllTypes)
     std::vector<int> counts = quick() ? std::vector<int>{0, 1, 7} : std::vector<int>{0, 1, 2, 7, 31, 257};
     for (int i = 0; i < mxh_num_types(); i++)
         for (int count : counts)
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kA2a;
-                s.t = mxh_type_at(i);
-                s.scale = count;
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(s.t, MPI_OP_NULL, count, 300 + inplace));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kA2a, mxh_type_at(i), Pat::same, count, Layout::packed, inplace),
+                     salt_of(mxh_type_at(i), MPI_OP_NULL, count, 300 + inplace));
     ck.finish();
 }
 
@@ -566,15 +547,9 @@ TEST_P(VColls, AlltoallvAllTypes)
     for (int i = 0; i < mxh_num_types(); i++) {
         int k = i;
         for (int scale : scales)
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kA2av;
-                s.t = mxh_type_at(i);
-                s.scale = scale;
-                s.layout = kLayouts[k++ % 3];
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(s.t, MPI_OP_NULL, scale, 400 + inplace));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kA2av, mxh_type_at(i), Pat::same, scale, kLayouts[k++ % 3], inplace),
+                     salt_of(mxh_type_at(i), MPI_OP_NULL, scale, 400 + inplace));
     }
     ck.finish();
 }
@@ -585,15 +560,9 @@ TEST_P(VColls, AlltoallvLayouts)
     const mxh_type_t *t = mxh_type_find(MPI_DOUBLE);
     for (Layout l : kLayouts)
         for (int scale : {0, 1, 3, 17, 211})
-            for (int inplace = 0; inplace < 2; inplace++) {
-                VSpec s;
-                s.coll = kA2av;
-                s.t = t;
-                s.scale = scale;
-                s.layout = l;
-                s.inplace = inplace;
-                vrun(ck, s, salt_of(t, MPI_OP_NULL, scale, 500 + (int)l));
-            }
+            for (int inplace = 0; inplace < 2; inplace++)
+                vrun(ck, vspec(kA2av, t, Pat::same, scale, l, inplace),
+                     salt_of(t, MPI_OP_NULL, scale, 500 + (int)l));
     ck.finish();
 }
 
@@ -1627,21 +1596,23 @@ void Signatures::run(const std::string &which)
                     [&] { return MPI_Bcast(ref.data(), cnt(L), T.dt, root, ck.comm); },
                     [&] { return MPIX_Hier_bcast(b.data(), cnt(L), T.dt, root, ck.comm); });
             }
-            std::vector<int> in = sig_pack(T, logical((size_t)L, ck.rank, 2));
-            if (which == "allgather") {
+            // allgather and alltoall: L ints of @src in, L ints from each rank out
+            using PerRank = int (*)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                                    MPI_Comm);
+            auto per_rank = [&](const std::string &label, const std::vector<int> &src,
+                                PerRank mpich, PerRank lib) {
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L * (size_t)p, -1)),
                                  ref = got;
                 vs_mpich(
-                    "MPIX_Hier_allgather" + tag, got, ref,
+                    label + tag, got, ref,
                     [&] {
-                        return MPI_Allgather(in.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt,
-                                             ck.comm);
+                        return mpich(src.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt, ck.comm);
                     },
-                    [&] {
-                        return MPIX_Hier_allgather(in.data(), cnt(L), T.dt, got.data(), cnt(L),
-                                                   T.dt, ck.comm);
-                    });
-            }
+                    [&] { return lib(src.data(), cnt(L), T.dt, got.data(), cnt(L), T.dt, ck.comm); });
+            };
+            std::vector<int> in = sig_pack(T, logical((size_t)L, ck.rank, 2));
+            if (which == "allgather")
+                per_rank("MPIX_Hier_allgather", in, MPI_Allgather, MPIX_Hier_allgather);
             if (which == "allreduce") {  // a user sum: MPICH rejects predefined ops on derived types
                 std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L, -1)), ref = got;
                 vs_mpich(
@@ -1652,21 +1623,10 @@ void Signatures::run(const std::string &which)
                                                    ck.comm);
                     });
             }
-            if (which == "alltoall") {
-                std::vector<int> a2 = sig_pack(T, logical((size_t)L * (size_t)p, ck.rank, 3));
-                std::vector<int> got = sig_pack(T, std::vector<int>((size_t)L * (size_t)p, -1)),
-                                 ref = got;
-                vs_mpich(
-                    "MPIX_Hier_alltoall" + tag, got, ref,
-                    [&] {
-                        return MPI_Alltoall(a2.data(), cnt(L), T.dt, ref.data(), cnt(L), T.dt,
-                                            ck.comm);
-                    },
-                    [&] {
-                        return MPIX_Hier_alltoall(a2.data(), cnt(L), T.dt, got.data(), cnt(L),
-                                                  T.dt, ck.comm);
-                    });
-            }
+            if (which == "alltoall")
+                per_rank("MPIX_Hier_alltoall",
+                         sig_pack(T, logical((size_t)L * (size_t)p, ck.rank, 3)), MPI_Alltoall,
+                         MPIX_Hier_alltoall);
             // allgatherv and reduce_scatter: uneven blocks, 2 * c[q] ints for rank q
             std::vector<int> c = pat_counts(Pat::uneven, p, k);
             std::vector<int> rcounts((size_t)p), displs((size_t)p);

@@ -197,62 +197,49 @@ TEST(Config, PlanHashCoversThePlanRowsOnly)
     EXPECT_NE(std::string::npos, list.find(", MPIX_HIER_EXCLUDE_RAILS, ")) << names;
 }
 
-// Sets @prefix + KEY to VALUE on @c for every pair of @kv: each must succeed.
-void set_each(mxh_config_t *c, const std::string &prefix,
-              const std::map<std::string, std::string> &kv)
+// Sets composite @var to @value on @a and @prefix + KEY to VALUE on @b for every
+// pair of @kv (each must succeed): the same fields, the same plan hash.
+void set_both(mxh_config_t *a, const char *var, const char *value, mxh_config_t *b,
+              const std::string &prefix, const std::map<std::string, std::string> &kv)
 {
+    ASSERT_EQ(MXH_OK, mxh_config_set(a, var, value, "test"));
     for (const auto &e : kv)
-        ASSERT_EQ(MXH_OK, mxh_config_set(c, (prefix + e.first).c_str(), e.second.c_str(), "test"))
+        ASSERT_EQ(MXH_OK, mxh_config_set(b, (prefix + e.first).c_str(), e.second.c_str(), "test"))
             << prefix + e.first;
+    EXPECT_TRUE(same_fields(*a, *b));
+    EXPECT_EQ(mxh_config_plan_hash(a), mxh_config_plan_hash(b));
 }
 
 // MPIX_HIER_TUNE and MPIX_HIER_NET set the fields the specific variables set.
 TEST(Config, CompositesSetTheSpecificFields)
 {
     mxh_config_t a = defaults(), b = defaults();
-    ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_TUNE",
+    ASSERT_NO_FATAL_FAILURE(set_both(&a, "MPIX_HIER_TUNE",
                                      "allreduce:pipeline;bcast:mpi;frag=4m;pace=no;ramp=linear;"
                                      "kary=yes;rsag=no;spread=no;depth=4;model=yes;measure=no",
-                                     "test"));
-    ASSERT_NO_FATAL_FAILURE(set_each(&b, "MPIX_HIER_",
-                                     {{"ALGO", "allreduce:pipeline,bcast:mpi"},
-                                      {"FRAG_SIZE", "4m"},
-                                      {"PIPELINE_PACE", "no"},
-                                      {"PIPELINE_RAMP", "linear"},
-                                      {"KARY", "yes"},
-                                      {"RSAG", "no"},
-                                      {"SPREAD", "no"},
-                                      {"PIPELINE_DEPTH", "4"},
-                                      {"COST_MODEL", "yes"},
+                                     &b, "MPIX_HIER_",
+                                     {{"ALGO", "allreduce:pipeline,bcast:mpi"}, {"FRAG_SIZE", "4m"},
+                                      {"PIPELINE_PACE", "no"}, {"PIPELINE_RAMP", "linear"},
+                                      {"KARY", "yes"}, {"RSAG", "no"}, {"SPREAD", "no"},
+                                      {"PIPELINE_DEPTH", "4"}, {"COST_MODEL", "yes"},
                                       {"COST_MEASURE", "no"}}));
-    EXPECT_TRUE(same_fields(a, b));
     EXPECT_EQ(1, a.frag_given);
     EXPECT_EQ(0, a.cost_given);
-    EXPECT_EQ(mxh_config_plan_hash(&a), mxh_config_plan_hash(&b));
 
     mxh_config_t n = defaults(), m = defaults();
-    ASSERT_EQ(MXH_OK, mxh_config_set(&n, "MPIX_HIER_NET",
+    ASSERT_NO_FATAL_FAILURE(set_both(&n, "MPIX_HIER_NET",
                                      "node_lat=1.5us;node_bw=100g;net_lat=2.5us;net_bw=25g;"
                                      "contention=1.2;spine_lat=5us;torus_lat=4us;torus_bw=10g;"
                                      "reduce_bw=800g;copy_bw=900g;lat_factor=0:2,65536:1;"
                                      "bw_factor=0:0.5",
-                                     "test"));
-    ASSERT_NO_FATAL_FAILURE(set_each(&m, "MPIX_HIER_COST_",
-                                     {{"NODE_LATENCY", "1.5us"},
-                                      {"NODE_BW", "100g"},
-                                      {"NET_LATENCY", "2.5us"},
-                                      {"NET_BW", "25g"},
-                                      {"NET_CONTENTION", "1.2"},
-                                      {"SPINE_LATENCY", "5us"},
-                                      {"TORUS_LATENCY", "4us"},
-                                      {"TORUS_BW", "10g"},
-                                      {"REDUCE_BW", "800g"},
-                                      {"COPY_BW", "900g"},
-                                      {"LAT_FACTOR", "0:2;65536:1"},
-                                      {"BW_FACTOR", "0:0.5"}}));
-    EXPECT_TRUE(same_fields(n, m));
+                                     &m, "MPIX_HIER_COST_",
+                                     {{"NODE_LATENCY", "1.5us"}, {"NODE_BW", "100g"},
+                                      {"NET_LATENCY", "2.5us"}, {"NET_BW", "25g"},
+                                      {"NET_CONTENTION", "1.2"}, {"SPINE_LATENCY", "5us"},
+                                      {"TORUS_LATENCY", "4us"}, {"TORUS_BW", "10g"},
+                                      {"REDUCE_BW", "800g"}, {"COPY_BW", "900g"},
+                                      {"LAT_FACTOR", "0:2;65536:1"}, {"BW_FACTOR", "0:0.5"}}));
     EXPECT_EQ(1, n.cost_given);
-    EXPECT_EQ(mxh_config_plan_hash(&n), mxh_config_plan_hash(&m));
     EXPECT_EQ("65536:1;0:2", get(n, "MPIX_HIER_COST_LAT_FACTOR"));
 
     // contention and the reduction speed are not network parameters 'auto' keeps

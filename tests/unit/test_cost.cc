@@ -837,8 +837,8 @@ TEST(Cost, PacedThirdFragment)
     EXPECT_LT(slow, 1.05 * fast);
 }
 
-// @nodes nodes "n<i>" of @per_node ranks each, in blocks.
-std::vector<mxh_record_t> node_records(int nodes, int per_node)
+// *L: @nodes nodes "n<i>" of @per_node ranks each, in blocks; *cfg: the defaults.
+void node_setup(int nodes, int per_node, mxh_layout_t **L, mxh_config_t *cfg)
 {
     std::vector<mxh_record_t> recs;
     for (int n = 0; n < nodes; n++)
@@ -848,17 +848,16 @@ std::vector<mxh_record_t> node_records(int nodes, int per_node)
             snprintf(r.node, sizeof(r.node), "n%d", n);
             recs.push_back(r);
         }
-    return recs;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), (int)recs.size(), 0x7, L));
+    mxh_config_init_defaults(cfg);
 }
 
 // The fragments the model counts are the schedule's (sched.c), ramps included.
 TEST(Cost, FragmentsAsScheduled)
 {
-    std::vector<mxh_record_t> recs = node_records(4, 4);
     mxh_layout_t *L = NULL;
-    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 16, 0x7, &L));
     mxh_config_t cfg;
-    mxh_config_init_defaults(&cfg);
+    ASSERT_NO_FATAL_FAILURE(node_setup(4, 4, &L, &cfg));
     for (int ramp : {0, 2, 4}) {
         cfg.pipeline_ramp = ramp;
         mxh_cost_model_t m;
@@ -987,6 +986,21 @@ int select_on(const mxh_config_t &cfg, const mxh_layout_t *L, mxh_coll_t coll, s
     return mxh_cost_select(&sel, coll, n, MXH_ALGO_PIPELINE, cfg.frag_size, algo, frag, &ramp);
 }
 
+// The cost model of torus layout @L with the default configuration @cfg; checks
+// the layout's dimensions and the model's rails, levels and ranks.
+void torus_model(mxh_cost_model_t *m, mxh_config_t *cfg, const mxh_layout_t *L, int ndims,
+                 int trails, int nlevels, int nranks)
+{
+    ASSERT_NE(nullptr, L);
+    ASSERT_EQ(ndims, L->torus_ndims);
+    mxh_config_init_defaults(cfg);
+    mxh_cost_model_init(m, cfg, L);
+    ASSERT_TRUE(m->grid);
+    EXPECT_EQ(trails, m->trails);
+    EXPECT_EQ(nlevels, m->nlevels);
+    EXPECT_EQ(nranks, m->nranks);
+}
+
 TEST(Cost, TorusRing)
 {
     // 4 nodes on a ring, one rank each: one torus level of 4 (p2p.c: a ring above 32 KiB),
@@ -994,16 +1008,9 @@ TEST(Cost, TorusRing)
     // of 4 MiB: 2 x (3 x 3 us + 3/4 x 4 MiB / 24 GB/s) + 3/4 x 4 MiB / 1000 GB/s
     // = 18 + 262.144 + 3.145728 us
     mxh_layout_t *L = torus_layout({4}, 1);
-    ASSERT_NE(nullptr, L);
-    ASSERT_EQ(1, L->torus_ndims);
     mxh_config_t cfg;
-    mxh_config_init_defaults(&cfg);
     mxh_cost_model_t m;
-    mxh_cost_model_init(&m, &cfg, L);
-    ASSERT_TRUE(m.grid);
-    EXPECT_EQ(1, m.trails);
-    EXPECT_EQ(1, m.nlevels);
-    EXPECT_EQ(4, m.nranks);
+    ASSERT_NO_FATAL_FAILURE(torus_model(&m, &cfg, L, 1, 1, 1, 4));
     EXPECT_NEAR(1.0 / 24e9, m.tbeta[0][0], 1e-20);
     const size_t n = 4u << 20;
     EXPECT_NEAR((18 + 262.144 + 3.145728) * us,
@@ -1025,16 +1032,9 @@ TEST(Cost, Torus3dShares)
     // First level: y is shared by 3 rails (0, 3, 6: 64/3 GB/s each), x- by rail 1 alone
     // (the NIC's 48); second: x+ by 0, 2, 3 (64/3); last: z by 0, 3, 5, 6 (16).
     mxh_layout_t *L = torus_layout({4, 2, 2}, 8);
-    ASSERT_NE(nullptr, L);
-    ASSERT_EQ(3, L->torus_ndims);
     mxh_config_t cfg;
-    mxh_config_init_defaults(&cfg);
     mxh_cost_model_t m;
-    mxh_cost_model_init(&m, &cfg, L);
-    ASSERT_TRUE(m.grid);
-    EXPECT_EQ(8, m.trails);
-    EXPECT_EQ(4, m.nlevels);
-    EXPECT_EQ(128, m.nranks);
+    ASSERT_NO_FATAL_FAILURE(torus_model(&m, &cfg, L, 3, 8, 4, 128));
     EXPECT_NEAR(64e9, 1 / m.tlink_beta, 1);
     EXPECT_EQ(2, m.tgsize[0][1]);
     EXPECT_EQ(4, m.tgsize[0][2]);
@@ -1311,11 +1311,9 @@ TEST(Cost, MoreLatencyFewerFragments)
 // fragment size of the fastest candidate; the thresholds without it; forcing wins.
 TEST(Cost, Select)
 {
-    std::vector<mxh_record_t> recs = node_records(16, 8);
     mxh_layout_t *L = NULL;
-    ASSERT_EQ(MXH_OK, mxh_layout_create(recs.data(), 128, 0x7, &L));
     mxh_config_t cfg;
-    mxh_config_init_defaults(&cfg);
+    ASSERT_NO_FATAL_FAILURE(node_setup(16, 8, &L, &cfg));
     ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_MODEL", "yes", "test"));
     ASSERT_EQ(MXH_OK, mxh_config_set(&cfg, "MPIX_HIER_COST_NET_LATENCY", "50us", "test"));
     static mxh_cost_sel_t sel;

@@ -59,6 +59,20 @@ struct NicExp {
     int hpc, numa, package, ngpus;
 };
 
+// For each expected GPU or NIC (@what) and the machine's one at its index: what
+// both kinds have (PCI address, NUMA node, package), then check(got, expected).
+template <class Got, class Exp, class F>
+void check_each(const char *what, const Got *got, const std::vector<Exp> &exp, F check)
+{
+    for (size_t i = 0; i < exp.size(); i++) {
+        SCOPED_TRACE(std::string(what) + " " + std::to_string(i));
+        EXPECT_STREQ(got[i].busid, exp[i].busid);
+        EXPECT_EQ(got[i].numa, exp[i].numa);
+        EXPECT_EQ(got[i].package, exp[i].package);
+        check(got[i], exp[i]);
+    }
+}
+
 void check_machine(const mxh_machine_t *m, const std::vector<GpuExp> &gpus,
                    const std::vector<NicExp> &nics, int nislands, int has_nvlink)
 {
@@ -67,27 +81,17 @@ void check_machine(const mxh_machine_t *m, const std::vector<GpuExp> &gpus,
     ASSERT_EQ(m->nnics, (int)nics.size());
     EXPECT_EQ(m->nislands, nislands);
     EXPECT_EQ(m->has_nvlink, has_nvlink);
-    for (size_t i = 0; i < gpus.size(); i++) {
-        const mxh_gpu_t &g = m->gpus[i];
-        SCOPED_TRACE("GPU " + std::to_string(i));
-        EXPECT_STREQ(g.busid, gpus[i].busid);
-        EXPECT_EQ(g.numa, gpus[i].numa);
-        EXPECT_EQ(g.package, gpus[i].package);
-        EXPECT_EQ(g.island, gpus[i].island);
-        EXPECT_EQ(g.nic, gpus[i].nic);
-        EXPECT_EQ(g.nic_distance, gpus[i].dist)
-            << mxh_pci_distance_name(g.nic_distance) << " vs " << mxh_pci_distance_name(gpus[i].dist);
-    }
-    for (size_t i = 0; i < nics.size(); i++) {
-        const mxh_nic_t &n = m->nics[i];
-        SCOPED_TRACE("NIC " + std::to_string(i));
-        EXPECT_STREQ(n.busid, nics[i].busid);
-        EXPECT_STREQ(n.name, nics[i].name);
-        EXPECT_EQ(n.hpc, nics[i].hpc);
-        EXPECT_EQ(n.numa, nics[i].numa);
-        EXPECT_EQ(n.package, nics[i].package);
-        EXPECT_EQ(n.ngpus, nics[i].ngpus);
-    }
+    check_each("GPU", m->gpus, gpus, [](const mxh_gpu_t &g, const GpuExp &e) {
+        EXPECT_EQ(g.island, e.island);
+        EXPECT_EQ(g.nic, e.nic);
+        EXPECT_EQ(g.nic_distance, e.dist)
+            << mxh_pci_distance_name(g.nic_distance) << " vs " << mxh_pci_distance_name(e.dist);
+    });
+    check_each("NIC", m->nics, nics, [](const mxh_nic_t &n, const NicExp &e) {
+        EXPECT_STREQ(n.name, e.name);
+        EXPECT_EQ(n.hpc, e.hpc);
+        EXPECT_EQ(n.ngpus, e.ngpus);
+    });
 }
 
 constexpr mxh_pci_distance_t SW = MXH_PCI_SAME_SWITCH;

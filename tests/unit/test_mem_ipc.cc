@@ -40,31 +40,22 @@ std::vector<float> floats(size_t n, float seed)
     return v;
 }
 
-bool full_write(int fd, const void *p, size_t n)
+// Moves all @n bytes at @c with io (read or write): false on an error or end of file.
+template <class P, class Io> bool full_io(Io io, int fd, P *c, size_t n)
 {
-    const char *c = (const char *)p;
     while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w <= 0)
+        ssize_t k = io(fd, c, n);
+        if (k <= 0)
             return false;
-        c += w;
-        n -= (size_t)w;
+        c += k;
+        n -= (size_t)k;
     }
     return true;
 }
 
-bool full_read(int fd, void *p, size_t n)
-{
-    char *c = (char *)p;
-    while (n > 0) {
-        ssize_t r = read(fd, c, n);
-        if (r <= 0)
-            return false;
-        c += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
+bool full_write(int fd, const void *p, size_t n) { return full_io(write, fd, (const char *)p, n); }
+
+bool full_read(int fd, void *p, size_t n) { return full_io(read, fd, (char *)p, n); }
 
 // A peer process: a forked child that owns one test allocation and does what
 // it is told over a pipe. Commands: alloc, read, write, export, realloc.

@@ -49,6 +49,22 @@ ConfPtr parse_string_ok(const std::string &text)
     });
 }
 
+// *conf: data file @name, parsed; checks its format and number of switches
+void load_data(const char *name, mxh_topo_format_t format, int nswitches, ConfPtr *conf)
+{
+    *conf = parse_file_ok(data_path(name));
+    ASSERT_TRUE(*conf);
+    EXPECT_EQ((*conf)->format, format);
+    ASSERT_EQ((*conf)->num_switches, nswitches);
+}
+
+// nothing logged: no errors, no warnings
+void expect_quiet(const LogCapture &log)
+{
+    EXPECT_TRUE(log.errors().empty());
+    EXPECT_TRUE(log.warnings().empty());
+}
+
 int find_switch(const mxh_topo_conf_t *conf, const std::string &name)
 {
     for (int i = 0; i < conf->num_switches; i++)
@@ -387,8 +403,7 @@ TEST(TopoConfReal, SlurmTopologyHostTree)
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "hpcbench-hpc-2"), -1);
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "hpcbench-hpc-3"), -1); // not a prefix match
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "sw05"), -1);           // switches are not hosts
-    EXPECT_TRUE(log.errors().empty());
-    EXPECT_TRUE(log.warnings().empty());
+    expect_quiet(log);
 }
 
 // ---------------------------------------------------------------------------
@@ -397,10 +412,8 @@ TEST(TopoConfReal, SlurmTopologyHostTree)
 TEST(TopoConfReal, SharpGuidTreeDropsBackEdges)
 {
     LogCapture log;
-    ConfPtr conf = parse_file_ok(data_path("topology.txt"));
-    ASSERT_TRUE(conf);
-    EXPECT_EQ(conf->format, MXH_TOPO_FORMAT_TREE);
-    ASSERT_EQ(conf->num_switches, 49);
+    ConfPtr conf;
+    ASSERT_NO_FATAL_FAILURE(load_data("topology.txt", MXH_TOPO_FORMAT_TREE, 49, &conf));
     EXPECT_TRUE(log.errors().empty());
 
     // exactly one warning for the 8 dropped back-edges spine -> ibsw47
@@ -512,10 +525,8 @@ TEST(TopoConfReal, GuidTreeAgreesWithHostTree)
 TEST(TopoConfReal, BlockTopology)
 {
     LogCapture log;
-    ConfPtr conf = parse_file_ok(data_path("block_topology.txt"));
-    ASSERT_TRUE(conf);
-    EXPECT_EQ(conf->format, MXH_TOPO_FORMAT_BLOCK);
-    ASSERT_EQ(conf->num_switches, 4);
+    ConfPtr conf;
+    ASSERT_NO_FATAL_FAILURE(load_data("block_topology.txt", MXH_TOPO_FORMAT_BLOCK, 4, &conf));
     const char *const names[4] = {"block_5e797fc6-0f46-421a-8724-0e102c0f723c",
                                   "block_5e797fc6-0f46-421a-8724-0e102c0f721e",
                                   "block_5e797fc6-0f46-421a-8724-0e102c0f724b",
@@ -538,8 +549,7 @@ TEST(TopoConfReal, BlockTopology)
         EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), h.c_str()), (n - 1) % 4) << h;
     }
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "hpcbench-hpc-73"), -1);
-    EXPECT_TRUE(log.errors().empty());
-    EXPECT_TRUE(log.warnings().empty());
+    expect_quiet(log);
 }
 
 // ---------------------------------------------------------------------------
@@ -584,8 +594,7 @@ TEST(TopoConf, ThreeLevelTree)
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "login1.other.domain"), leaf4);
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "login2.cluster.local"), leaf4);
     EXPECT_EQ(mxh_topo_conf_find_leaf(conf.get(), "gpu1.cluster.local"), leaf2);
-    EXPECT_TRUE(log.errors().empty());
-    EXPECT_TRUE(log.warnings().empty());
+    expect_quiet(log);
 }
 
 TEST(TopoConf, ContinuationAndComments)
