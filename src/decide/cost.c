@@ -738,11 +738,11 @@ static void frag_cost(const mxh_cost_model_t *m, mxh_coll_t coll, size_t c, size
 
 static int modelled(const mxh_cost_model_t *m, mxh_coll_t coll)
 {
-    if (m->trails > 0 && (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE))
+    if (coll < 0 || coll >= MXH_COLL_NSCHED) /* the collectives with schedules */
+        return 0;
+    if (m->trails > 0 && mxh_coll_info(coll)->rooted)
         return 0; /* plan.c's scatter shape on ring levels: not described */
-    return m->grid && m->nlevels >= 1 &&
-           (coll == MXH_COLL_ALLREDUCE || coll == MXH_COLL_REDUCE_SCATTER_BLOCK ||
-            coll == MXH_COLL_ALLGATHER || coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE);
+    return m->grid && m->nlevels >= 1;
 }
 
 /* The stream simulation's fragment states (stream_sim) */

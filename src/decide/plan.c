@@ -823,8 +823,8 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
     builder_t b;
 
     if (layout == NULL || layout->nlevels < 1 || rank < 0 || rank >= layout->nranks ||
-        coll < 0 || (coll >= MXH_COLL_NSCHED && bcounts == NULL) ||
-        ((coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) &&
+        coll < 0 || coll >= MXH_COLL_COUNT || (coll >= MXH_COLL_NSCHED && bcounts == NULL) ||
+        (mxh_coll_info(coll)->rooted &&
          (root < 0 || root >= layout->nranks))) {
         mxh_error("plan: invalid request (coll %d, rank %d, root %d)", (int)coll, rank, root);
         return MXH_ERR_INVALID_PARAM;
@@ -839,7 +839,7 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
         return MXH_ERR_NO_MEMORY;
     b.plan->coll   = coll;
     b.plan->count  = count;
-    b.plan->root   = (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) ? root : -1;
+    b.plan->root   = mxh_coll_info(coll)->rooted ? root : -1;
     b.plan->rank   = rank;
     b.plan->nranks = layout->nranks;
 

@@ -184,7 +184,7 @@ mxh_status_t mxh_sched_create(const mxh_layout_t *layout, int rank, mxh_coll_t c
         return MXH_ERR_NO_MEMORY;
     s->coll       = coll;
     s->count      = count;
-    s->root       = (coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE) ? root : -1;
+    s->root       = mxh_coll_info(coll)->rooted ? root : -1;
     s->tsize      = tsize;
     s->frag_bytes = frag_bytes;
     s->depth      = depth;

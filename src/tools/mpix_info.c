@@ -717,7 +717,7 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
         return 2;
     int block = coll == MXH_COLL_REDUCE_SCATTER_BLOCK || coll == MXH_COLL_ALLGATHER;
     size_t per = block ? (size_t)m.nranks : 1, count = bytes / (ts * per);
-    int rooted = coll == MXH_COLL_BCAST || coll == MXH_COLL_REDUCE;
+    int rooted = mxh_coll_info(coll)->rooted;
     if (count == 0 || !m.grid || (m.trails > 0 && rooted)) {
         fprintf(stderr, "mpix_info: %s: not modelled (%s)\n", o->explain_coll,
                 count == 0  ? "fewer bytes than one element per rank"
