@@ -210,8 +210,10 @@ static int stream_window(const mxh_sched_t *sched, const mxh_tune_in_t *in, int 
         n++;
         if (bcast_rootless_net(s) && s->count * MXH_TUNE_LIGHT > most)
             b += step_extra(s, ext, in->times);
-        if (reduce_rootless(s))
-            r += capped(MXH_TUNE_STAGE_CAP_REDUCE + step_extra(s, ext, in->times)) - 2;
+        if (reduce_rootless(s)) { /* the window grows by what the stage's cap adds to 2 */
+            mxh_tune_stage_t c = {.rreduce = 1, .extra = step_extra(s, ext, in->times)};
+            r += mxh_tune_stage_cap(&c, 0) - 2;
+        }
         z += bcast_rootless(s);
     }
     w = mxh_tune_window(n, r, paced, in->times != NULL && z > 0, b);
