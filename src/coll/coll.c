@@ -54,7 +54,9 @@ typedef struct coll_ops {
                         MPI_Datatype dt);
     /* the device node level (exec/ipc.h): one node, and the nodes' part of a schedule */
     mxh_status_t (*ipc)(mxh_coll_args_t *a, const mxh_mem_ops_t *ops, const void *in, size_t n);
-    mxh_status_t (*ipc_nodes)(mxh_coll_args_t *a);
+    /* several nodes on device buffers: what the node's ranks do around the network
+     * steps (device_net; fill 0: no such path) */
+    int dnet_fill, dnet_spread;
     /* the path decided by selection adjusted to what the collective can take */
     void (*settle)(mxh_coll_args_t *a);
     int self;         /* enum self_form */
@@ -1714,24 +1716,160 @@ static mxh_status_t ipc_single(mxh_coll_args_t *a)
     return st;
 }
 
-/* Copies of @nreg regions (elements of @ts bytes at @off) from @src to @dst,
- * the same offsets on both sides, waiting for them (yielding in a task). */
+/* ---- several nodes on device buffers ---------------------------------------------------- */
+
+/* The device network path: the node part on the device node level of the whole node
+ * (exec/ipc.h: agree, fill, spread; nothing to agree for a rank alone in its node), the
+ * network steps of the agreed schedule on the device buffers themselves, run by the
+ * executor with the node-local levels skipped (exec/exec.h: ctx.mem), their messages
+ * direct where the MPI underneath takes this memory and staged through a bounded
+ * pinned pool otherwise, their reductions on the device. The messages are exactly
+ * those of a node that stages, so nodes decide alone; only the ranks of one node agree.
+ * Before the network steps, fill puts in the region where this rank's first network
+ * step starts what the schedule's node steps would have left there: the node's sum
+ * (allreduce, reduce, reduce_scatter_block), the root's data (bcast, on the root's node),
+ * its own block (allgather); after them, spread copies the region its last network step
+ * left to every node rank's output (allreduce, bcast, allgather), to the root (reduce),
+ * or its own block out (reduce_scatter_block). MXH_ERR_UNSUPPORTED (the node's ranks
+ * alike, nothing written): the staged path. */
+enum { FILL_NONE = 0, FILL_REDUCE, FILL_ROOT, FILL_OWN };
+enum { SPREAD_ALL = 1, SPREAD_ROOT, SPREAD_MINE };
+
+/* How this rank's network steps move device memory of @m's kind: direct where the MPI
+ * underneath takes it (CUDA-aware MPI over UCX with CUDA memory; the test kind in its
+ * test-only direct mode), else staged. A local fact: the messages are the same bytes. */
+static int mpi_takes(const mxh_mem_ops_t *m);
+static mxh_xfer_t device_xfer(const mxh_mem_ops_t *m)
+{
+    if (m->kind == MXH_MEM_TEST)
+        return mxh_mem_test_mpi_direct() ? MXH_XFER_DIRECT : MXH_XFER_STAGED;
+    return mpi_takes(m) ? MXH_XFER_DIRECT : MXH_XFER_STAGED;
+}
+
+/* Device bytes through host memory and device bytes reduced by the CPU (metrics). */
+static void count_staged(const mxh_coll_args_t *a, size_t staged, size_t cpu_reduced)
+{
+    if (a->mstats != NULL) {
+        a->mstats->staged[a->coll] += staged;
+        a->mstats->cpu_reduced[a->coll] += cpu_reduced;
+    }
+}
+
+/* The node index of comm rank @r among the ranks of its node (the node communicator
+ * orders them by comm rank), or -1 when @r is not on this rank's node. */
+static int node_index(const mxh_hier_t *h, int r)
+{
+    const mxh_layout_t *L = h->layout;
+    int k = 0;
+    if (r < 0 || L->node_of[r] != L->node_of[h->rank])
+        return -1;
+    for (int q = 0; q < r; q++)
+        k += L->node_of[q] == L->node_of[r];
+    return k;
+}
+
+typedef struct dnet_io {
+    const mxh_sched_t *sched;
+    int                blocks;  /* block collective: work is fragment-major */
+    size_t             count;   /* elements per block (the user's layout) */
+    const int         *order;   /* [nblocks] the rank whose block sits at each position */
+    int                nblocks;
+    mxh_ipc_region_t  *reg;     /* growing list */
+    int                n, cap;
+} dnet_io_t;
+
+static int region_add(dnet_io_t *d, size_t user, size_t work, size_t cnt, int fill)
+{
+    if (cnt == 0)
+        return 0;
+    if (d->n == d->cap)
+        return -1;
+    d->reg[d->n++] = fill ? (mxh_ipc_region_t){user, work, cnt} : (mxh_ipc_region_t){work, user, cnt};
+    return 0;
+}
+
+/* Work elements [@off, @off + @cnt) of fragment @f as regions between the user's layout
+ * and the work buffer's (@fill: user -> work, else work -> user). */
+static int region_of(dnet_io_t *d, int f, size_t off, size_t cnt, int fill)
+{
+    if (!d->blocks)
+        return region_add(d, off, off, cnt, fill);
+    size_t fo = mxh_sched_frag_offset(d->sched, f), fc = mxh_sched_frag_count(d->sched, f);
+    size_t fs = mxh_sched_frag_start(d->sched, f);
+    while (cnt > 0 && fc > 0) {
+        size_t pos = (off - fo) / fc, in = (off - fo) % fc, k = fc - in < cnt ? fc - in : cnt;
+        if (pos >= (size_t)d->nblocks ||
+            region_add(d, (size_t)d->order[pos] * d->count + fs + in, off, k, fill) < 0)
+            return -1;
+        off += k;
+        cnt -= k;
+    }
+    return 0;
+}
+
+/* The regions around the network steps of every fragment: @pre before (fill), @post
+ * after (spread) of kinds @fill / @spread; 0, or -1 where the schedule cannot take the
+ * path (a node step between network steps, or of a kind fill/spread do not stand for). */
+static int dnet_regions(mxh_coll_args_t *a, unsigned skip, int fill, int spread, dnet_io_t *pre,
+                        dnet_io_t *post)
+{
+    const mxh_sched_t *sched = pre->sched;
+    for (int f = 0; f < sched->nfrag; f++) {
+        const mxh_plan_t *p = mxh_sched_plan(sched, f);
+        size_t fo = mxh_sched_frag_offset(sched, f), fc = mxh_sched_frag_count(sched, f);
+        int first = -1, last = -1, after = 0;
+        for (int i = 0; i < p->nsteps; i++) {
+            mxh_step_type_t t = p->steps[i].type;
+            if (t == MXH_STEP_SPREAD || (t == MXH_STEP_ALLREDUCE && (skip >> p->steps[i].level & 1u)))
+                return -1; /* whole-vector node steps: fill / spread do not stand for them */
+            if (skip >> p->steps[i].level & 1u) {
+                after = first >= 0;
+                continue;
+            }
+            if (after)
+                return -1; /* a network step after a node step that follows one */
+            if (first < 0)
+                first = i;
+            last = i;
+        }
+        if (fill == FILL_OWN) { /* my block's piece of the fragment */
+            size_t w = fo + (size_t)p->block_pos[a->rank] * fc;
+            if (region_add(pre, mxh_sched_frag_start(sched, f), w, fc, 1) < 0)
+                return -1;
+        } else if (first >= 0 && region_of(pre, f, fo + p->steps[first].offset,
+                                           p->steps[first].count, 1) < 0) {
+            return -1;
+        }
+        if (spread == SPREAD_MINE) {
+            size_t w = fo + (size_t)p->block_pos[a->rank] * fc;
+            if (region_add(post, mxh_sched_frag_start(sched, f), w, fc, 0) < 0)
+                return -1;
+        } else if (last >= 0 && region_of(post, f, fo + p->steps[last].offset,
+                                          p->steps[last].count, 0) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Local copies of regions (a rank alone in its node, allgather's own block): @dst[out..]
+ * = @src[in..], waiting for them (yielding in a task). */
 static mxh_status_t copy_regions(const mxh_mem_ops_t *ops, char *dst, const char *src,
-                                 const size_t *off, const size_t *cnt, int nreg, size_t ts)
+                                 const mxh_ipc_region_t *r, int nreg, size_t ts)
 {
     mxh_mem_event_t ev[16];
     mxh_status_t st = MXH_OK;
     int k = 0;
 
-    for (int r = 0; r <= nreg; r++) {
-        if (r < nreg && cnt[r] > 0 && st == MXH_OK &&
-            (st = ops->copy_start(dst + off[r] * ts, src + off[r] * ts, cnt[r] * ts, &ev[k])) ==
+    for (int i = 0; i <= nreg; i++) {
+        if (i < nreg && r[i].cnt > 0 && st == MXH_OK && dst + r[i].out * ts != src + r[i].in * ts &&
+            (st = ops->copy_start(dst + r[i].out * ts, src + r[i].in * ts, r[i].cnt * ts, &ev[k])) ==
                 MXH_OK)
             k++;
-        if (k == 16 || (r == nreg && k > 0)) { /* wait for the batch */
-            for (int i = 0; i < k; i++) {
+        if (k == 16 || (i == nreg && k > 0)) { /* wait for the batch */
+            for (int j = 0; j < k; j++) {
                 int done;
-                while ((done = ops->event_test(&ev[i])) == 0)
+                while ((done = ops->event_test(&ev[j])) == 0)
                     if (mxh_task_in_fiber())
                         mxh_task_yield();
                 if (done < 0 && st == MXH_OK)
@@ -1743,95 +1881,118 @@ static mxh_status_t copy_regions(const mxh_mem_ops_t *ops, char *dst, const char
     return st;
 }
 
-/* Allreduce over several nodes on device buffers: the node part on the device
- * node level of the whole node (exec/ipc.h: mxh_ipc_node_reduce / _push), the
- * network steps of the agreed schedule on host memory, run by the executor
- * with the node-local levels skipped, so exactly the messages a node that
- * stages sends: nodes decide alone, only the ranks of one node agree. Per
- * fragment, the node reduction fills the region where this rank's first
- * network step starts (the node-wide sum of its part: what the schedule's
- * node steps would have left there), only those regions cross to the host and
- * back (1/n of the vector instead of all of it, n ranks per node), and the
- * region its last network step leaves is pushed to every peer of the node.
- * MXH_ERR_UNSUPPORTED (the node's ranks alike, nothing written): staged. */
-static mxh_status_t ipc_hybrid_allreduce(mxh_coll_args_t *a)
+/* The network steps of @sched on the device work buffer @work. */
+static mxh_status_t dnet_exec(mxh_coll_args_t *a, const mxh_sched_t *sched,
+                              const mxh_mem_ops_t *ops, unsigned skip, void *work)
 {
-    mxh_hier_t *h            = a->hier;
-    const mxh_layout_t *L    = h->layout;
-    buf_use_t u              = buf_use(a);
-    size_t n                 = (size_t)a->count * a->vn, ts = a->tsize;
-    const void *in           = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
-    const mxh_sched_t *sched = NULL;
-    const mxh_mem_ops_t *ops;
-    size_t *reg = NULL;
-    unsigned skip = 0;
-    int nfrag = 0, able, engaged = 0;
+    mxh_hier_t *h      = a->hier;
+    mxh_exec_ctx_t ctx = exec_ctx(h, a->vdt, a->tsize, a->mpi_op, a->lvl_p);
+    int nd             = mxh_exec_dev_slots(sched);
+    ctx.skip_levels    = skip;
+    ctx.mem            = ops;
+    ctx.xfer           = device_xfer(ops);
+    ctx.shm            = NULL;
+    ctx.shm_levels     = 0;
+    size_t bounce      = ctx.xfer == MXH_XFER_STAGED ? mxh_exec_bounce_bytes(sched, a->tsize) : 0;
+    size_t tmp_bytes   = mxh_exec_tmp_count(sched, &ctx) * a->tsize;
+    void *tmp          = mxh_hier_dev(h, ops, 1, tmp_bytes);
+    if ((ctx.devs = mxh_hier_devs(h, ops, nd, bounce)) == NULL || tmp == NULL)
+        return no_memory(tmp == NULL ? tmp_bytes : (size_t)nd * bounce);
+    mxh_status_t st = mxh_exec_sched(sched, &ctx, work, tmp);
+    uint64_t staged = 0;
+    for (int i = 0; i < nd; i++)
+        staged += ctx.devs[i].staged;
+    count_staged(a, staged, 0);
+    return st;
+}
+
+static mxh_status_t device_net(mxh_coll_args_t *a)
+{
+    mxh_hier_t *h             = a->hier;
+    const mxh_coll_desc_t *ci = mxh_coll_info(a->coll);
+    const coll_ops_t *o       = ops_of(a);
+    const mxh_layout_t *L     = h->layout;
+    buf_use_t u               = buf_use(a);
+    size_t n = (size_t)a->count * a->vn, ts = a->tsize, nb = ci->blocks ? (size_t)a->size : 1;
+    int in_place              = a->sendbuf == MPI_IN_PLACE, gets = u.recv_count > 0;
+    const char *in            = in_place ? (const char *)a->recvbuf : (const char *)a->sendbuf;
+    void *out                 = gets ? a->recvbuf : NULL;
+    size_t in_bytes = (o->dnet_fill == FILL_OWN ? n : n * nb) * ts, out_bytes = gets ? n * ts : 0;
+    const mxh_sched_t *sched  = NULL;
+    unsigned skip             = 0;
+    int root = ci->rooted ? node_index(h, a->root) : -1, engaged = 0, able;
+    dnet_io_t pre = {0}, post = {0};
     mxh_status_t st;
 
+    if (o->dnet_fill == FILL_OWN) {
+        out_bytes = n * nb * ts;
+        if (in_place)
+            in = (const char *)a->recvbuf + (size_t)a->rank * n * ts;
+    }
     for (int l = 0; l < L->nlevels; l++)
         if (L->type[l] == MXH_LEVEL_NODE || L->type[l] == MXH_LEVEL_ISLAND)
             skip |= 1u << l;
-    able = get_sched(a, n, &sched) == MXH_OK;
+    const mxh_mem_ops_t *ops = ipc_hold(a, u);
+    able = ops != NULL && get_sched(a, n, &sched) == MXH_OK &&
+           mxh_exec_device_able(sched, skip, ops, a->vdt, ci->reducing ? a->mpi_op : MPI_OP_NULL);
     if (able) {
-        nfrag = sched->nfrag;
-        reg   = mxh_hier_grow(&h->ipc_regs, 4 * (size_t)nfrag * sizeof(size_t));
-        able  = reg != NULL;
-    }
-    /* regions: in_off, in_cnt, out_off, out_cnt per fragment; the plan must
-     * keep its node-local steps before and after its network steps */
-    for (int f = 0; f < nfrag && able; f++) {
-        const mxh_plan_t *p = mxh_sched_plan(sched, f);
-        size_t fo           = mxh_sched_frag_offset(sched, f);
-        int first = -1, last = -1, after = 0;
-        for (int i = 0; i < p->nsteps; i++) {
-            mxh_step_type_t t = p->steps[i].type;
-            if (skip >> p->steps[i].level & 1u) {
-                after = first >= 0;
-                /* node steps that split the data between the node's ranks (so
-                 * their regions are disjoint) before, that join it after; not
-                 * the latency plan's whole-vector allreduce at every level */
-                if (after ? t != MXH_STEP_ALLGATHER && t != MXH_STEP_BCAST
-                          : t != MXH_STEP_REDUCE_SCATTER && t != MXH_STEP_REDUCE)
-                    able = 0;
-                continue;
-            }
-            if (after)
-                able = 0; /* a network step after a node step that follows one */
-            if (first < 0)
-                first = i;
-            last = i;
+        /* a fragment's regions: one per block piece at most, before and after */
+        int cap    = sched->nfrag * (int)(nb + 1);
+        size_t sz  = 2 * (size_t)cap * sizeof(mxh_ipc_region_t) + nb * sizeof(int);
+        char *mem  = mxh_hier_grow(&h->ipc_regs, sz);
+        able       = mem != NULL;
+        if (able) {
+            int *order = (int *)(mem + 2 * (size_t)cap * sizeof(mxh_ipc_region_t));
+            for (int r = 0; ci->blocks && r < a->size; r++)
+                order[sched->plan->block_pos[r]] = r;
+            pre  = (dnet_io_t){sched, ci->blocks, n, order, (int)nb, (mxh_ipc_region_t *)mem, 0, cap};
+            post = pre;
+            post.reg = pre.reg + cap;
+            able = dnet_regions(a, skip, o->dnet_fill, o->dnet_spread, &pre, &post) == 0;
+            if (!able)
+                mxh_debug("%s: the device network path cannot take the node steps of the "
+                          "schedule of %zu elements", a->func, n);
         }
-        reg[f]             = first >= 0 ? fo + p->steps[first].offset : 0;
-        reg[nfrag + f]     = first >= 0 ? p->steps[first].count : 0;
-        reg[2 * nfrag + f] = last >= 0 ? fo + p->steps[last].offset : 0;
-        reg[3 * nfrag + f] = last >= 0 ? p->steps[last].count : 0;
+    } else if (ops != NULL && sched != NULL) {
+        mxh_debug("%s: a network step of the schedule has no device form", a->func);
     }
-    ops = ipc_hold(a, u);
-    st  = mxh_ipc_node_reduce(h->ipc_node, ops, able, in, a->recvbuf, n * ts, reg,
-                              reg ? reg + nfrag : NULL, nfrag, a->vdt, ts, a->mpi_op, &engaged);
-    if (engaged) {
-        char *mirror = mxh_hier_stage(h, ops, 1, n * ts);
-        mxh_exec_ctx_t ctx = exec_ctx(h, a->vdt, ts, a->mpi_op, a->lvl_p);
-        ctx.skip_levels    = skip;
-        size_t tmp_bytes = mxh_exec_tmp_count(sched, &ctx) * ts;
-        void *tmp        = mxh_hier_tmp(h, tmp_bytes);
-        if (mirror == NULL || tmp == NULL) {
-            /* the other nodes wait in the network steps: as the staged path */
-            st = no_memory(mirror == NULL ? n * ts : tmp_bytes);
-        } else {
-            if (st == MXH_OK)
-                st = copy_regions(ops, mirror, a->recvbuf, reg, reg + nfrag, nfrag, ts);
-            mxh_status_t net = mxh_exec_sched(sched, &ctx, mirror, tmp);
-            if (st == MXH_OK)
-                st = net;
-            if (st == MXH_OK)
-                st = copy_regions(ops, a->recvbuf, mirror, reg + 2 * nfrag, reg + 3 * nfrag, nfrag,
-                                  ts);
-        }
-        st = mxh_ipc_node_push(h->ipc_node, ops, a->recvbuf, reg + 2 * nfrag, reg + 3 * nfrag,
-                               nfrag, ts, st);
-        a->ipc = 1;
+    if (h->ipc_node != NULL) {
+        st = mxh_ipc_node_agree(h->ipc_node, ops, able, in, in_bytes, out, out_bytes, a->vdt,
+                                ci->reducing ? a->mpi_op : MPI_OP_NULL, &engaged);
+    } else {
+        engaged = able; /* alone in my node: nobody to agree with */
+        st      = able ? MXH_OK : MXH_ERR_UNSUPPORTED;
     }
+    if (!engaged) {
+        ipc_release(a, u, ops);
+        return st;
+    }
+    a->ipc = 1;
+    /* the work buffer: the output where it has the work's layout */
+    char *work = out != NULL && !ci->blocks ? out : mxh_hier_dev(h, ops, 0, n * nb * ts);
+    if (work == NULL)
+        st = no_memory(n * nb * ts); /* the other nodes wait in the network steps: run them */
+    else if (ops->enter != NULL)
+        st = ops->enter();
+    if (st == MXH_OK && o->dnet_fill == FILL_OWN)
+        st = copy_regions(ops, work, in, pre.reg, pre.n, ts);
+    else if (st == MXH_OK && h->ipc_node != NULL && (o->dnet_fill == FILL_REDUCE || root >= 0))
+        st = mxh_ipc_node_fill(h->ipc_node, ops, o->dnet_fill == FILL_REDUCE ? -1 : root, work,
+                               pre.reg, pre.n, a->vdt, ts, a->mpi_op);
+    else if (st == MXH_OK && h->ipc_node == NULL && o->dnet_fill != FILL_ROOT)
+        st = copy_regions(ops, work, in, pre.reg, pre.n, ts);
+    if (work != NULL) {
+        mxh_status_t net = dnet_exec(a, sched, ops, skip, work);
+        st               = st != MXH_OK ? st : net;
+    }
+    /* spread: to everybody, to the root (on my node), my own block */
+    int to = o->dnet_spread == SPREAD_ALL ? -1 : o->dnet_spread == SPREAD_ROOT ? root
+                                                                                : node_index(h, a->rank);
+    int nreg = o->dnet_spread == SPREAD_ROOT && root < 0 ? 0 : post.n;
+    if (h->ipc_node != NULL)
+        st = mxh_ipc_node_spread(h->ipc_node, ops, to, work, post.reg, nreg, ts, st);
+    else if (st == MXH_OK && out != NULL)
+        st = copy_regions(ops, out, work, post.reg, nreg, ts);
     ipc_release(a, u, ops);
     return st;
 }
@@ -1922,21 +2083,26 @@ static const coll_ops_t coll_ops[MXH_COLL_COUNT] = {
     [MXH_COLL_ALLREDUCE] = {
         .body = hier_allreduce, .mpi = mpi_allreduce, .impi = impi_allreduce,
         .buf_use = use_allreduce, .shm = shm_allreduce, .ipc = ipc_allreduce,
-        .ipc_nodes = ipc_hybrid_allreduce, .settle = settle_allreduce, .self = SELF_COPY,
+        .dnet_fill = FILL_REDUCE, .dnet_spread = SPREAD_ALL, .settle = settle_allreduce,
+        .self = SELF_COPY,
         .staged_frags = 1},
     [MXH_COLL_REDUCE_SCATTER_BLOCK] = {
         .body = hier_rsb, .mpi = mpi_rsb, .impi = impi_rsb, .inplace_copy = inplace_rsb,
-        .buf_use = use_rsb, .ipc = ipc_rsb, .self = SELF_COPY},
+        .buf_use = use_rsb, .ipc = ipc_rsb, .dnet_fill = FILL_REDUCE, .dnet_spread = SPREAD_MINE,
+        .self = SELF_COPY},
     [MXH_COLL_ALLGATHER] = {
         .body = hier_allgather, .mpi = mpi_allgather, .impi = impi_allgather,
-        .buf_use = use_allgather, .ipc = ipc_allgather, .self = SELF_SIZES},
+        .buf_use = use_allgather, .ipc = ipc_allgather, .dnet_fill = FILL_OWN,
+        .dnet_spread = SPREAD_ALL, .self = SELF_SIZES},
     [MXH_COLL_BCAST] = {
         .body = hier_bcast, .mpi = mpi_bcast, .impi = impi_bcast, .buf_use = use_bcast,
-        .shm = shm_bcast, .ipc = ipc_bcast, .self = SELF_KEEP},
+        .shm = shm_bcast, .ipc = ipc_bcast, .dnet_fill = FILL_ROOT, .dnet_spread = SPREAD_ALL,
+        .self = SELF_KEEP},
     [MXH_COLL_REDUCE] = {
         .body = hier_reduce, .mpi = mpi_reduce, .impi = impi_reduce,
         .inplace_copy = inplace_reduce, .buf_use = use_reduce, .shm = shm_reduce,
-        .ipc = ipc_reduce, .self = SELF_COPY, .staged_frags = 1},
+        .ipc = ipc_reduce, .dnet_fill = FILL_REDUCE, .dnet_spread = SPREAD_ROOT,
+        .self = SELF_COPY, .staged_frags = 1},
     [MXH_COLL_ALLGATHERV] = {
         .body = hier_allgatherv, .mpi = mpi_allgatherv, .impi = impi_allgatherv,
         .buf_use = use_allgatherv},
@@ -1989,9 +2155,11 @@ static mxh_status_t body(mxh_coll_args_t *a)
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
     }
-    if (a->path == MXH_PATH_SCHED && ops_of(a)->ipc_nodes != NULL && a->hier->ipc_node != NULL &&
-        ipc_considered(a)) {
-        mxh_status_t st = ops_of(a)->ipc_nodes(a);
+    /* every rank of a node with a device node level, whatever its buffers (the
+     * agreement is inside); a rank alone in its node when its buffers are device ones */
+    if (a->path == MXH_PATH_SCHED && ops_of(a)->dnet_fill != FILL_NONE &&
+        (a->hier->ipc_node != NULL || (a->hier->node_alone && a->staged)) && ipc_considered(a)) {
+        mxh_status_t st = device_net(a);
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
     }

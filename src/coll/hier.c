@@ -10,6 +10,7 @@
 #include "exec/measure_run.h"
 #include "decide/tune_hier.h"
 #include "exec/ipc.h"
+#include "exec/p2p.h"
 #include "coll/alltoall.h"
 #include "coll/metrics.h"
 #include "mem/ipc_cache.h"
@@ -178,6 +179,15 @@ static void hier_destroy(mxh_hier_t *h)
         for (int w = 0; w < 2; w++)
             if (h->stage[k][w].p != NULL)
                 mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(h->stage[k][w].p, h->stage[k][w].size);
+    for (int k = 0; k < MXH_MEM_NKINDS; k++) {
+        const mxh_mem_ops_t *o = mxh_mem_ops((mxh_mem_kind_t)k);
+        for (int w = 0; w < 2; w++)
+            if (h->dev[k][w].p != NULL)
+                o->work_free(h->dev[k][w].p, h->dev[k][w].size);
+        if (h->bounce[k].p != NULL)
+            o->stage_free(h->bounce[k].p, h->bounce[k].size);
+    }
+    free(h->devs.p);
     free(h->blk_counts);
     free(h->blk_displs);
     mxh_hier_grow_free(&h->ipc_regs);
@@ -386,6 +396,7 @@ static void create_shm(mxh_hier_t *h)
         MPI_Comm_split(h->comm, L->node_of[h->rank], h->rank, &h->node_comm) == MPI_SUCCESS) {
         int nsize = 1;
         MPI_Comm_size(h->node_comm, &nsize);
+        h->node_alone = nsize == 1;
         if (nsize > 1 && mxh_shm_create(h->node_comm, h->config.shm_chunk, &h->shm_node) == MXH_OK)
             h->ipc_node = create_ipc(h, h->shm_node, h->node_comm);
         else
@@ -986,3 +997,65 @@ void *mxh_hier_stage(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t 
     return b->p;
 }
 
+
+void *mxh_hier_dev(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t bytes)
+{
+    mxh_grow_buf_t *b = &h->dev[ops->kind][which];
+    if (bytes == 0)
+        bytes = 1;
+    if (bytes > b->size) {
+        size_t want = bytes > 2 * b->size ? bytes : 2 * b->size;
+        void *p     = ops->work_alloc(want);
+        if (p == NULL && want > bytes)
+            p = ops->work_alloc(want = bytes);
+        if (p == NULL) {
+            mxh_error("cannot allocate %zu bytes of %s work memory", bytes, ops->name);
+            return NULL;
+        }
+        if (b->p != NULL)
+            ops->work_free(b->p, b->size);
+        b->p    = p;
+        b->size = want;
+    }
+    return b->p;
+}
+
+struct mxh_p2p_dev *mxh_hier_devs(mxh_hier_t *h, const mxh_mem_ops_t *ops, int n, size_t bounce)
+{
+    mxh_grow_buf_t *pool = &h->bounce[ops->kind];
+    size_t need = (size_t)n * bounce;
+    mxh_p2p_dev_t *d = NULL;
+
+    if (n < 1 || (d = mxh_hier_grow(&h->devs, (size_t)n * sizeof(*d))) == NULL)
+        return NULL;
+    /* exactly what the call needs (no geometric growth: the bound is the point), given
+     * back once calls have needed much less for a while */
+    unsigned *idle = &h->bounce_idle[ops->kind];
+    int shrink     = 0;
+    if (pool->p != NULL && need < pool->size / 4)
+        shrink = ++*idle >= MXH_HIER_BOUNCE_IDLE;
+    else
+        *idle = 0;
+    if (pool->p != NULL && (need > pool->size || shrink)) {
+        ops->stage_free(pool->p, pool->size);
+        pool->p    = NULL;
+        pool->size = 0;
+        *idle      = 0;
+    }
+    if (need > 0 && pool->p == NULL) {
+        if ((pool->p = ops->stage_alloc(need)) == NULL) {
+            mxh_error("cannot allocate %zu bytes of %s bounce memory", need, ops->name);
+            return NULL;
+        }
+        pool->size = need;
+    }
+    for (int i = 0; i < n; i++) {
+        d[i].bounce = need > 0 ? (char *)pool->p + (size_t)i * bounce : NULL;
+        d[i].cap    = bounce;
+        d[i].used   = 0;
+        d[i].nev    = 0;
+        d[i].nmsg   = 0;
+        d[i].staged = 0;
+    }
+    return d;
+}

@@ -88,7 +88,9 @@ typedef struct mxh_hier {
     mxh_shm_t        *shm_node;                   /* its segment, or NULL */
     struct mxh_ipc   *ipc_node;                   /* its device node level, or NULL (agreed
                                                      by the node's ranks) */
-    mxh_grow_buf_t    ipc_regs;                   /* region lists of ipc_hybrid_allreduce */
+    mxh_grow_buf_t    ipc_regs;                   /* region lists of the device network path */
+    int               node_alone;                 /* several nodes, device node level wanted,
+                                                     and this rank alone in its node */
     size_t            ipc_min;                    /* calls of fewer bytes stage (agreed:
                                                      MPIX_HIER_IPC_MIN, raised where ranks
                                                      share a GPU, exec/ipc.h) */
@@ -108,6 +110,15 @@ typedef struct mxh_hier {
     mxh_grow_buf_t    tmp;                        /* executor's temporary space */
     mxh_grow_buf_t    stage[MXH_MEM_NKINDS][2];   /* staging mirrors per memory kind
                                                      (input, output), from its allocator */
+    /* device network path (coll.c): work and receive space of each kind (its
+     * work_alloc), the pinned bounce pool of staged steps (its stage_alloc: at most
+     * ops in flight x bounce bytes of the schedule, given back after
+     * MXH_HIER_BOUNCE_IDLE calls that needed less than a quarter of it) and the ops'
+     * device records */
+    mxh_grow_buf_t    dev[MXH_MEM_NKINDS][2];
+    mxh_grow_buf_t    bounce[MXH_MEM_NKINDS];
+    unsigned          bounce_idle[MXH_MEM_NKINDS];
+    mxh_grow_buf_t    devs;
     mxh_task_queue_t *queue;                      /* collectives in flight on the user's
                                                      communicator, FIFO (mxh_comm_queue) */
     struct mxh_comm_queue *cq;
@@ -202,6 +213,13 @@ void mxh_hier_grow_free(mxh_grow_buf_t *b);
 /* Staging mirror @which (0 input, 1 output) of at least @bytes for memory of
  * @ops's kind (its staging allocator: pinned host memory for CUDA). */
 void *mxh_hier_stage(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int which, size_t bytes);
+/* Device memory @which (0 work, 1 receive space) of at least @bytes of @ops's kind. */
+void *mxh_hier_dev(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int which, size_t bytes);
+#define MXH_HIER_BOUNCE_IDLE 64
+/* @n device records for the ops of a call on @ops's kind, each with @bounce bytes of
+ * the pinned pool (0: direct, none), their counters zeroed; NULL: out of memory. */
+struct mxh_p2p_dev *mxh_hier_devs(mxh_hier_t *hier, const mxh_mem_ops_t *ops, int n,
+                                  size_t bounce);
 /* The rank records' exchange: @bytes from every rank of @comm into @all (rank order;
  * NULL: this rank takes part and drops them), in MPI_Allgathers of at most @slice bytes
  * in all (bytes [off, off + len) of every rank's part at a time, len = @slice / size),

@@ -46,11 +46,19 @@ const mxh_metric_family_t mxh_metric_families[] = {
      "allreduces (one step across rail and spine, MPIX_HIER_SPREAD) on level rail."},
     {"mpix_hier_level_steps_total", "counter", "coll,algo,level",
      "Steps run on a level (the shm path: one per call)."},
+    {"mpix_hier_staged_bytes_total", "counter", "coll",
+     "Bytes of device buffers this rank copied through host memory: the bounce buffers of "
+     "network steps that cannot take device memory directly, and the host mirrors of the "
+     "paths that stage a buffer whole (0 where the network takes device memory)."},
+    {"mpix_hier_device_cpu_reduced_bytes_total", "counter", "coll",
+     "Bytes of device data this rank reduced with the CPU (or handed to MPI's own reduction "
+     "on host copies): the paths that stage device buffers whole; 0 on the device paths."},
     {"mpix_hier_comm_live", "gauge", "",
      "1 while the communicator exists, 0 once freed (its counters stay; past 256 freed "
      "communicators the oldest are summed into comm=\"freed\")."},
     {NULL, NULL, NULL, NULL}};
-enum { F_CALLS, F_BYTES, F_SECONDS, F_FALLBACKS, F_LVL_SECONDS, F_LVL_STEPS, F_LIVE, NFAM };
+enum { F_CALLS, F_BYTES, F_SECONDS, F_FALLBACKS, F_LVL_SECONDS, F_LVL_STEPS, F_STAGED,
+       F_CPU_REDUCED, F_LIVE, NFAM };
 
 typedef struct mxh_mstats mstats_t;
 _Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % sizeof(uint64_t) == 0 &&
@@ -302,6 +310,13 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
     }
     for (int c = 0; c < MXH_COLL_COUNT; c++) {
         s.key[5] = "coll", s.val[5] = mxh_coll_name((mxh_coll_t)c);
+        if (f == F_STAGED || f == F_CPU_REDUCED) {
+            uint64_t v = f == F_STAGED ? m->staged[c] : m->cpu_reduced[c];
+            s.n = 6;
+            if (all || v)
+                fn(arg, &s, (double)v);
+            continue;
+        }
         if (f == F_LVL_SECONDS || f == F_LVL_STEPS) {
             s.n = 8;
             for (int g = MXH_ALG_SHM; g < MXH_NALG; g++) { /* the algorithms that have levels */

@@ -58,6 +58,8 @@ struct mxh_mstats {
     uint64_t    fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
     uint64_t    lvl_ticks[MXH_COLL_COUNT][MXH_NALG][MXH_LEVEL_TYPE_COUNT];
     uint64_t    lvl_steps[MXH_COLL_COUNT][MXH_NALG][MXH_LEVEL_TYPE_COUNT];
+    uint64_t    staged[MXH_COLL_COUNT];      /* device bytes copied through host memory */
+    uint64_t    cpu_reduced[MXH_COLL_COUNT]; /* device bytes reduced by the CPU */
 };
 
 struct mxh_mstats *mxh_metrics_of_slow(const mxh_coll_args_t *a);

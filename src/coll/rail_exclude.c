@@ -28,7 +28,7 @@ static int piece_allreduce(mxh_hier_t *h, int level, char *piece, int n, MPI_Dat
 {
     MPI_Comm c = h->level_comm[level];
     mxh_step_t st;
-    mxh_p2p_env_t env = {c, dt, tsize, op};
+    mxh_p2p_env_t env = {.comm = c, .dt = dt, .ext = tsize, .op = op};
     char *tmp;
 
     memset(&st, 0, sizeof(st));

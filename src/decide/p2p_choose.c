@@ -92,8 +92,12 @@ int mxh_p2p_usable(const mxh_step_t *s, size_t ext)
         return s->gsize > 1;
     case MXH_STEP_BCAST:
     case MXH_STEP_REDUCE:
-        return s->gsize > 1 &&
-               (s->count >= MXH_P2P_TREE_COUNT || flat_step(s, ext) || net_rooted(s));
+        /* a pipeline's rootless step on the network has the point-to-point shape at
+         * every size (its small last fragments too): the network steps of the device
+         * path run point to point only */
+        return s->gsize > 1 && (s->count >= MXH_P2P_TREE_COUNT || flat_step(s, ext) ||
+                                net_rooted(s) || (s->rootless && s->net && !s->ring &&
+                                                  s->gsize <= MXH_P2P_DIRECT_P));
     case MXH_STEP_SEND:
     case MXH_STEP_RECV:
         return 1;

@@ -84,7 +84,8 @@ typedef enum mxh_p2p_algo {
  * allreduce, scatter and gather on a group of more than one rank; send and
  * receive; bcast (scatter from the root + allgather) and reduce (reduce-scatter
  * + gather to the root) of at least MXH_P2P_TREE_COUNT elements, on network levels
- * of 4 to MXH_P2P_DIRECT_P ranks (not torus rings) at every size, and flat ones (@ext:
+ * of 4 to MXH_P2P_DIRECT_P ranks (not torus rings) at every size, a pipeline's rootless
+ * ones on the network (not torus rings) at every size, and flat ones (@ext:
  * the element size, which their limit counts in bytes). */
 int mxh_p2p_usable(const mxh_step_t *s, size_t ext);
 

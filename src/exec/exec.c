@@ -210,11 +210,55 @@ static void finish_step(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, char *ba
  * match each other's messages. */
 #define MXH_P2P_TAG 7300
 
-static mxh_p2p_env_t p2p_env(const mxh_step_t *s, const mxh_exec_ctx_t *ctx)
+/* The environment of step @s's op in devs[] entry @slot. */
+static mxh_p2p_env_t p2p_env(const mxh_step_t *s, const mxh_exec_ctx_t *ctx, int slot)
 {
     mxh_p2p_env_t e = {s->type == MXH_STEP_SPREAD ? ctx->spread_comm : ctx->comms[s->level],
-                       ctx->dt, ctx->extent, ctx->op};
+                       ctx->dt, ctx->extent, ctx->op, ctx->mem, ctx->xfer,
+                       ctx->mem ? &ctx->devs[slot] : NULL};
     return e;
+}
+
+static int step_reduces(const mxh_step_t *s)
+{
+    return s->type == MXH_STEP_REDUCE_SCATTER || s->type == MXH_STEP_ALLREDUCE ||
+           s->type == MXH_STEP_REDUCE || s->type == MXH_STEP_SPREAD;
+}
+
+int mxh_exec_device_able(const mxh_sched_t *sched, unsigned skip_levels,
+                         const mxh_mem_ops_t *mem, MPI_Datatype dt, MPI_Op op)
+{
+    int reduces = 0;
+    if (mem == NULL || mem->copy_start == NULL || mem->work_alloc == NULL)
+        return 0;
+    for (int k = 0; k < sched->nplans; k++)
+        for (int i = 0; i < sched->plans[k]->nsteps; i++) {
+            const mxh_step_t *s = &sched->plans[k]->steps[i];
+            if (s->count == 0 || s->gsize < 2 || (skip_levels >> s->level & 1u))
+                continue;
+            if (!s->p2p) /* (step.shm is moot: the executor gets no segments then) */
+                return 0;
+            reduces |= step_reduces(s);
+        }
+    return !reduces || (mem->reduce_start != NULL && mem->reduce_ok(dt, op));
+}
+
+int mxh_exec_dev_slots(const mxh_sched_t *sched)
+{
+    if (sched->nfrag == 1)
+        return 1;
+    return sched->tuned.stream ? sched->tuned.window : sched->nstages;
+}
+
+size_t mxh_exec_bounce_bytes(const mxh_sched_t *sched, size_t ext)
+{
+    size_t most = 0;
+    for (int k = 0; k < sched->nplans; k++)
+        for (int i = 0; i < sched->plans[k]->nsteps; i++) {
+            size_t b = mxh_p2p_bounce_bytes(&sched->plans[k]->steps[i], ext);
+            most     = b > most ? b : most;
+        }
+    return most;
 }
 
 /* Elements of temporary space one step needs (MPI form: the whole region). */
@@ -302,8 +346,13 @@ static mxh_status_t run_plan(const mxh_plan_t *plan, const mxh_exec_ctx_t *ctx, 
                 return st;
             continue;
         }
+        if (ctx->mem != NULL && !s->p2p) {
+            mxh_error("%s step on level %d: no point-to-point form for device buffers",
+                      mxh_step_type_name(s->type), s->level);
+            return MXH_ERR_UNSUPPORTED;
+        }
         if (s->p2p) {
-            mxh_p2p_env_t env = p2p_env(s, ctx);
+            mxh_p2p_env_t env = p2p_env(s, ctx, 0);
             rc = mxh_p2p_run(s, &env, base, i == src_i ? src + s->offset * ctx->extent : NULL,
                              tmp, MXH_P2P_TAG + s->stage);
         } else if (mxh_task_in_fiber()) {
@@ -518,8 +567,8 @@ static int stream_try(stream_t *S, frag_state_t *fs, frag_state_t *x, int f, int
         const mxh_step_t *s = &p->steps[i];
         if (stream_stagger(S, fs, s, f, st))
             return MPI_SUCCESS; /* fragment f - 1 still receives its scatter */
-        mxh_p2p_env_t env   = p2p_env(s, S->ctx);
         int slotno          = f % S->W;
+        mxh_p2p_env_t env   = p2p_env(s, S->ctx, slotno);
         char *base = S->work + (mxh_sched_frag_offset(sched, f) + s->offset) * S->ctx->extent;
         /* by fragment, not window slot: the window counts this rank's stages,
          * which differ on a rank alone in its node */
@@ -646,10 +695,21 @@ static int stream_wait(frag_state_t *fs, int FS, int lo, int next, int block)
     int where[MXH_MAX_STREAM], nops = 0, n;
 
     for (int f = lo; f < next; f++)
-        if (fs[f % FS].started)
+        if (fs[f % FS].started) {
             ops[nops++] = &fs[f % FS].op;
-    if (!block)
-        return ops_poll(ops, nops, all, where);
+            /* device work completes only when polled: never block on MPI then */
+            if (mxh_p2p_dev_busy(&fs[f % FS].op))
+                block = 0;
+        }
+    if (!block) {
+        int rc = ops_poll(ops, nops, all, where);
+        for (int k = 0; k < nops; k++)
+            if (mxh_p2p_dev_busy(ops[k])) {
+                mxh_task_yield(); /* the device works meanwhile */
+                break;
+            }
+        return rc;
+    }
     return ops_wait_any(ops, nops, all, where, &n);
 }
 
@@ -808,8 +868,13 @@ static int ops_wait(mxh_p2p_op_t *ops, int nops)
     mxh_p2p_op_t *list[2 * MXH_MAX_LEVELS];
     int n, rc;
 
-    for (int k = 0; k < nops; k++)
+    for (int k = 0; k < nops; k++) {
         list[k] = &ops[k];
+        if (mxh_p2p_dev_busy(&ops[k])) { /* device work completes only when polled */
+            mxh_task_yield();
+            return MPI_SUCCESS;
+        }
+    }
     rc = ops_wait_any(list, nops, all, where, &n);
     if (n == 0)
         mxh_task_yield();
@@ -899,8 +964,14 @@ static mxh_status_t exec_rounds(const mxh_sched_t *sched, const mxh_exec_ctx_t *
             char *stmp             = (char *)tmp + (size_t)step->stage * slot;
             if (shm_step_form(step, ctx))
                 continue; /* shared-memory step: below */
+            if (ctx->mem != NULL && !step->p2p) {
+                mxh_error("%s step on level %d: no point-to-point form for device buffers",
+                          mxh_step_type_name(step->type), step->level);
+                st = MXH_ERR_UNSUPPORTED;
+                break;
+            }
             if (step->p2p) {
-                mxh_p2p_env_t env = p2p_env(step, ctx);
+                mxh_p2p_env_t env = p2p_env(step, ctx, nops);
                 rc = mxh_p2p_start(&ops[nops++], step, &env, sbase[k], NULL, stmp,
                                    MXH_P2P_TAG + step->stage);
             } else {

@@ -8,6 +8,7 @@
 
 #include "decide/plan.h"
 #include "decide/sched.h"
+#include "exec/p2p.h"
 #include "exec/shm.h"
 #include "util/status.h"
 
@@ -50,7 +51,27 @@ typedef struct mxh_exec_ctx {
                                       on every rank of those groups alike) */
     MPI_Comm          spread_comm; /* the layout's spread group (MXH_STEP_SPREAD steps;
                                       MPI_COMM_NULL where plans have none) */
+    /* Device buffers: work, tmp (and src) are memory of kind @mem (NULL: host memory);
+     * every step then runs point to point (mxh_exec_device_able) with its messages
+     * direct or staged (@xfer, exec/p2p.h) and its reductions on the device, each op
+     * in flight with its own devs[] entry (mxh_exec_dev_slots of them, each with
+     * mxh_exec_bounce_bytes of pinned memory when staged). */
+    const mxh_mem_ops_t *mem;
+    mxh_xfer_t           xfer;
+    mxh_p2p_dev_t       *devs;
 } mxh_exec_ctx_t;
+
+/* Whether @sched can run on device buffers: every step that moves data on a level not
+ * skipped (@skip_levels) runs point to point, and the kind @mem reduces (@dt, @op)
+ * where a step reduces. */
+int mxh_exec_device_able(const mxh_sched_t *sched, unsigned skip_levels,
+                         const mxh_mem_ops_t *mem, MPI_Datatype dt, MPI_Op op);
+
+/* Ops in flight at most (devs[] entries) and pinned bounce bytes each needs for
+ * @sched with @ext-byte elements, staged: the bound of a call's pinned memory is their
+ * product. */
+int mxh_exec_dev_slots(const mxh_sched_t *sched);
+size_t mxh_exec_bounce_bytes(const mxh_sched_t *sched, size_t ext);
 
 /* Whether step @s moves nothing here: empty, or at a skipped level. Every
  * member of the step's group answers alike. */

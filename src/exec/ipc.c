@@ -404,20 +404,20 @@ mxh_status_t mxh_ipc_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const void *
 
 /* ---- the node part of a multi-node allreduce -------------------------------------------------- */
 
-/* Start @ops's op for every region through @start, EV_BATCH at a time. */
-typedef mxh_status_t (*region_fn)(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
-                                  size_t cnt, int q, mxh_mem_event_t *ev);
+/* Start @fn for every region, EV_BATCH at a time, and wait for them. */
+typedef mxh_status_t (*region_fn)(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg,
+                                  const mxh_ipc_region_t *r, int q, mxh_mem_event_t *ev);
 
 static mxh_status_t each_region(mxh_ipc_t *x, const mxh_mem_ops_t *ops, region_fn fn, void *arg,
-                                const size_t *off, const size_t *cnt, int nreg, int q)
+                                const mxh_ipc_region_t *r, int nreg, int q)
 {
     mxh_status_t st = MXH_OK;
     int k = 0;
 
-    for (int r = 0; r < nreg && st == MXH_OK; r++) {
-        if (cnt[r] == 0)
+    for (int i = 0; i < nreg && st == MXH_OK; i++) {
+        if (r[i].cnt == 0)
             continue;
-        if ((st = fn(x, ops, arg, off[r], cnt[r], q, &x->ev[k])) == MXH_OK && ++k == EV_BATCH) {
+        if ((st = fn(x, ops, arg, &r[i], q, &x->ev[k])) == MXH_OK && ++k == EV_BATCH) {
             st = wait_events(x, ops, x->ev, k);
             k  = 0;
         }
@@ -426,61 +426,76 @@ static mxh_status_t each_region(mxh_ipc_t *x, const mxh_mem_ops_t *ops, region_f
     return st != MXH_OK ? st : ws;
 }
 
-typedef struct reduce_arg {
-    char        *out;
+typedef struct region_arg {
+    char        *local; /* fill: the destination; spread: the source */
     size_t       tsize;
     MPI_Datatype dt;
     MPI_Op       op;
-} reduce_arg_t;
+    int          from;  /* fill: the rank copied from, -1: the reduction of all */
+} region_arg_t;
 
-static mxh_status_t region_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
-                                  size_t cnt, int q, mxh_mem_event_t *ev)
+static mxh_status_t region_fill(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg,
+                                const mxh_ipc_region_t *r, int q, mxh_mem_event_t *ev)
 {
-    reduce_arg_t *ra = arg;
+    region_arg_t *ra = arg;
     (void)q;
+    if (ra->from >= 0)
+        return ops->copy_start(ra->local + r->out * ra->tsize,
+                               x->buf[2 * ra->from] + r->in * ra->tsize, r->cnt * ra->tsize, ev);
     for (int p = 0; p < x->n; p++)
-        x->src[p] = x->buf[2 * p] + off * ra->tsize;
+        x->src[p] = x->buf[2 * p] + r->in * ra->tsize;
     /* the kinds take the input list at the start (a launch's arguments) */
-    return ops->reduce_start(ra->out + off * ra->tsize, x->src, x->n, cnt, ra->dt, ra->op, ev);
+    return ops->reduce_start(ra->local + r->out * ra->tsize, x->src, x->n, r->cnt, ra->dt, ra->op,
+                             ev);
 }
 
-mxh_status_t mxh_ipc_node_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
-                                 void *out, size_t bytes, const size_t *off, const size_t *cnt,
-                                 int nreg, MPI_Datatype dt, size_t tsize, MPI_Op op, int *engaged)
+static mxh_status_t region_spread(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg,
+                                  const mxh_ipc_region_t *r, int q, mxh_mem_event_t *ev)
 {
-    reduce_arg_t ra = {out, tsize, dt, op};
-    mxh_status_t st;
-
-    *engaged = 0;
-    if ((st = agree(x, ops, able, in, bytes, out, bytes, dt, op, -1)) != MXH_OK)
-        return st;
-    *engaged = 1;
-    return each_region(x, ops, region_reduce, &ra, off, cnt, nreg, x->me);
+    region_arg_t *ra = arg;
+    char *dst        = x->buf[2 * q + 1] + r->out * ra->tsize;
+    const char *src  = ra->local + r->in * ra->tsize;
+    if (dst == src) { /* already in place (my own output) */
+        ev->pending = 0;
+        return MXH_OK;
+    }
+    return ops->copy_start(dst, src, r->cnt * ra->tsize, ev);
 }
 
-static mxh_status_t region_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *arg, size_t off,
-                                size_t cnt, int q, mxh_mem_event_t *ev)
+mxh_status_t mxh_ipc_node_agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
+                                size_t in_bytes, void *out, size_t out_bytes, MPI_Datatype dt,
+                                MPI_Op op, int *engaged)
 {
-    reduce_arg_t *ra = arg;
-    return ops->copy_start(x->buf[2 * q + 1] + off * ra->tsize, ra->out + off * ra->tsize,
-                           cnt * ra->tsize, ev);
+    mxh_status_t st = agree(x, ops, able, in, in_bytes, out, out_bytes, dt, op, -1);
+    *engaged        = st == MXH_OK;
+    return st;
 }
 
-mxh_status_t mxh_ipc_node_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *out,
-                               const size_t *off, const size_t *cnt, int nreg, size_t tsize,
-                               mxh_status_t st)
+mxh_status_t mxh_ipc_node_fill(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int from, void *dst,
+                               const mxh_ipc_region_t *r, int nreg, MPI_Datatype dt, size_t tsize,
+                               MPI_Op op)
 {
-    reduce_arg_t ra = {out, tsize, MPI_DATATYPE_NULL, MPI_OP_NULL};
+    region_arg_t ra = {dst, tsize, dt, op, from};
+    if (from >= x->n || (from >= 0 && x->buf[2 * from] == NULL))
+        return MXH_ERR_INVALID_PARAM;
+    return each_region(x, ops, region_fill, &ra, r, nreg, x->me);
+}
+
+mxh_status_t mxh_ipc_node_spread(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int to, const void *src,
+                                 const mxh_ipc_region_t *r, int nreg, size_t tsize,
+                                 mxh_status_t st)
+{
+    region_arg_t ra = {(char *)(uintptr_t)src, tsize, MPI_DATATYPE_NULL, MPI_OP_NULL, -1};
     int any;
     mxh_status_t rs = round_max(x, st != MXH_OK, &any);
 
     if (st == MXH_OK)
         st = rs;
     /* a rank that failed before has its regions unwritten: the others still
-     * push theirs (nobody may hang) and every rank reports an error */
+     * spread theirs (nobody may hang) and every rank reports an error */
     for (int q = 0; q < x->n && st == MXH_OK; q++)
-        if (q != x->me)
-            st = each_region(x, ops, region_push, &ra, off, cnt, nreg, q);
+        if ((to < 0 || q == to) && x->buf[2 * q + 1] != NULL)
+            st = each_region(x, ops, region_spread, &ra, r, nreg, q);
     if (st == MXH_OK && any)
         st = MXH_ERR_MPI;
     return finish(x, st);

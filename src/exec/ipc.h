@@ -99,26 +99,38 @@ mxh_status_t mxh_ipc_bcast(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *buf, si
 mxh_status_t mxh_ipc_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const void *in, void *out,
                             size_t count, MPI_Datatype dt, size_t tsize, MPI_Op op, int root);
 
-/* The node part of a multi-node allreduce (coll.c: ipc_hybrid_allreduce): the
- * network steps of the schedule run in between, on host memory, exactly as on
- * a node that stages (so nodes need not agree with each other, only the ranks
- * of one node: the network messages are the same either way).
+/* The node part of a multi-node collective on device buffers (coll.c, the device
+ * network path): the node's ranks agree, fill the regions where their first network
+ * step starts, the network steps of the schedule run in between (on the device,
+ * exec/exec.h, with the node-local levels skipped), then each spreads the regions its
+ * last network step left. The network messages are those of a node that stages, so
+ * nodes need not agree with each other, only the ranks of one node.
  *
- * mxh_ipc_node_reduce: agree (@able: this rank's schedule suits it), then
- * reduce the @nreg regions (@off, @cnt in elements) of this rank - where its
- * first network step starts - from every node rank's @in into its own @out.
- * *@engaged = 1 once agreed: mxh_ipc_node_push must follow, whatever the
- * status (peers wait in it). MXH_ERR_UNSUPPORTED with *engaged = 0: declined
- * on every rank of the node, nothing written.
- * mxh_ipc_node_push: a round (@st: this rank's status so far), then this rank
- * copies its regions - where its last network step left the results - into
- * every peer's @out; a closing round. Returns the first error of any rank. */
-mxh_status_t mxh_ipc_node_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
-                                 void *out, size_t bytes, const size_t *off, const size_t *cnt,
-                                 int nreg, MPI_Datatype dt, size_t tsize, MPI_Op op, int *engaged);
-mxh_status_t mxh_ipc_node_push(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *out,
-                               const size_t *off, const size_t *cnt, int nreg, size_t tsize,
-                               mxh_status_t st);
+ * mxh_ipc_node_agree: agree (@able: this rank's schedule suits it) over the buffers
+ * @in and @out (either may be NULL), mapping every peer's; *@engaged = 1 once agreed:
+ * mxh_ipc_node_spread must follow, whatever the status (peers wait in it).
+ * MXH_ERR_UNSUPPORTED with *engaged = 0: declined on every rank of the node, nothing
+ * written.
+ * mxh_ipc_node_fill: for each region, @dst[out..] (memory of the kind) = node rank
+ * @from's in[in..], or (@from < 0) the reduction of every node rank's in[in..] in rank
+ * order; waits for it.
+ * mxh_ipc_node_spread: a round (@st: this rank's status so far), then @src[in..] into
+ * out[out..] of node rank @to (< 0: every node rank, this one included where the two
+ * differ); a closing round. Returns the first error of any rank. Offsets and counts in
+ * elements of @tsize bytes. */
+typedef struct mxh_ipc_region {
+    size_t in, out, cnt;
+} mxh_ipc_region_t;
+
+mxh_status_t mxh_ipc_node_agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, const void *in,
+                                size_t in_bytes, void *out, size_t out_bytes, MPI_Datatype dt,
+                                MPI_Op op, int *engaged);
+mxh_status_t mxh_ipc_node_fill(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int from, void *dst,
+                               const mxh_ipc_region_t *r, int nreg, MPI_Datatype dt, size_t tsize,
+                               MPI_Op op);
+mxh_status_t mxh_ipc_node_spread(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int to, const void *src,
+                                 const mxh_ipc_region_t *r, int nreg, size_t tsize,
+                                 mxh_status_t st);
 
 /* Calls that ran on the device node level / that were declined (agreed
  * MXH_ERR_UNSUPPORTED) since the object was made. */

@@ -231,10 +231,145 @@ size_t mxh_p2p_tmp_count(const mxh_step_t *s, size_t ext)
 
 /* ---- exchanges ------------------------------------------------------------------- */
 
+/* ---- device buffers (env.mem) ---------------------------------------------------- */
+
+/* What a device-buffer exchange waits for besides its MPI requests (op->phase). */
+enum {
+    MXH_P2P_PH_NET = 0, /* its MPI requests */
+    MXH_P2P_PH_OUT,     /* staged: its sends' copies to the bounce buffer, then the sends */
+    MXH_P2P_PH_IN,      /* staged: its receives' copies from the bounce buffer */
+    MXH_P2P_PH_RED      /* the reductions (and copies) after it, then the next exchange */
+};
+
+static int dev_mode(const mxh_p2p_op_t *op)
+{
+    return op->env.mem != NULL;
+}
+
+/* 1 once every event of the phase completed (*rc: the first failure, as an MPI code). */
+static int dev_done(mxh_p2p_op_t *op, int *rc)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    int all = 1;
+    for (int i = 0; i < d->nev; i++) {
+        int r = op->env.mem->event_test(&d->ev[i]);
+        if (r == 0)
+            all = 0;
+        else if (r < 0 && *rc == MPI_SUCCESS)
+            *rc = MPI_ERR_OTHER;
+    }
+    if (all)
+        d->nev = 0;
+    return all;
+}
+
+/* Start work on the device: @st from the kind's call, its event taken. */
+static int dev_started(mxh_p2p_op_t *op, mxh_status_t st)
+{
+    if (st != MXH_OK)
+        return st == MXH_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+    op->env.dev->nev++;
+    return MPI_SUCCESS;
+}
+
+static int dev_copy(mxh_p2p_op_t *op, char *dst, const char *src, size_t bytes)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    if (bytes == 0 || d->nev >= MXH_P2P_MAXREQ)
+        return bytes == 0 ? MPI_SUCCESS : MPI_ERR_INTERN;
+    return dev_started(op, op->env.mem->copy_start(dst, src, bytes, &d->ev[d->nev]));
+}
+
+static char *bounce_take(mxh_p2p_dev_t *d, size_t bytes)
+{
+    size_t at = (d->used + 63) & ~(size_t)63; /* cache-line apart */
+    if (at + bytes > d->cap)
+        return NULL;
+    d->used = at + bytes;
+    return d->bounce + at;
+}
+
+/* A staged message: the receive is posted into the bounce buffer now (its copy to the
+ * device follows its completion), the send after its copy from the device completed
+ * (one copy for several sends of the same data). */
+static int stage_pair(mxh_p2p_op_t *op, int peer, char *rbuf, size_t rcnt, const char *sbuf,
+                      size_t scnt)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    size_t ext = op->env.ext;
+    int rc = MPI_SUCCESS;
+
+    if (d->nmsg + 2 > MXH_P2P_MAXREQ)
+        return MPI_ERR_INTERN;
+    if (rcnt) {
+        char *b = bounce_take(d, rcnt * ext);
+        if (b == NULL)
+            return MPI_ERR_NO_MEM;
+        rc = MPI_Irecv(b, (int)rcnt, op->env.dt, peer, op->tag, op->env.comm,
+                       &op->req[op->nreq++]);
+        d->msg[d->nmsg++] = (mxh_p2p_msg_t){rbuf, b, rcnt, peer, 0};
+        d->staged += rcnt * ext;
+    }
+    if (rc == MPI_SUCCESS && scnt) {
+        char *b = NULL;
+        for (int j = 0; j < d->nmsg && b == NULL; j++)
+            if (d->msg[j].send && d->msg[j].dev == sbuf && d->msg[j].cnt == scnt)
+                b = d->msg[j].bnc;
+        if (b == NULL) {
+            if ((b = bounce_take(d, scnt * ext)) == NULL)
+                return MPI_ERR_NO_MEM;
+            rc = dev_copy(op, b, sbuf, scnt * ext);
+            d->staged += scnt * ext;
+        }
+        d->msg[d->nmsg++] = (mxh_p2p_msg_t){(char *)(uintptr_t)sbuf, b, scnt, peer, 1};
+        op->xbytes += scnt * ext;
+        if (scnt * ext > op->xmsg)
+            op->xmsg = scnt * ext;
+    }
+    return rc;
+}
+
+/* The staged exchange's sends, their data now in the bounce buffer. */
+static int stage_sends(mxh_p2p_op_t *op)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    int rc = MPI_SUCCESS;
+    for (int j = 0; j < d->nmsg && rc == MPI_SUCCESS; j++)
+        if (d->msg[j].send)
+            rc = mxh_isend(d->msg[j].bnc, (int)d->msg[j].cnt, op->env.dt, d->msg[j].peer,
+                           op->tag, op->env.comm, &op->req[op->nreq++]);
+    return rc;
+}
+
+/* The staged exchange's receives, complete in the bounce buffer: to the device. */
+static int stage_recvs(mxh_p2p_op_t *op)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    int rc = MPI_SUCCESS;
+    for (int j = 0; j < d->nmsg && rc == MPI_SUCCESS; j++)
+        if (!d->msg[j].send)
+            rc = dev_copy(op, d->msg[j].dev, d->msg[j].bnc, d->msg[j].cnt * op->env.ext);
+    return rc;
+}
+
+/* Where MPI may touch device memory @p (direct): the kind's address for the network. */
+static void *net_ptr(const mxh_p2p_op_t *op, const void *p)
+{
+    if (p == NULL || op->env.mem->net_ptr == NULL)
+        return (void *)(uintptr_t)p;
+    return op->env.mem->net_ptr(p);
+}
+
 static int post_pair(mxh_p2p_op_t *op, int peer, char *rbuf, size_t rcnt, const char *sbuf,
                      size_t scnt)
 {
     int rc = MPI_SUCCESS;
+    if (dev_mode(op)) {
+        if (op->env.xfer == MXH_XFER_STAGED)
+            return stage_pair(op, peer, rbuf, rcnt, sbuf, scnt);
+        rbuf = net_ptr(op, rbuf);
+        sbuf = net_ptr(op, sbuf);
+    }
     if (rcnt)
         rc = MPI_Irecv(rbuf, (int)rcnt, op->env.dt, peer, op->tag, op->env.comm,
                        &op->req[op->nreq++]);
@@ -449,13 +584,10 @@ static int flat_post(mxh_p2p_op_t *op)
     return rc;
 }
 
-static int post(mxh_p2p_op_t *op)
+static int post_exchange(mxh_p2p_op_t *op)
 {
     const mxh_step_t *s = op->s;
 
-    op->nreq   = 0;
-    op->xbytes = 0;
-    op->xmsg   = 0;
     switch (op->algo == MXH_P2P_FLAT ? -1 : (int)s->type) {
     case MXH_STEP_SCATTER:
         return root_post(op, 1);
@@ -487,27 +619,70 @@ static int post(mxh_p2p_op_t *op)
     return algo_post[op->algo](op);
 }
 
+static int post(mxh_p2p_op_t *op)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    int rc;
+
+    op->nreq   = 0;
+    op->xbytes = 0;
+    op->xmsg   = 0;
+    op->phase  = MXH_P2P_PH_NET;
+    if (dev_mode(op) && op->env.xfer == MXH_XFER_STAGED) {
+        d->nmsg = 0;
+        d->nev  = 0;
+        d->used = 0;
+    }
+    rc = post_exchange(op);
+    if (rc == MPI_SUCCESS && dev_mode(op) && op->env.xfer == MXH_XFER_STAGED) {
+        if (d->nev > 0)
+            op->phase = MXH_P2P_PH_OUT;
+        else
+            rc = stage_sends(op);
+    }
+    return rc;
+}
+
 /* ---- reductions after an exchange --------------------------------------------------- */
 
-static int reduce(const mxh_p2p_op_t *op, const char *in, char *inout, size_t cnt)
+/* out = in[n-1] op (... op in[0]) on the device: one fused kernel (the bits of
+ * mxh_reduce_multi), complete when the phase's events are. */
+static int dev_reduce_n(mxh_p2p_op_t *op, const void *const *in, int n, char *out, size_t cnt)
+{
+    mxh_p2p_dev_t *d = op->env.dev;
+    if (cnt == 0)
+        return MPI_SUCCESS;
+    if (d->nev >= MXH_P2P_MAXREQ)
+        return MPI_ERR_INTERN;
+    return dev_started(op, op->env.mem->reduce_start(out, in, n, cnt, op->env.dt, op->env.op,
+                                                     &d->ev[d->nev]));
+}
+
+static int reduce(mxh_p2p_op_t *op, const char *in, char *inout, size_t cnt)
 {
     if (cnt == 0)
         return MPI_SUCCESS;
+    if (dev_mode(op)) {
+        const void *v[2] = {inout, in}; /* inout = in op inout, as mxh_reduce_local */
+        return dev_reduce_n(op, v, 2, inout, cnt);
+    }
     return mxh_reduce_local(in, inout, cnt, op->env.dt, op->env.op) == MXH_OK ? MPI_SUCCESS
                                                                             : MPI_ERR_OP;
 }
 
 /* out = in[n-1] op (... op in[0]), fused (one pass over the output). */
-static int reduce_n(const mxh_p2p_op_t *op, const void *const *in, int n, char *out, size_t cnt)
+static int reduce_n(mxh_p2p_op_t *op, const void *const *in, int n, char *out, size_t cnt)
 {
     if (cnt == 0)
         return MPI_SUCCESS;
+    if (dev_mode(op))
+        return dev_reduce_n(op, in, n, out, cnt);
     return mxh_reduce_multi(in, n, out, cnt, op->env.dt, op->env.op) == MXH_OK ? MPI_SUCCESS
                                                                                : MPI_ERR_OP;
 }
 
 /* base[off..] = received op mine, mine read from @mine (src or base) */
-static int reduce_into(const mxh_p2p_op_t *op, const char *mine, size_t off, size_t cnt)
+static int reduce_into(mxh_p2p_op_t *op, const char *mine, size_t off, size_t cnt)
 {
     const void *in[2] = {mine + off * op->env.ext, op->tmp};
     return reduce_n(op, in, 2, at(op, op->base, off), cnt);
@@ -522,6 +697,13 @@ static int spread_complete(mxh_p2p_op_t *op)
     int rc = MPI_SUCCESS, slot = 0;
     char *acc = NULL;
 
+    if (dev_mode(op)) { /* the same chain as one fused kernel into base */
+        const void *v[MXH_P2P_MAXREQ];
+        int nv = 0;
+        for (int x = spread_first(s, 1); x < s->gsize && nv < MXH_P2P_MAXREQ; x += s->ports)
+            v[nv++] = x == s->me ? op->base : at(op, op->tmp, (size_t)slot++ * n);
+        return nv > 0 ? reduce_n(op, v, nv, op->base, n) : MPI_SUCCESS;
+    }
     for (int x = spread_first(s, 1); x < s->gsize && rc == MPI_SUCCESS; x += s->ports) {
         char *v = x == s->me ? op->base : at(op, op->tmp, (size_t)slot++ * n);
         if (acc == NULL)
@@ -606,6 +788,12 @@ static int complete(mxh_p2p_op_t *op)
         size_t n = s->count;
         radix_digit(op, op->k, &stride, &d);
 #define RADIX_VEC(j) ((j) == d ? op->base : at(op, op->tmp, (size_t)((j) < d ? (j) : (j) - 1) * n))
+        if (dev_mode(op)) { /* the same chain as one fused kernel into base */
+            const void *v[MXH_P2P_RADIX];
+            for (int t = 0; t < f; t++)
+                v[t] = RADIX_VEC((rot + t) % f);
+            return reduce_n(op, v, f, op->base, n);
+        }
         char *acc = RADIX_VEC(rot);
         for (int t = 1; t < f && rc == MPI_SUCCESS; t++)
             rc = reduce(op, RADIX_VEC((rot + t) % f), acc, n);
@@ -678,10 +866,24 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
             op->nsub = 1;
         }
     }
+    op->phase  = MXH_P2P_PH_NET;
+    if (dev_mode(op)) {
+        op->env.dev->nev  = 0;
+        op->env.dev->nmsg = 0;
+    }
     /* only the reduce-scatter phases read src; elsewhere the input moves in first */
     if (op->src != base && s->count > 0 &&
         (op->algo == MXH_P2P_RADIX_AR || op->nrs == 0 || s->type == MXH_STEP_BCAST)) {
-        mxh_copy(base, op->src, s->count * env->ext);
+        if (dev_mode(op)) {
+            int rc = dev_copy(op, base, op->src, s->count * env->ext);
+            while (rc == MPI_SUCCESS && !dev_done(op, &rc))
+                if (mxh_task_in_fiber())
+                    mxh_task_yield();
+            if (rc != MPI_SUCCESS)
+                return rc;
+        } else {
+            mxh_copy(base, op->src, s->count * env->ext);
+        }
         op->src = base;
     }
     op->active = s->count > 0 && op->nsub > 0;
@@ -689,7 +891,9 @@ int mxh_p2p_start(mxh_p2p_op_t *op, const mxh_step_t *s, const mxh_p2p_env_t *en
 }
 
 /* Test the current exchange: op->ready once it completed (nothing reduced yet).
- * @test 0: no MPI call, complete when the caller's waits completed every request. */
+ * @test 0: no MPI call, complete when the caller's waits completed every request.
+ * Device buffers, staged: its sends go once their copies out completed, and it is
+ * ready once its receives' copies in completed. */
 static int p2p_test(mxh_p2p_op_t *op, int test)
 {
     MPI_Status stats[MXH_P2P_MAXREQ];
@@ -697,19 +901,55 @@ static int p2p_test(mxh_p2p_op_t *op, int test)
 
     if (!op->active || op->ready || op->held)
         return MPI_SUCCESS;
-    for (int i = 0; !test && i < op->nreq; i++)
-        if (op->req[i] != MPI_REQUEST_NULL)
-            flag = 0;
-    if (test && op->nreq > 0)
-        rc = mxh_testall(op->nreq, op->req, &flag, stats);
-    if (rc == MPI_SUCCESS && flag) {
+    if (op->phase == MXH_P2P_PH_OUT) {
+        if (!dev_done(op, &rc) || rc != MPI_SUCCESS)
+            return rc;
+        op->phase = MXH_P2P_PH_NET;
+        if ((rc = stage_sends(op)) != MPI_SUCCESS)
+            return rc;
+    }
+    if (op->phase == MXH_P2P_PH_NET) {
+        for (int i = 0; !test && i < op->nreq; i++)
+            if (op->req[i] != MPI_REQUEST_NULL)
+                flag = 0;
+        if (test && op->nreq > 0)
+            rc = mxh_testall(op->nreq, op->req, &flag, stats);
+        if (rc != MPI_SUCCESS || !flag)
+            return rc;
+        op->nreq = 0;
+        if (!dev_mode(op) || op->env.xfer != MXH_XFER_STAGED) {
+            op->ready = 1;
+            return MPI_SUCCESS;
+        }
+        op->phase = MXH_P2P_PH_IN;
+        if ((rc = stage_recvs(op)) != MPI_SUCCESS)
+            return rc;
+    }
+    if (op->phase == MXH_P2P_PH_IN && dev_done(op, &rc) && rc == MPI_SUCCESS) {
+        op->phase = MXH_P2P_PH_NET;
         op->ready = 1;
-        op->nreq  = 0;
     }
     return rc;
 }
 
-/* After p2p_test: reduce what the exchange brought, post the next one. */
+/* The exchange and its reductions are done: the next one (or the end). */
+static int p2p_next(mxh_p2p_op_t *op)
+{
+    if (++op->k == op->nsub) {
+        op->active = 0;
+        return MPI_SUCCESS;
+    }
+    /* kary: an exchange needs the one before it and the phase's first booked the
+     * link for all of them (mxh_p2p_pace_bytes): held only where a phase starts */
+    if (op->hold && (op->algo != MXH_P2P_KARY || op->k == op->nrs)) {
+        op->held = 1;
+        return MPI_SUCCESS;
+    }
+    return post(op);
+}
+
+/* After p2p_test: reduce what the exchange brought, post the next one (device
+ * buffers: once the reductions completed, MXH_P2P_PH_RED). */
 static int p2p_finish(mxh_p2p_op_t *op)
 {
     int rc;
@@ -722,17 +962,11 @@ static int p2p_finish(mxh_p2p_op_t *op)
         op->active = 0;
         return rc;
     }
-    if (++op->k == op->nsub) {
-        op->active = 0;
+    if (dev_mode(op) && op->env.dev->nev > 0) {
+        op->phase = MXH_P2P_PH_RED;
         return MPI_SUCCESS;
     }
-    /* kary: an exchange needs the one before it and the phase's first booked the
-     * link for all of them (mxh_p2p_pace_bytes): held only where a phase starts */
-    if (op->hold && (op->algo != MXH_P2P_KARY || op->k == op->nrs)) {
-        op->held = 1;
-        return MPI_SUCCESS;
-    }
-    return post(op);
+    return p2p_next(op);
 }
 
 size_t mxh_p2p_pace_bytes(const mxh_p2p_op_t *op)
@@ -753,8 +987,20 @@ int mxh_p2p_post_held(mxh_p2p_op_t *op)
 
 static int advance(mxh_p2p_op_t *op, int *moved, int test)
 {
-    int rc = p2p_test(op, test);
+    int rc = MPI_SUCCESS;
 
+    if (op->active && op->phase == MXH_P2P_PH_RED) {
+        if (!dev_done(op, &rc) || rc != MPI_SUCCESS) {
+            if (rc != MPI_SUCCESS)
+                op->active = 0;
+            return rc;
+        }
+        op->phase = MXH_P2P_PH_NET;
+        *moved    = 1;
+        if ((rc = p2p_next(op)) != MPI_SUCCESS)
+            return rc;
+    }
+    rc = p2p_test(op, test);
     if (rc != MPI_SUCCESS || !op->ready)
         return rc;
     *moved = 1;
@@ -763,7 +1009,7 @@ static int advance(mxh_p2p_op_t *op, int *moved, int test)
 
 int mxh_p2p_completed(const mxh_p2p_op_t *op)
 {
-    if (!op->active || op->held)
+    if (!op->active || op->held || op->phase != MXH_P2P_PH_NET)
         return 0;
     for (int i = 0; !op->ready && i < op->nreq; i++)
         if (op->req[i] != MPI_REQUEST_NULL)
@@ -790,6 +1036,12 @@ int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const
 
     while (rc == MPI_SUCCESS && op.active) {
         int moved = 0;
+        if (mxh_p2p_dev_busy(&op)) { /* device work completes only when polled */
+            rc = mxh_p2p_advance(&op, &moved);
+            if (rc == MPI_SUCCESS && !moved && mxh_task_in_fiber())
+                mxh_task_yield();
+            continue;
+        }
         if (op.nreq > 0)
             rc = mxh_task_wait_all(op.nreq, op.req, stats);
         op.nreq = 0;
@@ -797,4 +1049,12 @@ int mxh_p2p_run(const mxh_step_t *s, const mxh_p2p_env_t *env, char *base, const
             rc = mxh_p2p_advance(&op, &moved);
     }
     return rc;
+}
+
+size_t mxh_p2p_bounce_bytes(const mxh_step_t *s, size_t ext)
+{
+    /* sends: distinct data of at most the region (a fused copy per source); receives:
+     * at most the receive space, or the region where they land in place */
+    size_t tmp = mxh_p2p_tmp_count(s, ext);
+    return (s->count + (tmp > s->count ? tmp : s->count)) * ext + 2 * MXH_P2P_MAXREQ * 64;
 }

@@ -128,7 +128,22 @@ typedef struct mxh_mem_ops {
      * after: the application's input) is complete; a rank raises "my buffer
      * is ready" for its peers only after it. */
     mxh_status_t (*fence_start)(mxh_mem_event_t *ev);
+
+    /* ---- device-resident schedules (exec/p2p.h); optional: NULL = the kind's
+     * buffers are staged whole. */
+
+    /* Memory of this kind for the engine's own work and receive space (device
+     * memory), NULL on failure; called rarely (pools grow), never per call. */
+    void *(*work_alloc)(size_t n);
+    void (*work_free)(void *p, size_t n);
+    /* The address to give MPI for memory @p of this kind where MPI takes the kind
+     * directly (MXH_XFER_DIRECT); NULL: @p itself. */
+    void *(*net_ptr)(const void *p);
 } mxh_mem_ops_t;
+
+/* Order: a kind's copies and reductions of one process run in the order they were
+ * started (one stream per device): once an event completes, every copy and
+ * reduction started on the kind before it is complete too. */
 
 /* Fast path of mxh_mem_of and mxh_mem_query (inline: they run once per
  * buffer and call): nonzero while every pointer is host memory, i.e. no test
@@ -198,6 +213,12 @@ uint64_t mxh_mem_test_copies(void);
  * check that the device node level ran). */
 uint64_t mxh_mem_test_reductions(void);
 uint64_t mxh_mem_test_ipc_opens(void);
+/* Test-only "CUDA-aware MPI" for the test kind: when set, MPI may be given the kind's
+ * memory (through net_ptr: the alias the ops use) and the device network path sends it
+ * directly; the engine itself still may not touch it. Process-wide, for tests (every
+ * rank alike or not: the messages are the same). */
+void mxh_mem_test_set_mpi_direct(int on);
+int mxh_mem_test_mpi_direct(void);
 /* Current hold count of the test allocation holding @p (0: not held or not
  * test memory). For tests and assertions. */
 int mxh_mem_test_holds(const void *p);

@@ -399,6 +399,21 @@ static void cuda_stage_free(void *p, size_t n)
         (void)mxh_gpu_cuda(cudaFreeHost(p), "cudaFreeHost (pinned staging memory)");
 }
 
+static void *cuda_work_alloc(size_t n)
+{
+    void *p = NULL;
+    if (mxh_gpu_cuda(cudaMalloc(&p, n > 0 ? n : 1), "cudaMalloc (work memory)") != MXH_OK)
+        return NULL;
+    return p;
+}
+
+static void cuda_work_free(void *p, size_t n)
+{
+    (void)n;
+    if (p != NULL)
+        (void)mxh_gpu_cuda(cudaFree(p), "cudaFree (work memory)");
+}
+
 const mxh_mem_ops_t mxh_mem_cuda_ops = {
     .kind        = MXH_MEM_CUDA,
     .name        = "cuda",
@@ -415,6 +430,8 @@ const mxh_mem_ops_t mxh_mem_cuda_ops = {
     .reduce_start = cuda_reduce_start,
     .reduce_ok    = cuda_reduce_ok,
     .fence_start  = cuda_fence_start,
+    .work_alloc   = cuda_work_alloc,
+    .work_free    = cuda_work_free,
 };
 
 void mxh_mem_cuda_finalize(void)

@@ -29,6 +29,14 @@
  * before it (their events then test complete at once), like a CUDA event
  * recorded behind them on the library's stream.
  *
+ * Completion is in order, as on a CUDA stream (mem.h): testing an event complete runs
+ * every operation started before it first.
+ *
+ * Device-resident schedules: work_alloc hands out test allocations held for
+ * their whole life (the engine can never touch them) and net_ptr translates
+ * test memory to its alias, the address a "CUDA-aware" MPI is given in the
+ * test-only direct mode (MPIX_HIER_TEST_MPI_DIRECT, topo/caps.h).
+ *
  * Pending copies and reductions live in a small per-process table (grow-only
  * while in use, freed when nothing is pending and no test memory is left);
  * the event holds the slot and a sequence number, which a fence that ran the
@@ -327,9 +335,13 @@ static int test_event_test(mxh_mem_event_t *ev)
         ev->h[3]--;
         return 0;
     }
-    if (p != NULL)
-        st = pend_run(p);
-    else if (ev->h[2] == 1)
+    if (p != NULL) {
+        /* in order, like a stream: what was started before runs first (mem.h) */
+        st = pend_run_before(p->seq);
+        mxh_status_t own = pend_run(p);
+        if (st == MXH_OK)
+            st = own;
+    } else if (ev->h[2] == 1)
         st = pend_run_before((uint64_t)ev->h[1]);
     ev->pending = 0;
     ev->h[0]    = 0;
@@ -612,6 +624,29 @@ static mxh_status_t test_fence_start(mxh_mem_event_t *ev)
     return MXH_OK;
 }
 
+static void *test_work_alloc(size_t n)
+{
+    void *p = mxh_mem_test_alloc(n);
+    if (p != NULL)
+        test_hold(p); /* for good: the engine reaches it through the ops only */
+    return p;
+}
+
+static void test_work_free(void *p, size_t n)
+{
+    (void)n;
+    if (p == NULL)
+        return;
+    test_release(p);
+    mxh_mem_test_free(p);
+}
+
+static void *test_net_ptr(const void *p)
+{
+    int is_test;
+    return translate(p, 0, "network buffer", &is_test);
+}
+
 const mxh_mem_ops_t mxh_mem_test_ops = {
     .kind         = MXH_MEM_TEST,
     .name         = "test",
@@ -627,6 +662,9 @@ const mxh_mem_ops_t mxh_mem_test_ops = {
     .reduce_start = test_reduce_start,
     .reduce_ok    = test_reduce_ok,
     .fence_start  = test_fence_start,
+    .work_alloc   = test_work_alloc,
+    .work_free    = test_work_free,
+    .net_ptr      = test_net_ptr,
 };
 
 void *mxh_mem_test_alloc(size_t n)
@@ -689,6 +727,18 @@ void mxh_mem_test_free(void *p)
         return;
     }
     mxh_error("test memory: free(%p): not the start of a test allocation", p);
+}
+
+static int mpi_direct;
+
+void mxh_mem_test_set_mpi_direct(int on)
+{
+    mpi_direct = on != 0;
+}
+
+int mxh_mem_test_mpi_direct(void)
+{
+    return mpi_direct;
 }
 
 void mxh_mem_test_set_delay(int polls)

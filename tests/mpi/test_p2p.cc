@@ -119,7 +119,7 @@ void check(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, size_t co
         src = work;
         std::fill(work.begin(), work.end(), (T)-7);
     }
-    mxh_p2p_env_t env = {comm, dt, sizeof(T), MPI_SUM};
+    mxh_p2p_env_t env = {comm, dt, sizeof(T), MPI_SUM, nullptr, MXH_XFER_HOST, nullptr};
     rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), from_src ? (const char *)src.data() : NULL,
                      (char *)tmp.data(), 4242);
     ck.rc(rc, what);
@@ -203,7 +203,7 @@ void check_rooted(mxh_test::Checker &ck, MPI_Comm comm, mxh_step_type_t type, si
         break;
     }
     ck.rc(rc, "MPICH reference " + what);
-    mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM};
+    mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM, nullptr, MXH_XFER_HOST, nullptr};
     if (separate) // the input in its own buffer, the region's holding garbage
         std::fill(work.begin(), work.end(), -7);
     rc = mxh_p2p_run(&st.s, &env, (char *)work.data(), separate ? (const char *)in.data() : NULL,
@@ -327,7 +327,7 @@ TEST_F(P2p, KaryHeldOnlyWherePhasesStart)
             for (size_t i = 0; i < count; i++)
                 work[i] = value<int>(st.s.me, i);
             MPI_Allreduce(work.data(), ref.data(), (int)count, MPI_INT, MPI_SUM, comm);
-            mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM};
+            mxh_p2p_env_t env = {comm, MPI_INT, sizeof(int), MPI_SUM, nullptr, MXH_XFER_HOST, nullptr};
             mxh_p2p_op_t op;
             std::string what = fmt("%s %s", mxh_p2p_algo_name((mxh_p2p_algo_t)algo),
                                    type == MXH_STEP_ALLREDUCE ? "allreduce" : "reduce_scatter");
