@@ -1807,6 +1807,19 @@ static int region_of(dnet_io_t *d, int f, size_t off, size_t cnt, int fill)
     return 0;
 }
 
+/* This rank's part of node step @s (offsets in the fragment): its part of a split
+ * step, else the step's whole region. */
+static void my_part(const mxh_step_t *s, size_t *off, size_t *cnt)
+{
+    if (s->counts != NULL && s->me >= 0 && s->me < s->gsize) {
+        *off = s->offset + (size_t)s->displs[s->me];
+        *cnt = (size_t)s->counts[s->me];
+    } else {
+        *off = s->offset;
+        *cnt = s->count;
+    }
+}
+
 /* The regions around the network steps of every fragment: @pre before (fill), @post
  * after (spread) of kinds @fill / @spread; 0, or -1 where the schedule cannot take the
  * path (a node step between network steps, or of a kind fill/spread do not stand for). */
@@ -1814,38 +1827,62 @@ static int dnet_regions(mxh_coll_args_t *a, unsigned skip, int fill, int spread,
                         dnet_io_t *post)
 {
     const mxh_sched_t *sched = pre->sched;
+#define B(t) (1u << (t))
+    unsigned pre_ok  = fill == FILL_REDUCE ? B(MXH_STEP_REDUCE_SCATTER) | B(MXH_STEP_REDUCE)
+                       : fill == FILL_ROOT ? B(MXH_STEP_SCATTER) | B(MXH_STEP_BCAST) : 0;
+    unsigned post_ok = spread == SPREAD_ALL ? B(MXH_STEP_ALLGATHER) | B(MXH_STEP_BCAST)
+                       : spread == SPREAD_ROOT ? B(MXH_STEP_GATHER) | B(MXH_STEP_REDUCE) : 0;
+#undef B
     for (int f = 0; f < sched->nfrag; f++) {
         const mxh_plan_t *p = mxh_sched_plan(sched, f);
         size_t fo = mxh_sched_frag_offset(sched, f), fc = mxh_sched_frag_count(sched, f);
-        int first = -1, last = -1, after = 0;
+        int first = -1, after = 0, pre_node = -1, post_node = -1;
+        size_t lo = SIZE_MAX, hi = 0; /* the hull of the network steps' regions */
         for (int i = 0; i < p->nsteps; i++) {
-            mxh_step_type_t t = p->steps[i].type;
-            if (t == MXH_STEP_SPREAD || (t == MXH_STEP_ALLREDUCE && (skip >> p->steps[i].level & 1u)))
-                return -1; /* whole-vector node steps: fill / spread do not stand for them */
-            if (skip >> p->steps[i].level & 1u) {
+            const mxh_step_t *st = &p->steps[i];
+            unsigned t           = 1u << st->type;
+            if (skip >> st->level & 1u) {
                 after = first >= 0;
+                /* node steps that split the data between the node's ranks before (their
+                 * regions disjoint) and join it after: what fill and spread stand for */
+                if (!(t & (after ? post_ok : pre_ok)))
+                    return -1;
+                if (!after)
+                    pre_node = i;
+                else if (post_node < 0)
+                    post_node = i;
                 continue;
             }
-            if (after)
+            if (after || st->type == MXH_STEP_SPREAD)
                 return -1; /* a network step after a node step that follows one */
             if (first < 0)
                 first = i;
-            last = i;
+            lo = st->offset < lo ? st->offset : lo;
+            hi = st->offset + st->count > hi ? st->offset + st->count : hi;
         }
+        if (first < 0)
+            return -1; /* alone on its rail: the node's data would not leave it */
+        /* what the node steps leave this rank before the network steps (its part of the
+         * last of them), and take from it after (its part of the first: of a split step;
+         * a whole-region reduce to the root adds parts the fill has summed already):
+         * otherwise the hull of its network steps' regions */
+        size_t pre_off = lo, pre_cnt = hi - lo, post_off = lo, post_cnt = hi - lo;
+        if (pre_node >= 0)
+            my_part(&p->steps[pre_node], &pre_off, &pre_cnt);
+        if (post_node >= 0 && p->steps[post_node].counts != NULL)
+            my_part(&p->steps[post_node], &post_off, &post_cnt);
         if (fill == FILL_OWN) { /* my block's piece of the fragment */
             size_t w = fo + (size_t)p->block_pos[a->rank] * fc;
             if (region_add(pre, mxh_sched_frag_start(sched, f), w, fc, 1) < 0)
                 return -1;
-        } else if (first >= 0 && region_of(pre, f, fo + p->steps[first].offset,
-                                           p->steps[first].count, 1) < 0) {
+        } else if (region_of(pre, f, fo + pre_off, pre_cnt, 1) < 0) {
             return -1;
         }
         if (spread == SPREAD_MINE) {
             size_t w = fo + (size_t)p->block_pos[a->rank] * fc;
             if (region_add(post, mxh_sched_frag_start(sched, f), w, fc, 0) < 0)
                 return -1;
-        } else if (last >= 0 && region_of(post, f, fo + p->steps[last].offset,
-                                          p->steps[last].count, 0) < 0) {
+        } else if (region_of(post, f, fo + post_off, post_cnt, 0) < 0) {
             return -1;
         }
     }
@@ -1903,6 +1940,8 @@ static mxh_status_t dnet_exec(mxh_coll_args_t *a, const mxh_sched_t *sched,
     for (int i = 0; i < nd; i++)
         staged += ctx.devs[i].staged;
     count_staged(a, staged, 0);
+    if (a->mstats != NULL)
+        a->mstats->bounce_bytes = h->bounce[ops->kind].size;
     return st;
 }
 

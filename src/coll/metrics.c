@@ -53,12 +53,16 @@ const mxh_metric_family_t mxh_metric_families[] = {
     {"mpix_hier_device_cpu_reduced_bytes_total", "counter", "coll",
      "Bytes of device data this rank reduced with the CPU (or handed to MPI's own reduction "
      "on host copies): the paths that stage device buffers whole; 0 on the device paths."},
+    {"mpix_hier_bounce_bytes", "gauge", "",
+     "Pinned host memory the communicator holds for the bounce buffers of network steps on "
+     "device buffers (at most the fragments in flight x twice the fragment; given back when "
+     "calls need much less for a while)."},
     {"mpix_hier_comm_live", "gauge", "",
      "1 while the communicator exists, 0 once freed (its counters stay; past 256 freed "
      "communicators the oldest are summed into comm=\"freed\")."},
     {NULL, NULL, NULL, NULL}};
 enum { F_CALLS, F_BYTES, F_SECONDS, F_FALLBACKS, F_LVL_SECONDS, F_LVL_STEPS, F_STAGED,
-       F_CPU_REDUCED, F_LIVE, NFAM };
+       F_CPU_REDUCED, F_BOUNCE, F_LIVE, NFAM };
 
 typedef struct mxh_mstats mstats_t;
 _Static_assert((sizeof(struct mxh_mstats) - offsetof(struct mxh_mstats, c)) % sizeof(uint64_t) == 0 &&
@@ -303,9 +307,9 @@ static void each_series(const mstats_t *m, int f, int all, double spt, series_fn
     s.key[2] = "comm_size", s.val[2] = size;
     s.key[3] = "rank", s.val[3] = rank;
     s.key[4] = "host", s.val[4] = host;
-    if (f == F_LIVE) {
+    if (f == F_LIVE || f == F_BOUNCE) {
         s.n = 5;
-        fn(arg, &s, m->live);
+        fn(arg, &s, f == F_LIVE ? m->live : (double)m->bounce_bytes);
         return;
     }
     for (int c = 0; c < MXH_COLL_COUNT; c++) {

@@ -60,6 +60,7 @@ struct mxh_mstats {
     uint64_t    lvl_steps[MXH_COLL_COUNT][MXH_NALG][MXH_LEVEL_TYPE_COUNT];
     uint64_t    staged[MXH_COLL_COUNT];      /* device bytes copied through host memory */
     uint64_t    cpu_reduced[MXH_COLL_COUNT]; /* device bytes reduced by the CPU */
+    uint64_t    bounce_bytes;                /* pinned bounce pool now (gauge) */
 };
 
 struct mxh_mstats *mxh_metrics_of_slow(const mxh_coll_args_t *a);

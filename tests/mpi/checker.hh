@@ -51,6 +51,7 @@ enum class Role { host, send, recv };
 
 struct MemCfg {
     bool send_test = false, recv_test = false;
+    bool mpi_direct = false; // mpi=direct: the test-only CUDA-aware MPI (mem.h)
     int delay = 3;
     std::string desc = "host";
 };
@@ -76,15 +77,18 @@ inline const MemCfg &mem_cfg()
                 m.recv_test = v == "test";
             else if (k == "delay" && !v.empty())
                 m.delay = atoi(v.c_str());
+            else if (k == "mpi" && (v == "direct" || v == "staged"))
+                m.mpi_direct = v == "direct";
             else if (!kv.empty()) {
                 std::fprintf(stderr, "MXH_TEST_MEM: bad item '%s' (send=test|host, "
-                                     "recv=test|host, delay=N)\n", kv.c_str());
+                                     "recv=test|host, delay=N, mpi=direct|staged)\n", kv.c_str());
                 std::abort();
             }
         }
         mxh_mem_test_set_delay(m.delay);
-        m.desc = fmt("send=%s recv=%s delay=%d", m.send_test ? "test" : "host",
-                     m.recv_test ? "test" : "host", m.delay);
+        mxh_mem_test_set_mpi_direct(m.mpi_direct);
+        m.desc = fmt("send=%s recv=%s delay=%d mpi=%s", m.send_test ? "test" : "host",
+                     m.recv_test ? "test" : "host", m.delay, m.mpi_direct ? "direct" : "staged");
 #endif
         return m;
     }();

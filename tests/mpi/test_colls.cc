@@ -1123,6 +1123,107 @@ TEST(DeviceNodeLevel, MatchesMpich)
 }
 #endif
 
+#if MXH_TEST_MEMKIND && !MXH_TEST_PLAIN
+// The device network path (coll.c device_net) across nodes, every collective with a
+// schedule, pipelined (64 KiB fragments): results against MPICH, every call on the
+// path (algo hier_ipc), no device byte reduced by the CPU, and the bounce traffic
+// by mode: mpi=direct (the test-only CUDA-aware MPI) nothing through host memory;
+// staged, the bounce pool well below the call's size (it holds the fragments in
+// flight only).
+// The number of ranks on each node of @comm (by MPIX_HIER_HOSTNAME or processor name).
+std::map<std::string, int> node_ranks(MPI_Comm comm)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    const char *h = getenv("MPIX_HIER_HOSTNAME");
+    int len = 0, size = 0;
+    if (h != nullptr)
+        snprintf(name, sizeof(name), "%s", h);
+    else
+        MPI_Get_processor_name(name, &len);
+    MPI_Comm_size(comm, &size);
+    std::vector<char> all((size_t)size * MPI_MAX_PROCESSOR_NAME);
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                  MPI_CHAR, comm);
+    std::map<std::string, int> nodes;
+    for (int r = 0; r < size; r++)
+        nodes[std::string(&all[(size_t)r * MPI_MAX_PROCESSOR_NAME])]++;
+    return nodes;
+}
+
+double stat_of(MPI_Comm c, const char *sel)
+{
+    double v = -1;
+    EXPECT_EQ(MPIX_Hier_comm_get_stats(c, sel, &v), MPI_SUCCESS) << sel;
+    return v;
+}
+
+TEST(DeviceNetwork, StagingByMode)
+{
+    const mxh_test::MemCfg &m = mxh_test::mem_cfg();
+    std::map<std::string, int> nodes = node_ranks(MPI_COMM_WORLD);
+    if (!m.send_test || !m.recv_test || nodes.size() < 2)
+        GTEST_SKIP() << "needs test-kind send and receive buffers on several nodes";
+    // uneven nodes: a rank alone on its rail keeps its node on the staged path; one
+    // rank per node: one level, MPI's own collective on staged copies
+    bool even = nodes.begin()->second > 1;
+    for (const auto &kv : nodes)
+        even = even && kv.second == nodes.begin()->second;
+    MPI_Comm comm;
+    MPI_Info info;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_ipc", "yes");
+    MPI_Info_set(info, "mpix_hier_ipc_min", "0");
+    MPI_Info_set(info, "mpix_hier_frag_size", "64k");
+    ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_init(comm, info));
+    MPI_Info_free(&info);
+    ASSERT_EQ(MPI_SUCCESS, MPIX_Hier_comm_reset_stats(comm));
+    const mxh_type_t *ti = mxh_type_find(MPI_INT), *td = mxh_type_find(MPI_DOUBLE);
+    const int big = 600007;
+    double bounce_most = 0;
+    {
+        Checker ck(comm, "device-net");
+        int blk = big / ck.size + 1;
+        allreduce_case(ck, td, MPI_SUM, big, false, salt_of(td, MPI_SUM, big, 51));
+        bounce_most = std::max(bounce_most, stat_of(comm, "mpix_hier_bounce_bytes"));
+        rsb_case(ck, ti, MPI_SUM, blk, true, salt_of(ti, MPI_SUM, blk, 52));
+        allgather_case(ck, td, blk, false, salt_of(td, MPI_OP_NULL, blk, 53));
+        reduce_case(ck, ti, MPI_MAX, big, false, ck.size - 1, salt_of(ti, MPI_MAX, big, 54));
+        bcast_case(ck, td, big, 1 % ck.size, salt_of(td, MPI_OP_NULL, big, 55));
+        bounce_most = std::max(bounce_most, stat_of(comm, "mpix_hier_bounce_bytes"));
+        ck.finish();
+    }
+    double staged = stat_of(comm, "mpix_hier_staged_bytes_total");
+    double cpu    = stat_of(comm, "mpix_hier_device_cpu_reduced_bytes_total");
+    double taken  = stat_of(comm, "mpix_hier_calls_total{algo=\"hier_ipc\"}");
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        std::printf("mxh: device network path, mpi=%s: %.0f of 5 calls on it, %.0f bytes staged, "
+                    "%.0f reduced by the CPU, bounce pool at most %.0f bytes (calls of %zu "
+                    "bytes)%s\n",
+                    m.mpi_direct ? "direct" : "staged", taken, staged, cpu, bounce_most,
+                    big * sizeof(double), even ? "" : " (uneven or one-rank nodes: not asserted)");
+    if (!even) {
+        MPI_Comm_free(&comm);
+        return;
+    }
+    EXPECT_EQ(taken, 5.0) << "a collective did not take the device network path";
+    EXPECT_EQ(cpu, 0.0);
+    if (m.mpi_direct) {
+        EXPECT_EQ(staged, 0.0) << "direct mode moved device bytes through host memory";
+        EXPECT_EQ(bounce_most, 0.0);
+    } else {
+        EXPECT_GT(staged, 0.0);
+        EXPECT_GT(bounce_most, 0.0);
+        EXPECT_LT(bounce_most, (double)big * sizeof(double) / 2)
+            << "the bounce pool holds more than the fragments in flight";
+    }
+    MPI_Comm_free(&comm);
+}
+#endif
+
 std::string algo_name(const ::testing::TestParamInfo<AlgoCfg> &info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Forced, Algos, ::testing::ValuesIn(kAlgoCfgs), algo_name);
 
