@@ -1471,6 +1471,15 @@ static buf_use_t buf_use(const mxh_coll_args_t *a)
 /* Non-host buffers of this rank are mirrored in host staging memory: copied in
  * before the path runs, results copied back after. The path itself (and so
  * every other rank) cannot tell. */
+/* Device bytes through host memory and device bytes reduced by the CPU (metrics). */
+static void count_staged(const mxh_coll_args_t *a, size_t staged, size_t cpu_reduced)
+{
+    if (a->mstats != NULL) {
+        a->mstats->staged[a->coll] += staged;
+        a->mstats->cpu_reduced[a->coll] += cpu_reduced;
+    }
+}
+
 /* Allreduce/reduce on a schedule with a buffer of another memory kind: the
  * fragments are staged in and out one by one (stage_io_t). */
 static mxh_status_t staged_sched(mxh_coll_args_t *a)
@@ -1505,7 +1514,10 @@ static mxh_status_t staged_sched(mxh_coll_args_t *a)
         sio.out_ops = a->recv_mem;
         fout        = frag_stage_out;
     }
-    /* frag_copy_in reads a frag_io_t: the first member of stage_io_t */
+    /* frag_copy_in reads a frag_io_t: the first member of stage_io_t; the schedule
+     * reduces the host copy of the device input */
+    count_staged(a, (fin == frag_stage_in ? bytes : 0) + (fout != NULL ? bytes : 0),
+                 in_ops->kind != MXH_MEM_HOST ? bytes : 0);
     st = run_sched_io(a, sched, work, a->mpi_op, fin, fout, &sio.io);
     return st != MXH_OK ? st : sio.st;
 }
@@ -1562,6 +1574,10 @@ static mxh_status_t run_staged(mxh_coll_args_t *a)
         r = rmirror - lb;
     }
     /* a failure above is local: the collective must still run (peers wait in it) */
+    count_staged(a, sbytes + (rmirror != NULL ? rbytes * (size_t)(u.recv_in + u.recv_out) : 0),
+                 mxh_coll_info(a->coll)->reducing
+                     ? (smirror != NULL ? sbytes : rmirror != NULL && u.recv_in ? rbytes : 0)
+                     : 0);
     mxh_status_t run = run_host(a, s, r);
     if (st == MXH_OK)
         st = run;
@@ -1590,7 +1606,7 @@ static int mpi_takes(const mxh_mem_ops_t *m)
     if (m->kind != MXH_MEM_CUDA)
         return 0;
     caps = mxh_discover_caps(NULL);
-    return caps != NULL && caps->mpi_cuda_aware == 1 && caps->ucx_mem_cuda;
+    return mxh_caps_net_direct(caps, NULL, 0);
 }
 
 /* The common small call: host buffers of a dense type on one node go
@@ -1744,15 +1760,6 @@ static mxh_xfer_t device_xfer(const mxh_mem_ops_t *m)
     if (m->kind == MXH_MEM_TEST)
         return mxh_mem_test_mpi_direct() ? MXH_XFER_DIRECT : MXH_XFER_STAGED;
     return mpi_takes(m) ? MXH_XFER_DIRECT : MXH_XFER_STAGED;
-}
-
-/* Device bytes through host memory and device bytes reduced by the CPU (metrics). */
-static void count_staged(const mxh_coll_args_t *a, size_t staged, size_t cpu_reduced)
-{
-    if (a->mstats != NULL) {
-        a->mstats->staged[a->coll] += staged;
-        a->mstats->cpu_reduced[a->coll] += cpu_reduced;
-    }
 }
 
 /* The node index of comm rank @r among the ranks of its node (the node communicator
@@ -2503,10 +2510,8 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a)
 static void plain_undo(mxh_coll_args_t *a)
 {
     free(a->nb.copy);
-    if (a->nb.smirror)
-        a->send_mem->stage_free(a->nb.smirror, a->nb.sbytes ? a->nb.sbytes : 1);
-    if (a->nb.rmirror)
-        a->recv_mem->stage_free(a->nb.rmirror, a->nb.rbytes ? a->nb.rbytes : 1);
+    mxh_mem_stage_put(a->send_mem, a->nb.smirror, a->nb.sgot);
+    mxh_mem_stage_put(a->recv_mem, a->nb.rmirror, a->nb.rgot);
     if (a->staged && a->recv_mem->release)
         a->recv_mem->release(a->recvbuf);
     if (a->staged && a->send_mem->release)
@@ -2537,7 +2542,7 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
         if (u.send_count > 0 && a->send_mem->kind != MXH_MEM_HOST) {
             a->nb.sbytes  = type_span(mxh_coll_info(a->coll)->sendtype ? a->sendtype : a->dt,
                                       u.send_count, &lb);
-            a->nb.smirror = a->send_mem->stage_alloc(a->nb.sbytes ? a->nb.sbytes : 1);
+            a->nb.smirror = mxh_mem_stage_get(a->send_mem, a->nb.sbytes, &a->nb.sgot);
             st = a->nb.smirror ? mxh_mem_copy_sync(a->send_mem, a->nb.smirror,
                                                    (const char *)a->sendbuf + lb, a->nb.sbytes)
                                : MXH_ERR_NO_MEMORY;
@@ -2545,7 +2550,7 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
         }
         if (st == MXH_OK && u.recv_count > 0 && a->recv_mem->kind != MXH_MEM_HOST) {
             a->nb.rbytes  = type_span(a->dt, u.recv_count, &a->nb.rlb);
-            a->nb.rmirror = a->recv_mem->stage_alloc(a->nb.rbytes ? a->nb.rbytes : 1);
+            a->nb.rmirror = mxh_mem_stage_get(a->recv_mem, a->nb.rbytes, &a->nb.rgot);
             if (a->nb.rmirror == NULL)
                 st = MXH_ERR_NO_MEMORY;
             else if (u.recv_in)
@@ -2559,6 +2564,11 @@ static mxh_status_t plain_post(mxh_coll_args_t *a)
             plain_undo(a);
             return st;
         }
+        /* MPI's collective runs on the host copies: a reduction's input is reduced there */
+        size_t in = a->nb.smirror != NULL ? a->nb.sbytes : u.recv_in ? a->nb.rbytes : 0;
+        count_staged(a, a->nb.sbytes + (u.recv_in ? a->nb.rbytes : 0) +
+                            (u.recv_out ? a->nb.rbytes : 0),
+                     mxh_coll_info(a->coll)->reducing ? in : 0);
     }
     size_t (*inplace)(const mxh_coll_args_t *) = ops_of(a)->inplace_copy;
     size_t n;

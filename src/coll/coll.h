@@ -99,8 +99,8 @@ typedef struct mxh_coll_args {
         MPI_Request req;
         int         posted;
         void       *copy;            /* in-place copy to free (MPICH quirks) */
-        char       *smirror, *rmirror; /* staging of non-host buffers, own */
-        size_t      sbytes, rbytes;
+        char       *smirror, *rmirror; /* staging of non-host buffers (mxh_mem_stage_get) */
+        size_t      sbytes, rbytes, sgot, rgot;
         MPI_Aint    rlb;
         int         recv_out;
     } nb;

@@ -677,6 +677,30 @@ static void describe_ipc(mxh_hier_t *h, size_t *dlen)
     describe_add(h, dlen, line);
 }
 
+/* The description's line on device buffers across nodes (coll.c device_net): where the
+ * node part runs, and how this rank's network steps move device memory and why (the
+ * transport capabilities, queried here only on a rank that drives a GPU). */
+static void describe_dnet(mxh_hier_t *h, size_t *dlen)
+{
+    char line[512], why[128];
+    int direct;
+
+    if (h->ipc_node == NULL && !h->node_alone)
+        return;
+    if (h->layout->gpu_of[h->rank] >= 0) {
+        direct = mxh_caps_net_direct(mxh_discover_caps(NULL), why, sizeof(why));
+    } else { /* no GPU: only the test kind's buffers take the path */
+        direct = mxh_mem_test_mpi_direct();
+        snprintf(why, sizeof(why), "%s", direct ? "test memory, its test-only direct mode"
+                                                : "no GPU");
+    }
+    snprintf(line, sizeof(line),
+             "  device buffers across nodes (from %zu bytes): node part on the device node "
+             "level, network steps on the device, their messages %s (%s)\n",
+             h->ipc_min, direct ? "direct" : "through a bounded pinned bounce pool", why);
+    describe_add(h, dlen, line);
+}
+
 /* MPIX_HIER_EXCLUDE_RAILS: pure decision on agreed data (the mask is in the plan hash),
  * and its line of the description. */
 static mxh_status_t describe_xrail(mxh_hier_t *h, size_t *dlen)
@@ -720,6 +744,7 @@ static mxh_status_t hier_describe(mxh_hier_t *h, const char *measured)
     if (measured[0] != '\0')
         describe_add(h, &dlen, measured);
     describe_ipc(h, &dlen);
+    describe_dnet(h, &dlen);
     return describe_xrail(h, &dlen);
 }
 

@@ -265,6 +265,7 @@ mxh_status_t mxh_gpu_ipc_map(const mxh_ipc_desc_t *d, void *owner, void **ptr)
     key.base      = d->base;
     key.size      = d->size;
     key.buffer_id = d->buffer_id;
+    key.device    = mxh_gpu_current_device();
     st = mxh_ipc_cache_open(&key, &d->handle, owner, &m);
     if (st == MXH_OK)
         *ptr = (char *)m + d->offset;

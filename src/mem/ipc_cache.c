@@ -79,14 +79,15 @@ static void entry_close(entry_t *e)
 
 static int overlaps(const mxh_ipc_key_t *a, const mxh_ipc_key_t *b)
 {
-    return a->kind == b->kind && a->pid == b->pid && a->base < b->base + b->size &&
+    return a->kind == b->kind && a->pid == b->pid && a->device == b->device &&
+           a->base < b->base + b->size &&
            b->base < a->base + a->size;
 }
 
 static int contains(const mxh_ipc_key_t *outer, const mxh_ipc_key_t *inner)
 {
     return outer->kind == inner->kind && outer->pid == inner->pid &&
-           outer->buffer_id == inner->buffer_id &&
+           outer->device == inner->device && outer->buffer_id == inner->buffer_id &&
            outer->base <= inner->base && inner->base + inner->size <= outer->base + outer->size;
 }
 

@@ -69,6 +69,8 @@ typedef struct mxh_ipc_key {
     uint64_t base;      /* exporter's allocation start (its address space) */
     uint64_t size;      /* allocation size in bytes (> 0) */
     uint64_t buffer_id; /* exporter's unique id of the allocation */
+    int32_t  device;    /* importing device (CUDA: a mapping lives in the context of the
+                           device current when it was opened); 0 for kinds without one */
 } mxh_ipc_key_t;
 
 /* Result of an opener's open. */

@@ -153,8 +153,71 @@ mxh_status_t mxh_mem_copy_sync(const mxh_mem_ops_t *ops, void *dst, const void *
     return done < 0 ? (mxh_status_t)-done : MXH_OK;
 }
 
+/* ---- a cache of staging buffers for calls that keep theirs past one collective --- */
+
+#define STAGE_CACHE 8
+static struct {
+    void  *p;
+    size_t n;
+} stage_cache[MXH_MEM_NKINDS][STAGE_CACHE];
+
+void *mxh_mem_stage_get(const mxh_mem_ops_t *ops, size_t n, size_t *got)
+{
+    int best = -1;
+    if (n == 0)
+        n = 1;
+    for (int i = 0; i < STAGE_CACHE; i++) {
+        size_t k = stage_cache[ops->kind][i].n;
+        if (stage_cache[ops->kind][i].p != NULL && k >= n &&
+            (best < 0 || k < stage_cache[ops->kind][best].n))
+            best = i;
+    }
+    if (best >= 0) {
+        void *p = stage_cache[ops->kind][best].p;
+        *got    = stage_cache[ops->kind][best].n;
+        stage_cache[ops->kind][best].p = NULL;
+        return p;
+    }
+    *got = n;
+    return ops->stage_alloc(n);
+}
+
+void mxh_mem_stage_put(const mxh_mem_ops_t *ops, void *p, size_t n)
+{
+    int slot = -1;
+    if (p == NULL)
+        return;
+    for (int i = 0; i < STAGE_CACHE && slot < 0; i++)
+        if (stage_cache[ops->kind][i].p == NULL)
+            slot = i;
+    if (slot < 0) { /* full: give back the smallest (the larger serve more calls) */
+        slot = 0;
+        for (int i = 1; i < STAGE_CACHE; i++)
+            if (stage_cache[ops->kind][i].n < stage_cache[ops->kind][slot].n)
+                slot = i;
+        if (stage_cache[ops->kind][slot].n >= n) {
+            ops->stage_free(p, n);
+            return;
+        }
+        ops->stage_free(stage_cache[ops->kind][slot].p, stage_cache[ops->kind][slot].n);
+    }
+    stage_cache[ops->kind][slot].p = p;
+    stage_cache[ops->kind][slot].n = n;
+}
+
+static void stage_cache_clear(void)
+{
+    for (int k = 0; k < MXH_MEM_NKINDS; k++)
+        for (int i = 0; i < STAGE_CACHE; i++)
+            if (stage_cache[k][i].p != NULL) {
+                mxh_mem_ops((mxh_mem_kind_t)k)->stage_free(stage_cache[k][i].p, stage_cache[k][i].n);
+                stage_cache[k][i].p = NULL;
+            }
+}
+
 void mxh_mem_finalize(void)
 {
+    stage_cache_clear();
     mxh_ipc_cache_clear();
 #ifdef HAVE_CUDA
     mxh_mem_cuda_finalize();

@@ -189,6 +189,14 @@ static inline mxh_status_t mxh_mem_query(const void *p, const char *what, int ch
     return mxh_mem_query_any(p, what, check, ops);
 }
 
+/* Staging memory of @ops's kind (its stage_alloc) for calls that keep it past one
+ * collective (nonblocking plain calls: several in flight at once), from a small
+ * process-wide cache (at most 8 buffers per kind, the smallest given back first), so
+ * that a steady stream of calls allocates (and, for CUDA, synchronises in
+ * cudaFreeHost) nothing. *@got: the buffer's size, to hand back to mxh_mem_stage_put. */
+void *mxh_mem_stage_get(const mxh_mem_ops_t *ops, size_t n, size_t *got);
+void mxh_mem_stage_put(const mxh_mem_ops_t *ops, void *p, size_t n);
+
 /* Release what the kinds hold process-wide (CUDA streams and pooled events,
  * the peer IPC mappings of mem/ipc_cache.h). For the library's global
  * teardown (MPI_Finalize); the kinds work again afterwards (lazily). */

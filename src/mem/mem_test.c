@@ -533,6 +533,7 @@ static mxh_status_t test_ipc_map(const mxh_mem_ipc_desc_t *d, void *owner, void 
     key.base      = x.base;
     key.size      = x.size;
     key.buffer_id = x.buffer_id;
+    key.device    = 0;
     st = mxh_ipc_cache_open(&key, &x, owner, &m);
     if (st == MXH_OK)
         *ptr = (char *)m + x.offset;

@@ -22,7 +22,9 @@ struct Inputs {
 struct cf32 {
     float x, y;
 };
-struct __align__(16) cf64 {
+// natural alignment (8): MPI_C_DOUBLE_COMPLEX buffers at 8 mod 16 are legal, and a
+// 16-byte-aligned type would make their scalar loads fault
+struct cf64 {
     double x, y;
 };
 
@@ -133,9 +135,37 @@ template <typename S, typename Op> __device__ __forceinline__ uint4 combine(uint
     return a;
 }
 
+// Element @e of @p; @bytes: some pointer is not aligned to the element (MPI allows it),
+// so the scalar path moves it byte by byte instead of faulting.
+template <typename S> __device__ __forceinline__ S ld(const void *p, size_t e, bool bytes)
+{
+    if (!bytes)
+        return ((const S *)p)[e];
+    S v;
+    const unsigned char *b = (const unsigned char *)p + e * sizeof(S);
+    unsigned char *d       = (unsigned char *)&v;
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(S); i++)
+        d[i] = b[i];
+    return v;
+}
+
+template <typename S> __device__ __forceinline__ void st(void *p, size_t e, S v, bool bytes)
+{
+    if (!bytes) {
+        ((S *)p)[e] = v;
+        return;
+    }
+    unsigned char *b       = (unsigned char *)p + e * sizeof(S);
+    const unsigned char *s = (const unsigned char *)&v;
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(S); i++)
+        b[i] = s[i];
+}
+
 template <typename S, typename Op>
 __global__ void __launch_bounds__(kThreads)
-    reduce_kernel(S *out, Inputs in, int nin, size_t head, size_t nvec, size_t count)
+    reduce_kernel(S *out, Inputs in, int nin, size_t head, size_t nvec, size_t count, bool bytes)
 {
     constexpr size_t V = 16 / sizeof(S);
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -177,10 +207,10 @@ __global__ void __launch_bounds__(kThreads)
     const size_t tail0 = head + nvec * V, nscalar = head + (count - tail0);
     for (size_t i = tid; i < nscalar; i += nth) {
         size_t e = i < head ? i : tail0 + (i - head);
-        S acc    = ((const S *)in.p[0])[e];
+        S acc    = ld<S>(in.p[0], e, bytes);
         for (int k = 1; k < nin; k++)
-            acc = Op::apply(acc, ((const S *)in.p[k])[e]);
-        out[e] = acc;
+            acc = Op::apply(acc, ld<S>(in.p[k], e, bytes));
+        st<S>(out, e, acc, bytes);
     }
 }
 
@@ -210,6 +240,9 @@ cudaError_t launch(void *out, const Inputs &in, int nin, size_t count, cudaStrea
     for (int k = 0; k < nin; k++)
         addrs[k + 1] = (uintptr_t)in.p[k];
     mxh_cuda_reduce_split(addrs, nin + 1, count, sizeof(S), &head, &nvec);
+    bool bytes = false;
+    for (int k = 0; k <= nin; k++)
+        bytes = bytes || addrs[k] % alignof(S) != 0;
     size_t nscalar = count - nvec * (16 / sizeof(S));
     size_t work    = (nvec + kUnroll - 1) / kUnroll;
     if (nscalar > work)
@@ -220,7 +253,7 @@ cudaError_t launch(void *out, const Inputs &in, int nin, size_t count, cudaStrea
     if (blocks == 0)
         blocks = 1;
     reduce_kernel<S, Op><<<(unsigned)blocks, kThreads, 0, stream>>>((S *)out, in, nin, head, nvec,
-                                                                      count);
+                                                                      count, bytes);
     return cudaGetLastError();
 }
 

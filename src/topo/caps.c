@@ -391,3 +391,17 @@ size_t mxh_caps_describe(const mxh_caps_t *caps, char *buf, size_t len)
     }
     return sb.used;
 }
+
+int mxh_caps_net_direct(const mxh_caps_t *caps, char *why, size_t len)
+{
+    int direct = caps != NULL && caps->mpi_cuda_aware == 1 && caps->ucx_mem_cuda;
+    const char *r = caps == NULL                  ? "no transport capabilities"
+                    : caps->mpi_cuda_aware == 0   ? "MPI is not CUDA-aware"
+                    : caps->mpi_cuda_aware < 0    ? "MPI does not say whether it is CUDA-aware"
+                    : !caps->ucx_mem_cuda         ? "UCX does not move CUDA memory"
+                    : caps->gpu_direct            ? "CUDA-aware MPI, UCX moves CUDA memory, GPUDirect RDMA"
+                                                  : "CUDA-aware MPI, UCX moves CUDA memory";
+    if (why != NULL && len > 0)
+        snprintf(why, len, "%s", r);
+    return direct;
+}

@@ -58,6 +58,11 @@ mxh_status_t mxh_caps_query_ucx(mxh_caps_t *caps);
  * -1 when MPI is not initialized (or already finalized) or neither exists. */
 void mxh_caps_query_mpi(mxh_caps_t *caps);
 
+/* Whether MPI may be given CUDA memory for the network steps of the device path
+ * (exec/p2p.h MXH_XFER_DIRECT): MPICH says it is CUDA-aware and UCX moves CUDA memory.
+ * @why (may be NULL) gets the reason in a few words, either way. */
+int mxh_caps_net_direct(const mxh_caps_t *caps, char *why, size_t len);
+
 /* One-line human description into @buf (always NUL-terminated when len > 0).
  * Returns the length the full text needs (as snprintf): a result >= len
  * means it was truncated. */

@@ -226,9 +226,11 @@ TEST_F(MemTest, BadCopiesAreRejected)
     EXPECT_EQ(1, host[0]);
     EXPECT_EQ(MXH_OK, t->copy_start(d + 50, host.data(), 50, &ev)); // exactly to the end
     EXPECT_EQ(MXH_OK, mxh_mem_copy_sync(t, d, d + 50, 50));        // test to test
-    EXPECT_EQ(0, d[0]); // the first copy has not completed yet: the source was still 0
-    while (t->event_test(&ev) == 0)
-        ;
+    // in order, as on a stream (mem.h): completing the second copy ran the first before
+    // it, so the second read the first's result
+    EXPECT_EQ(1, d[0]);
+    EXPECT_EQ(1, d[99]);
+    EXPECT_EQ(1, t->event_test(&ev)); // and the first's event reports it complete
     EXPECT_EQ(1, d[99]);
     mxh_mem_test_free(d);
 }
@@ -302,10 +304,11 @@ namespace {
 // A fake CUDA driver: mappings are recorded per exporter pid at the range the
 // "driver" really maps (the allocation widened to @granule, as the driver maps
 // whole VA chunks). Opening anything overlapping an open mapping of the same
-// pid is "already mapped". Addresses are fake and never dereferenced.
+// pid in the same importing device's context is "already mapped". Addresses are fake
+// and never dereferenced.
 struct FakeDriver {
     struct Map {
-        int32_t  kind, pid;
+        int32_t  kind, pid, device;
         uint64_t lo, hi;
     };
     uint64_t granule = 4096;
@@ -325,14 +328,15 @@ struct FakeDriver {
         bool clash = always_already;
         for (auto &m : open_maps)
             clash = clash || (m.second.kind == k->kind && m.second.pid == k->pid &&
-                              m.second.lo < hi && lo < m.second.hi);
+                              m.second.device == k->device && m.second.lo < hi &&
+                              lo < m.second.hi);
         if (clash) {
             already++;
             return MXH_IPC_OPEN_ALREADY_MAPPED;
         }
         uintptr_t a = next + (uintptr_t)(k->base - lo);
         next += (uintptr_t)1 << 32;
-        open_maps[a] = {k->kind, k->pid, lo, hi};
+        open_maps[a] = {k->kind, k->pid, k->device, lo, hi};
         opens++;
         *mapped = (void *)a;
         return MXH_IPC_OPEN_OK;
@@ -386,7 +390,7 @@ struct IpcCache : ::testing::Test {
     static mxh_ipc_key_t key(int32_t pid, uint64_t base, uint64_t size, uint64_t id,
                              int32_t kind = MXH_MEM_CUDA)
     {
-        return mxh_ipc_key_t{kind, pid, base, size, id};
+        return mxh_ipc_key_t{kind, pid, base, size, id, 0};
     }
     mxh_status_t open(const mxh_ipc_key_t &k, void *owner, void **m)
     {
@@ -600,12 +604,31 @@ TEST_F(IpcCache, KindsAreKeyedApart)
     EXPECT_EQ(3, delta().entries);
 }
 
+TEST_F(IpcCache, ImportingDevicesAreKeyedApart)
+{
+    // a process that imports one peer buffer on two of its devices (cudaSetDevice
+    // between calls): two mappings, each in its own device's context; no hit across
+    mxh_ipc_key_t k0 = key(100, 0x100000, 0x10000, 7), k1 = k0;
+    k1.device = 1;
+    void *d0 = must_open(k0, &o1);
+    void *d1 = must_open(k1, &o1);
+    EXPECT_NE(d0, d1);
+    EXPECT_EQ(2, drv.opens);
+    EXPECT_EQ(0u, delta().hits);
+    EXPECT_EQ(0u, delta().overlap_evictions);
+    EXPECT_EQ(d1, must_open(k1, &o1));
+    EXPECT_EQ(d0, must_open(k0, &o1));
+    EXPECT_EQ(2u, delta().hits);
+    EXPECT_TRUE(is_open(d0));
+    EXPECT_TRUE(is_open(d1));
+}
+
 TEST(IpcCacheDefault, OpenerFollowsTheKind)
 {
     mxh_test::QuietStderr quiet;
     LogTap cap;
     mxh_ipc_cache_set_ops(nullptr);
-    mxh_ipc_key_t k{MXH_MEM_HOST, 100, 0x1000, 0x1000, 1};
+    mxh_ipc_key_t k{MXH_MEM_HOST, 100, 0x1000, 0x1000, 1, 0};
     void *m = (void *)1;
     uint64_t h = 0;
     // host memory has no opener in any build
