@@ -2191,12 +2191,23 @@ static mxh_status_t plain_call(mxh_coll_args_t *a, const void *s, void *r)
 
 /* ---- running a call ---------------------------------------------------------------------------- */
 
+/* One node, and the call tries the device node level: the shm path, or MPI's own
+ * collective chosen by a size measured on host buffers (allgather from 2 MiB, where
+ * MPICH's single copy beats the segment): device buffers still stay on the device
+ * (agreed inside exec/ipc.c; host buffers decline to MPI's collective). */
+static int ipc_single_considered(const mxh_coll_args_t *a)
+{
+    return (a->path == MXH_PATH_SHM ||
+            (a->path == MXH_PATH_PLAIN && a->why == MXH_FB_ABOVE_SHM_MAX && a->hier != NULL)) &&
+           a->hier->ipc != NULL && ipc_considered(a);
+}
+
 static mxh_status_t body(mxh_coll_args_t *a)
 {
     if (self_device(a))
         return self_run(a);
     /* every rank, whatever its buffers (the agreement is inside) */
-    if (a->path == MXH_PATH_SHM && a->hier->ipc != NULL && ipc_considered(a)) {
+    if (ipc_single_considered(a)) {
         mxh_status_t st = ipc_single(a);
         if (st != MXH_ERR_UNSUPPORTED)
             return st;
@@ -2674,7 +2685,9 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
         mxh_error("%s: cannot copy the count arrays", a->func);
         return MXH_ERR_NO_MEMORY;
     }
-    if (a->path == MXH_PATH_PLAIN && !self_device(ta) && (st = plain_post(ta)) != MXH_OK) {
+    /* (a call that tries the device node level first runs as a task on every rank) */
+    if (a->path == MXH_PATH_PLAIN && !self_device(ta) && !ipc_single_considered(ta) &&
+        (st = plain_post(ta)) != MXH_OK) {
         ((mxh_coll_args_t *)a)->mpi_rc = ta->mpi_rc;
         free(ta->varr);
         mxh_task_discard(t);
