@@ -35,6 +35,9 @@ struct mxh_ipc {
     mxh_mem_event_t *ev;              /* [nev] */
     int              nev;             /* n + EV_BATCH */
     unsigned long    ran, declined;
+    int              map_failed;      /* a peer's buffer could not be mapped here (agreed):
+                                         peers that cannot map each other (no P2P access)
+                                         stay so; every later call declines at once */
     /* MXH_IPC_STATS=1: where the calls' time goes, printed at destroy (ns): the fence
      * before publishing, the other waits for this rank's device work, the shared-memory
      * rounds (the publication's and the votes') */
@@ -181,6 +184,8 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
     mxh_status_t st;
     int bad = 0;
 
+    if (x->map_failed)
+        goto declined; /* on every rank alike: the failure was agreed */
     memset(&mine, 0, sizeof(mine));
     if ((int)MXH_LOG_DEBUG <= mxh_log_level_current && ops != NULL && ops->reduce_ok && op != MPI_OP_NULL &&
         !ops->reduce_ok(dt, op))
@@ -229,11 +234,13 @@ static mxh_status_t agree(mxh_ipc_t *x, const mxh_mem_ops_t *ops, int able, cons
         }
     }
     if (bad)
-        mxh_info("device node level: a peer's buffer cannot be mapped here: staged instead");
+        mxh_info("device node level: a peer's buffer cannot be mapped here: staged from now on");
     if ((st = round_max(x, bad, &bad)) != MXH_OK)
         return st;
-    if (bad)
+    if (bad) {
+        x->map_failed = 1;
         goto declined;
+    }
     x->ran++;
     return MXH_OK;
 declined:

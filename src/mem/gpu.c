@@ -88,12 +88,26 @@ mxh_status_t mxh_gpu_cuda(cudaError_t rc, const char *what)
  * (a freed device pointer is then indistinguishable from host memory by its
  * attributes). process_vm_readv on ourselves reads one byte without faulting;
  * where it is not permitted the answer is "readable". */
+/* Whether @p is readable host memory: one byte through process_vm_readv (a system
+ * call), remembered for the last few pages found readable, so that the host buffers a
+ * GPU process passes call after call are probed once (a page unmapped since would be
+ * missed: a user error the probe exists to catch only for freed device memory). */
+#define READABLE_PAGES 8
+static uintptr_t readable_page[READABLE_PAGES];
+static unsigned readable_next;
+
 static int host_readable(const void *p)
 {
+    uintptr_t page = (uintptr_t)p >> 12;
     char c;
+    for (int i = 0; i < READABLE_PAGES; i++)
+        if (readable_page[i] == page + 1)
+            return 1;
     struct iovec local = {&c, 1}, remote = {(void *)p, 1};
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1) {
+        readable_page[readable_next++ % READABLE_PAGES] = page + 1;
         return 1;
+    }
     return errno != EFAULT;
 }
 
