@@ -40,17 +40,31 @@
  *    without it, host memory only). Send and receive buffers may be of
  *    different kinds, and ranks may pass buffers of different kinds in one
  *    call: the network messages of a call never depend on where buffers
- *    live. A device buffer is staged: the library copies it into pinned host
- *    memory on its own CUDA stream, runs the same hierarchical schedule as
- *    for host buffers (every level, pipelining; reductions on the host) and
- *    copies the results back. Device node level (MPIX_HIER_IPC, on where
+ *    live. Where none of the device paths below takes it, a device buffer is
+ *    staged: the library copies it into pinned host memory on its own CUDA
+ *    stream, runs the same hierarchical schedule as for host buffers (every
+ *    level, pipelining; reductions on the host) and copies the results back.
+ *    Device node level (MPIX_HIER_IPC, on where
  *    every rank drives a GPU): from MPIX_HIER_IPC_MIN bytes, when every rank
  *    of a node passes cudaMalloc'ed memory, the ranks of the node read and
  *    write each other's buffers directly (CUDA IPC mappings, cached per
  *    allocation and released with the communicator) and reduce them with
  *    the library's kernels: on one node for allreduce, reduce_scatter_block,
- *    allgather, bcast and reduce, on several nodes for allreduce's node part
- *    (only the part the network carries is staged). Peers then access your
+ *    allgather, bcast and reduce (allgather at every size, also where MPI's
+ *    own collective is taken for host buffers). On several nodes the same
+ *    five collectives keep their data on the device: the node part on the
+ *    device node level, the network steps of the schedule on the device
+ *    buffers themselves, reduced by the library's kernels, pipelined by
+ *    fragments; their messages go to MPI as device pointers where MPI is
+ *    CUDA-aware and UCX moves CUDA memory (GPUDirect where UCX has it), else
+ *    through pinned bounce buffers: at most (fragments in flight) x (twice
+ *    the fragment) bytes per communicator (MPIX_HIER_FRAG_SIZE; the
+ *    mpix_hier_bounce_bytes gauge shows it), given back when calls need much
+ *    less for a while. MPIX_Hier_comm_describe says which. Small calls (the
+ *    latency plans), uneven nodes whose ranks have no network step, and the
+ *    v-collectives and all-to-all are staged whole; the metrics
+ *    mpix_hier_staged_bytes_total and mpix_hier_device_cpu_reduced_bytes_total
+ *    count what went through host memory. Peers then access your
  *    buffers during the call, so they must stay allocated and untouched
  *    until it completes, as MPI requires anyway. The ranks of a node agree
  *    per call; memory that cannot be mapped (managed, cudaMallocAsync pools)

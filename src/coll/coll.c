@@ -1925,30 +1925,37 @@ static mxh_status_t copy_regions(const mxh_mem_ops_t *ops, char *dst, const char
     return st;
 }
 
-/* The network steps of @sched on the device work buffer @work. */
-static mxh_status_t dnet_exec(mxh_coll_args_t *a, const mxh_sched_t *sched,
-                              const mxh_mem_ops_t *ops, unsigned skip, void *work)
+/* The executor's context for the network steps of @sched on device memory of @ops, its
+ * receive space (*@tmp) and device records allocated: 0 if they cannot be (before the
+ * node agrees, which then declines). */
+static int dnet_prepare(mxh_coll_args_t *a, const mxh_sched_t *sched, const mxh_mem_ops_t *ops,
+                        unsigned skip, mxh_exec_ctx_t *ctx, void **tmp)
 {
-    mxh_hier_t *h      = a->hier;
-    mxh_exec_ctx_t ctx = exec_ctx(h, a->vdt, a->tsize, a->mpi_op, a->lvl_p);
-    int nd             = mxh_exec_dev_slots(sched);
-    ctx.skip_levels    = skip;
-    ctx.mem            = ops;
-    ctx.xfer           = device_xfer(ops);
-    ctx.shm            = NULL;
-    ctx.shm_levels     = 0;
-    size_t bounce      = ctx.xfer == MXH_XFER_STAGED ? mxh_exec_bounce_bytes(sched, a->tsize) : 0;
-    size_t tmp_bytes   = mxh_exec_tmp_count(sched, &ctx) * a->tsize;
-    void *tmp          = mxh_hier_dev(h, ops, 1, tmp_bytes);
-    if ((ctx.devs = mxh_hier_devs(h, ops, nd, bounce)) == NULL || tmp == NULL)
-        return no_memory(tmp == NULL ? tmp_bytes : (size_t)nd * bounce);
-    mxh_status_t st = mxh_exec_sched(sched, &ctx, work, tmp);
+    mxh_hier_t *h   = a->hier;
+    int nd          = mxh_exec_dev_slots(sched);
+    *ctx            = exec_ctx(h, a->vdt, a->tsize, a->mpi_op, a->lvl_p);
+    ctx->skip_levels = skip;
+    ctx->mem        = ops;
+    ctx->xfer       = device_xfer(ops);
+    ctx->shm        = NULL;
+    ctx->shm_levels = 0;
+    size_t bounce   = ctx->xfer == MXH_XFER_STAGED ? mxh_exec_bounce_bytes(sched, a->tsize) : 0;
+    *tmp            = mxh_hier_dev(h, ops, 1, mxh_exec_tmp_count(sched, ctx) * a->tsize);
+    ctx->devs       = *tmp != NULL ? mxh_hier_devs(h, ops, nd, bounce) : NULL;
+    return ctx->devs != NULL;
+}
+
+/* The network steps on the device work buffer @work; the bounce traffic counted. */
+static mxh_status_t dnet_exec(mxh_coll_args_t *a, const mxh_sched_t *sched,
+                              const mxh_exec_ctx_t *ctx, void *work, void *tmp)
+{
+    mxh_status_t st = mxh_exec_sched(sched, ctx, work, tmp);
     uint64_t staged = 0;
-    for (int i = 0; i < nd; i++)
-        staged += ctx.devs[i].staged;
+    for (int i = 0; i < mxh_exec_dev_slots(sched); i++)
+        staged += ctx->devs[i].staged;
     count_staged(a, staged, 0);
     if (a->mstats != NULL)
-        a->mstats->bounce_bytes = h->bounce[ops->kind].size;
+        a->mstats->bounce_bytes = a->hier->bounce[ctx->mem->kind].size;
     return st;
 }
 
@@ -2002,6 +2009,15 @@ static mxh_status_t device_net(mxh_coll_args_t *a)
     } else if (ops != NULL && sched != NULL) {
         mxh_debug("%s: a network step of the schedule has no device form", a->func);
     }
+    /* the work buffer: the output where it has the work's layout; device memory of the
+     * library's otherwise (before agreeing: without it the node declines) */
+    char *work = NULL;
+    void *tmp  = NULL;
+    mxh_exec_ctx_t ctx;
+    if (able) {
+        work = out != NULL && !ci->blocks ? out : mxh_hier_dev(h, ops, 0, n * nb * ts);
+        able = work != NULL && dnet_prepare(a, sched, ops, skip, &ctx, &tmp);
+    }
     if (h->ipc_node != NULL) {
         st = mxh_ipc_node_agree(h->ipc_node, ops, able, in, in_bytes, out, out_bytes, a->vdt,
                                 ci->reducing ? a->mpi_op : MPI_OP_NULL, &engaged);
@@ -2014,12 +2030,6 @@ static mxh_status_t device_net(mxh_coll_args_t *a)
         return st;
     }
     a->ipc = 1;
-    /* the work buffer: the output where it has the work's layout */
-    char *work = out != NULL && !ci->blocks ? out : mxh_hier_dev(h, ops, 0, n * nb * ts);
-    if (work == NULL)
-        st = no_memory(n * nb * ts); /* the other nodes wait in the network steps: run them */
-    else if (ops->enter != NULL)
-        st = ops->enter();
     if (st == MXH_OK && o->dnet_fill == FILL_OWN)
         st = copy_regions(ops, work, in, pre.reg, pre.n, ts);
     else if (st == MXH_OK && h->ipc_node != NULL && (o->dnet_fill == FILL_REDUCE || root >= 0))
@@ -2027,10 +2037,9 @@ static mxh_status_t device_net(mxh_coll_args_t *a)
                                pre.reg, pre.n, a->vdt, ts, a->mpi_op);
     else if (st == MXH_OK && h->ipc_node == NULL && o->dnet_fill != FILL_ROOT)
         st = copy_regions(ops, work, in, pre.reg, pre.n, ts);
-    if (work != NULL) {
-        mxh_status_t net = dnet_exec(a, sched, ops, skip, work);
-        st               = st != MXH_OK ? st : net;
-    }
+    /* the network steps run whatever the status: the other nodes wait in them */
+    mxh_status_t net = dnet_exec(a, sched, &ctx, work, tmp);
+    st               = st != MXH_OK ? st : net;
     /* spread: to everybody, to the root (on my node), my own block */
     int to = o->dnet_spread == SPREAD_ALL ? -1 : o->dnet_spread == SPREAD_ROOT ? root
                                                                                 : node_index(h, a->rank);

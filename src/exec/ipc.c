@@ -382,17 +382,57 @@ mxh_status_t mxh_ipc_allgather(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const voi
     return finish(x, st != MXH_OK ? st : ws);
 }
 
+/* Large bcasts: a scatter from the root over the other ranks, then their all-gather, so
+ * that the root's link carries the vector once instead of once per peer (flat: every
+ * peer copies the whole vector from the root). One shared-memory round more; not
+ * measured on a GPU yet: the size is the one above which the extra round of a few
+ * microseconds is small against (n - 2) / (n - 1) of the vector saved on the root's
+ * link at NVLink speed. */
+#define IPC_BCAST_SPLIT_MIN ((size_t)4 << 20)
+
+/* Slice @k of @bytes among the n - 1 ranks other than @root: rank q's slice, q != root. */
+static void bcast_slice(const mxh_ipc_t *x, int root, int q, size_t bytes, size_t *lo, size_t *hi)
+{
+    slice(bytes, 1, x->n - 1, q < root ? q : q - 1, lo, hi);
+}
+
 mxh_status_t mxh_ipc_bcast(mxh_ipc_t *x, const mxh_mem_ops_t *ops, void *buf, size_t bytes,
                            int root)
 {
+    int split = x->n > 2 && bytes >= IPC_BCAST_SPLIT_MIN, k = 0, any;
+    size_t lo, hi;
     mxh_status_t st;
 
-    if ((st = agree(x, ops, 1, buf, bytes, NULL, 0, MPI_BYTE, MPI_OP_NULL, root)) != MXH_OK)
+    if ((st = agree(x, ops, 1, buf, bytes, NULL, 0, MPI_BYTE, MPI_OP_NULL, split ? -1 : root)) !=
+        MXH_OK)
         return st;
-    if (x->me != root && bytes > 0 &&
-        (st = ops->copy_start(buf, x->buf[2 * root], bytes, &x->ev[0])) == MXH_OK)
-        st = wait_events(x, ops, x->ev, 1);
-    return finish(x, st);
+    if (!split) {
+        if (x->me != root && bytes > 0 &&
+            (st = ops->copy_start(buf, x->buf[2 * root], bytes, &x->ev[0])) == MXH_OK)
+            st = wait_events(x, ops, x->ev, 1);
+        return finish(x, st);
+    }
+    if (x->me != root) { /* my slice from the root */
+        bcast_slice(x, root, x->me, bytes, &lo, &hi);
+        if (hi > lo && (st = ops->copy_start((char *)buf + lo, x->buf[2 * root] + lo, hi - lo,
+                                             &x->ev[0])) == MXH_OK)
+            st = wait_events(x, ops, x->ev, 1);
+    }
+    mxh_status_t rs = round_max(x, st != MXH_OK, &any);
+    if (st == MXH_OK)
+        st = rs != MXH_OK ? rs : any ? MXH_ERR_MPI : MXH_OK;
+    /* the other slices from the ranks that hold them */
+    for (int q = 0; q < x->n && x->me != root && st == MXH_OK; q++) {
+        if (q == root || q == x->me)
+            continue;
+        bcast_slice(x, root, q, bytes, &lo, &hi);
+        if (hi > lo &&
+            (st = ops->copy_start((char *)buf + lo, x->buf[2 * q] + lo, hi - lo, &x->ev[k])) ==
+                MXH_OK)
+            k++;
+    }
+    mxh_status_t ws = wait_events(x, ops, x->ev, k);
+    return finish(x, st != MXH_OK ? st : ws);
 }
 
 mxh_status_t mxh_ipc_reduce(mxh_ipc_t *x, const mxh_mem_ops_t *ops, const void *in, void *out,

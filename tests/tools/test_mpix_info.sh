@@ -83,7 +83,7 @@ if command -v python3 >/dev/null 2>&1; then
     check "json g4dn" '^8 rdmap197s0 \[0, 1, 2, 3, 4, 5, 6, 7\]$' "$out"
     out=$("$info" -m --json 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin)["metrics"]; print(len(d["families"]), d["label_values"]["level"])' 2>&1)
-    check "json metrics" "^7 \['node', 'rail', 'spine', 'island'\]$" "$out"
+    check "json metrics" "^10 \['node', 'rail', 'spine', 'island'\]$" "$out"
 fi
 
 if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
