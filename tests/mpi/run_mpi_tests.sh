@@ -259,20 +259,21 @@ run 1+2+3 test_colls_mem "$dn" $tt -- -n 1 -env $H a BIN : -n 2 -env $H b BIN : 
 # test-kind buffers, direct (mpi=direct: the test-only CUDA-aware MPI, nothing staged)
 # and staged (a bounded bounce pool); DeviceNetwork.* asserts both, and no CPU
 # reduction of device data, on even layouts
-tag=dnet
+tag=dnet-direct
 dnf='DeviceNetwork.*'
 run 2x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=3,mpi=direct -- \
     -n 2 -env $H a BIN : -n 2 -env $H b BIN
-run 2x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=3 -- \
-    -n 2 -env $H a BIN : -n 2 -env $H b BIN
-run 3level-4x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=2 \
-    MPIX_HIER_TOPO_FILE="$topo" -- \
-    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
 run interleaved-3x2 test_colls_mem "$dnf:$dn" MXH_TEST_MEM=send=test,recv=test,delay=1,mpi=direct \
     -- -n 6 /bin/bash "$self" --interleave a,b,c BIN
 # shellcheck disable=SC2086
 run 2x2 test_nbc_mem '*' MXH_TEST_MEM=send=test,recv=test,delay=2,mpi=direct MXH_TEST_QUICK=1 \
     $ipcf -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+tag=dnet-staged
+run 2x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=3 -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 3level-4x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=2 \
+    MPIX_HIER_TOPO_FILE="$topo" -- \
+    -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
 tag=ipc-mixed
 run 2x2 test_colls_mem "$dn" MXH_TEST_MEM=send=host,recv=test,delay=0 -- \
     -n 2 -env $H a BIN : -n 2 -env $H b BIN
