@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The algorithm a call ran: its path, and the schedule's algorithm on the
@@ -417,7 +418,7 @@ mxh_status_t mxh_metrics_write(const char *tmpl)
     char *text = NULL;
     size_t len = 0;
     mxh_status_t st;
-    FILE *f;
+    int fd;
 
     if (tmpl == NULL)
         tmpl = mxh_lib_config()->metrics_file;
@@ -435,11 +436,22 @@ mxh_status_t mxh_metrics_write(const char *tmpl)
     if ((st = mxh_metrics_text(&text, &len)) != MXH_OK)
         return st;
     writing = 1;
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    f = fopen(tmp, "w");
-    if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
+    /* a new file of our own in the target directory (mkstemp: O_CREAT | O_EXCL, so a
+     * symlink or file planted under the name is never followed or overwritten), then
+     * renamed over the path: a reader never sees half a file */
+    snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    int ok = fd >= 0 && fchmod(fd, 0644) == 0;
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t w = write(fd, text + off, len - off);
+        ok        = w > 0;
+        off += ok ? (size_t)w : 0;
+    }
+    if (fd >= 0 && close(fd) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
         mxh_error("metrics: cannot write %s", path);
-        if (f != NULL)
+        if (fd >= 0)
             remove(tmp);
         st = MXH_ERR_IO;
     }

@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "mpi_util.hh"
 #include "mpix_hier.h"
 
@@ -448,6 +451,42 @@ double sum_of(const std::vector<Sample> &all, const std::string &name, const cha
 
 // Communicators created and freed in a loop: the registry stays bounded (the
 // oldest freed ones are summed into comm="freed"), no count is lost.
+// The file is written through a temporary of its own (mkstemp in the target directory):
+// a symlink planted where the old predictable name <path>.tmp.<pid> was is not followed,
+// the file it points to keeps its contents, and the metrics land at the path.
+TEST(Metrics, TemporaryFileFollowsNoSymlink)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *dir = getenv("MXH_TEST_METRICS_DIR");
+    std::string base = std::string(dir ? dir : "/tmp") + "/mxh-test-symlink-" +
+                       std::to_string((long)getpid()) + "-";
+    std::string tmpl = base + "%r.prom"; // one file per rank (no ".rankN" suffix added)
+    std::string path = base + std::to_string(rank) + ".prom";
+    std::string victim = base + std::to_string(rank) + ".victim";
+    std::string planted = path + ".tmp." + std::to_string((long)getpid());
+    {
+        std::ofstream v(victim);
+        v << "keep\n";
+    }
+    std::remove(planted.c_str());
+    ASSERT_EQ(0, symlink(victim.c_str(), planted.c_str())) << planted;
+    EXPECT_EQ(MPIX_Hier_metrics_write(tmpl.c_str()), MPI_SUCCESS);
+    std::ifstream v(victim), m(path);
+    std::string line;
+    std::getline(v, line);
+    EXPECT_EQ(line, "keep") << "the planted symlink was followed";
+    std::stringstream ss;
+    ss << m.rdbuf();
+    EXPECT_NE(ss.str().find("mpix_hier_calls_total"), std::string::npos) << path;
+    struct stat sb;
+    EXPECT_EQ(0, lstat(planted.c_str(), &sb));
+    EXPECT_TRUE(S_ISLNK(sb.st_mode)) << "the planted link is left alone";
+    std::remove(planted.c_str());
+    std::remove(victim.c_str());
+    std::remove(path.c_str());
+}
+
 TEST(Metrics, ManyFreedCommunicatorsFolded)
 {
     std::vector<Sample> before = parse_prom(text_now());
