@@ -122,11 +122,11 @@ int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen
     if ((rc = query_hier(comm, F, buflen >= 0 && (buf != NULL || buflen == 0), what, &h)) !=
         MPI_SUCCESS)
         return rc;
+    const char *off = h->config.enable ? "" : "(MPIX_HIER_ENABLE=no) ";
     if (buflen > 0)
-        snprintf(buf, (size_t)buflen, "%s%s", h->config.enable ? "" : "(MPIX_HIER_ENABLE=no) ",
-                 h->description);
+        snprintf(buf, (size_t)buflen, "%s%s", off, h->description);
     if (resultlen)
-        *resultlen = (int)strlen(h->description) + (h->config.enable ? 0 : 23);
+        *resultlen = (int)(strlen(off) + strlen(h->description));
     return MPI_SUCCESS;
 }
 

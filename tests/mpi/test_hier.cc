@@ -365,6 +365,27 @@ std::string describe_with(const char *key, const char *value)
     return std::string(buf.data());
 }
 
+// The length describe reports is the text's, also with the library off on the
+// communicator (its prefix says so).
+TEST_F(Hier, DescribeLengthWithLibraryOff)
+{
+    MPI_Comm c;
+    MPI_Info info;
+    ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &c), MPI_SUCCESS);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpix_hier_enable", "no");
+    ASSERT_EQ(MPIX_Hier_comm_init(c, info), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    int len = -1, len2 = -1;
+    EXPECT_EQ(MPIX_Hier_comm_describe(c, nullptr, 0, &len), MPI_SUCCESS);
+    std::vector<char> buf((size_t)len + 8, 'x');
+    EXPECT_EQ(MPIX_Hier_comm_describe(c, buf.data(), (int)buf.size(), &len2), MPI_SUCCESS);
+    EXPECT_EQ(len, len2);
+    EXPECT_EQ((size_t)len, std::strlen(buf.data())) << buf.data();
+    EXPECT_EQ(0, std::strncmp(buf.data(), "(MPIX_HIER_ENABLE=no) ", 22)) << buf.data();
+    MPI_Comm_free(&c);
+}
+
 TEST_F(Hier, CostParametersMeasured)
 {
     int n = -1;
