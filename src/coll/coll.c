@@ -2393,7 +2393,10 @@ int mxh_coll_needs_hier(mxh_coll_args_t *a, int hier_op)
         }
         return elements <= INT_MAX;
     }
-    if (a->count == 0) {
+    /* nothing to move: no elements, or elements of a zero-size type (MPI's collective
+     * does nothing either; a send side with data is MPI's to report) */
+    if (a->count == 0 || (a->vn == 0 && (!ci->sendtype || a->sendbuf == MPI_IN_PLACE ||
+                                         (size_t)a->sendcount * a->vsn == 0))) {
         a->path = MXH_PATH_NONE;
         return 0;
     }

@@ -899,6 +899,38 @@ TEST_P(Colls, ReduceNonRootNullRecvbuf)
     ck.finish();
 }
 
+// Non-zero counts of a zero-size datatype: nothing to move, as MPICH does (the schedule
+// would be asked for 0 bytes); the buffers stay as they were and the communicator works.
+TEST_P(Colls, ZeroSizeDatatype)
+{
+    Checker ck(comm(), GetParam());
+    MPI_Datatype zero;
+    MPI_Type_contiguous(0, MPI_INT, &zero);
+    MPI_Type_commit(&zero);
+    std::vector<int> a(64, 7), b((size_t)64 * ck.size, 9);
+    for (int count : {1, 5, 1 << 16}) {
+        std::string l = fmt("zero-size type count=%d", count);
+        trace(l);
+        ck.rc(MPIX_Hier_bcast(a.data(), count, zero, 0, ck.comm), "MPIX_Hier_bcast " + l);
+        ck.rc(MPIX_Hier_allgather(a.data(), count, zero, b.data(), count, zero, ck.comm),
+              "MPIX_Hier_allgather " + l);
+        ck.rc(MPIX_Hier_alltoall(b.data(), count, zero, a.data(), count, zero, ck.comm),
+              "MPIX_Hier_alltoall " + l);
+        MPI_Request r = MPI_REQUEST_NULL;
+        ck.rc(MPIX_Hier_Ibcast(a.data(), count, zero, 0, ck.comm, &r), "MPIX_Hier_Ibcast " + l);
+        ck.rc(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait " + l);
+    }
+    for (int v : a)
+        ck.expect(v == 7, "a zero-size call wrote the buffer");
+    for (int v : b)
+        ck.expect(v == 9, "a zero-size call wrote the buffer");
+    int x = ck.rank + 1, sum = 0;
+    ck.rc(MPIX_Hier_allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, ck.comm), "allreduce after");
+    ck.expect(sum == ck.size * (ck.size + 1) / 2, "allreduce after the zero-size calls");
+    MPI_Type_free(&zero);
+    ck.finish();
+}
+
 // ---- forced algorithms and fragment settings ----------------------------------------
 //
 // Every algorithm a user can force (MPIX_HIER_ALGO through MPI_Info), pipelined
