@@ -8,6 +8,8 @@
 #define UINT(T) (sizeof(T) == 1 ? MXH_ELEM_U8 : sizeof(T) == 2 ? MXH_ELEM_U16          \
                  : sizeof(T) == 4 ? MXH_ELEM_U32 : sizeof(T) == 8 ? MXH_ELEM_U64 : MXH_ELEM_NONE)
 
+#define CHAR_ELEM ((char)-1 < 0 ? MXH_ELEM_I8 : MXH_ELEM_U8)
+
 #define C_INT(t, e)  {t, #t, MXH_DT_C_INT, e, 0}
 #define F_INT(t, e)  {t, #t, MXH_DT_F_INT, e, 0}
 #define FLT(t, e)    {t, #t, MXH_DT_FLOAT, e, 0}
@@ -31,6 +33,9 @@ const mxh_dtype_desc_t mxh_dtypes[] = {
     C_INT(MPI_UNSIGNED_LONG, UINT(unsigned long)), C_INT(MPI_LONG_LONG_INT, SINT(long long)),
     C_INT(MPI_LONG_LONG, SINT(long long)), C_INT(MPI_UNSIGNED_LONG_LONG, UINT(unsigned long long)),
     C_INT(MPI_SIGNED_CHAR, SINT(signed char)), C_INT(MPI_UNSIGNED_CHAR, UINT(unsigned char)),
+    /* MPICH reduces MPI_CHAR and MPI_CHARACTER with every integer op (as C's char: its
+     * signedness for MAX/MIN); OSU's benchmarks default to MPI_CHAR */
+    C_INT(MPI_CHAR, CHAR_ELEM), C_INT(MPI_CHARACTER, CHAR_ELEM),
     /* Fortran integers in MPI's groups, C's sizes */
     F_INT(MPI_AINT, SINT(MPI_Aint)), F_INT(MPI_OFFSET, SINT(MPI_Offset)),
     F_INT(MPI_COUNT, SINT(MPI_Count)),
