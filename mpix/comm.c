@@ -57,13 +57,15 @@ static int entry_checks(MPI_Comm comm, const char *F, int out_ok, const char *wh
     return MPI_SUCCESS;
 }
 
-/* ... and then the communicator's hierarchy (built on first use). */
-static int query_hier(MPI_Comm comm, const char *F, int out_ok, const char *what,
-                      mxh_hier_t **h)
+/* An intercommunicator has no hierarchy: its collectives are MPI's own (the entry of
+ * every collective sends them there), nothing is built on it. */
+static int is_inter(MPI_Comm comm)
 {
-    int rc = entry_checks(comm, F, out_ok, what);
-    return rc != MPI_SUCCESS ? rc : mxh_entry_hier(comm, F, h);
+    int flag = 0;
+    return MPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag;
 }
+
+#define MXH_INTER_TEXT "intercommunicator: MPI's own collectives, no hierarchy\n"
 
 static int entry_status(MPI_Comm comm, mxh_status_t st, const char *F)
 {
@@ -78,6 +80,8 @@ int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info)
 
     if ((rc = entry_checks(comm, F, 1, "")) != MPI_SUCCESS)
         return rc;
+    if (is_inter(comm))
+        return MPI_SUCCESS;
     return entry_status(comm, mxh_hier_init(comm, info, &h), F);
 }
 
@@ -87,7 +91,13 @@ int MPIX_Hier_comm_get_num_levels(MPI_Comm comm, int *num_levels)
     mxh_hier_t *h;
     int rc;
 
-    if ((rc = query_hier(comm, F, num_levels != NULL, "num_levels is NULL", &h)) != MPI_SUCCESS)
+    if ((rc = entry_checks(comm, F, num_levels != NULL, "num_levels is NULL")) != MPI_SUCCESS)
+        return rc;
+    if (is_inter(comm)) {
+        *num_levels = 0;
+        return MPI_SUCCESS;
+    }
+    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
         return rc;
     *num_levels = h->layout->nlevels;
     return MPI_SUCCESS;
@@ -99,7 +109,12 @@ int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *level_comm, cha
     mxh_hier_t *h;
     int rc;
 
-    if ((rc = query_hier(comm, F, level_comm != NULL, "level_comm is NULL", &h)) != MPI_SUCCESS)
+    if ((rc = entry_checks(comm, F, level_comm != NULL, "level_comm is NULL")) != MPI_SUCCESS)
+        return rc;
+    if (is_inter(comm))
+        return mxh_raise(comm, MPI_ERR_ARG, F, "level %d out of range: an intercommunicator has "
+                                               "no levels", level);
+    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
         return rc;
     if (level < 0 || level >= h->layout->nlevels)
         return mxh_raise(comm, MPI_ERR_ARG, F, "level %d out of range [0, %d)", level,
@@ -119,8 +134,17 @@ int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen
     int rc;
 
     snprintf(what, sizeof(what), "buf is NULL or buflen (%d) negative", buflen);
-    if ((rc = query_hier(comm, F, buflen >= 0 && (buf != NULL || buflen == 0), what, &h)) !=
+    if ((rc = entry_checks(comm, F, buflen >= 0 && (buf != NULL || buflen == 0), what)) !=
         MPI_SUCCESS)
+        return rc;
+    if (is_inter(comm)) {
+        if (buflen > 0)
+            snprintf(buf, (size_t)buflen, "%s", MXH_INTER_TEXT);
+        if (resultlen)
+            *resultlen = (int)strlen(MXH_INTER_TEXT);
+        return MPI_SUCCESS;
+    }
+    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
         return rc;
     const char *off = h->config.enable ? "" : "(MPIX_HIER_ENABLE=no) ";
     if (buflen > 0)

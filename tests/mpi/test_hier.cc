@@ -386,6 +386,39 @@ TEST_F(Hier, DescribeLengthWithLibraryOff)
     MPI_Comm_free(&c);
 }
 
+// An intercommunicator (the world's halves): nothing is built on it (no hang in a build
+// that would run intracommunicator collectives over it), no levels, a description that
+// says so; its collectives are MPI's own.
+TEST_F(Hier, IntercommunicatorHasNoHierarchy)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2)
+        GTEST_SKIP() << "an intercommunicator needs two ranks";
+    MPI_Comm half, inter;
+    int low = rank < size / 2;
+    MPI_Comm_split(MPI_COMM_WORLD, low, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? size / 2 : 0, 77, &inter);
+    EXPECT_EQ(MPIX_Hier_comm_init(inter, MPI_INFO_NULL), MPI_SUCCESS);
+    int n = -1;
+    EXPECT_EQ(MPIX_Hier_comm_get_num_levels(inter, &n), MPI_SUCCESS);
+    EXPECT_EQ(n, 0);
+    char buf[256] = "";
+    int len = -1;
+    EXPECT_EQ(MPIX_Hier_comm_describe(inter, buf, (int)sizeof(buf), &len), MPI_SUCCESS);
+    EXPECT_EQ((size_t)len, std::strlen(buf));
+    EXPECT_NE(std::strstr(buf, "intercommunicator"), nullptr) << buf;
+    MPI_Comm lc;
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    EXPECT_NE(MPIX_Hier_comm_get_level(inter, 0, &lc, nullptr), MPI_SUCCESS);
+    int x = rank, y = -1; // MPI's own: the remote group's root broadcasts
+    EXPECT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_MAX, inter), MPI_SUCCESS);
+    EXPECT_EQ(y, low ? size - 1 : size / 2 - 1);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
 TEST_F(Hier, CostParametersMeasured)
 {
     int n = -1;
