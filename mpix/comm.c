@@ -65,6 +65,27 @@ static int is_inter(MPI_Comm comm)
     return MPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag;
 }
 
+/* Whether @info is MPI_INFO_NULL or a valid MPI_Info: asked of MPI with errors returned
+ * (MPICH raises an invalid info handle on MPI_COMM_WORLD, fatal by default), so that a
+ * bad handle is reported once, through the communicator's handler. */
+static int info_valid(MPI_Info info)
+{
+    MPI_Errhandler ew, es;
+    int nkeys = 0, rc;
+    if (info == MPI_INFO_NULL)
+        return 1;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &ew);
+    MPI_Comm_get_errhandler(MPI_COMM_SELF, &es);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    rc = MPI_Info_get_nkeys(info, &nkeys);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, ew);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, es);
+    MPI_Errhandler_free(&ew);
+    MPI_Errhandler_free(&es);
+    return rc == MPI_SUCCESS;
+}
+
 #define MXH_INTER_TEXT "intercommunicator: MPI's own collectives, no hierarchy\n"
 
 static int entry_status(MPI_Comm comm, mxh_status_t st, const char *F)
@@ -80,6 +101,8 @@ int MPIX_Hier_comm_init(MPI_Comm comm, MPI_Info info)
 
     if ((rc = entry_checks(comm, F, 1, "")) != MPI_SUCCESS)
         return rc;
+    if (!info_valid(info))
+        return mxh_raise(comm, MPI_ERR_INFO, F, "info is not a valid MPI_Info handle");
     if (is_inter(comm))
         return MPI_SUCCESS;
     return entry_status(comm, mxh_hier_init(comm, info, &h), F);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static int hier_keyval = MPI_KEYVAL_INVALID;
@@ -424,7 +425,7 @@ static mxh_status_t apply_info(mxh_config_t *cfg, MPI_Info info)
         char key[MPI_MAX_INFO_KEY + 1], val[MXH_CONFIG_STR_MAX];
         int vlen = 0, flag = 0;
         MPI_Info_get_nthkey(info, i, key);
-        if (strncmp(key, "mpix_hier_", 10) != 0)
+        if (strncasecmp(key, "mpix_hier_", 10) != 0) /* upper case as in the environment too */
             continue;
         MPI_Info_get_valuelen(info, key, &vlen, &flag);
         if (!flag)

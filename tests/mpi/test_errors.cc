@@ -771,6 +771,32 @@ TEST_F(Errors, ConfigMalformedValue)
     MPI_Comm_free(&c);
 }
 
+// A handle that is no MPI_Info: MPI_ERR_INFO through the communicator's handler (MPICH
+// would raise it on MPI_COMM_WORLD, fatal by default), once, and the communicator works.
+TEST_F(Errors, ConfigGarbageInfoHandle)
+{
+    MPI_Comm c = fresh_comm();
+    int rc = MPIX_Hier_comm_init(c, (MPI_Info)0x1c00dead);
+    check_error("a garbage MPI_Info", "MPIX_Hier_comm_init", rc, MPI_ERR_INFO);
+    check_comm_works(c, "a garbage MPI_Info");
+    MPI_Comm_free(&c);
+}
+
+// Upper-case keys (the environment's spelling) are taken like lower-case ones.
+TEST_F(Errors, ConfigUpperCaseInfoKey)
+{
+    MPI_Comm c = fresh_comm();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "MPIX_HIER_ENABLE", "perhaps");
+    int rc = MPIX_Hier_comm_init(c, info);
+    check_error("MPIX_HIER_ENABLE=perhaps as an info key", "MPIX_Hier_comm_init", rc,
+                config_class());
+    MPI_Info_free(&info);
+    check_comm_works(c, "malformed MPIX_HIER_ENABLE info key");
+    MPI_Comm_free(&c);
+}
+
 // Positive controls: valid info keys are accepted.
 TEST_F(Errors, ConfigValidInfoAccepted)
 {
