@@ -204,9 +204,7 @@ void mxh_types_init(void)
     PR(MPI_2REAL, mxh_2float, MXH_FP_FLOAT, MXH_FP_FLOAT);
     PR(MPI_2DOUBLE_PRECISION, mxh_2double, MXH_FP_DOUBLE, MXH_FP_DOUBLE);
 #define OP(h) add_type(h, #h, MXH_GRP_NONE, MXH_KIND_OPAQUE, MXH_FP_NONE, MXH_FP_NONE, 0, 0)
-    OP(MPI_CHAR);
-    OP(MPI_WCHAR);
-    OP(MPI_CHARACTER);
+    OP(MPI_WCHAR); /* (MPI_CHAR, MPI_CHARACTER: C integers above, as MPICH reduces them) */
     OP(MPI_PACKED);
     OP(MPIX_C_FLOAT16);
 #undef CI
