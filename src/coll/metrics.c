@@ -439,7 +439,7 @@ mxh_status_t mxh_metrics_write(const char *tmpl)
     /* a new file of our own in the target directory (mkstemp: O_CREAT | O_EXCL, so a
      * symlink or file planted under the name is never followed or overwritten), then
      * renamed over the path: a reader never sees half a file */
-    snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
+    snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path); /* mkstemp fills the Xs */
     fd = mkstemp(tmp);
     int ok = fd >= 0 && fchmod(fd, 0644) == 0;
     for (size_t off = 0; ok && off < len;) {
