@@ -239,7 +239,7 @@ static int allreduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dat
                           int *hier_op)
 {
     CHECK(mxh_check_count(comm, count, "count", F));
-    CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
+    CHECK(mxh_check_reduce_dtype(comm, datatype, op, F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
     CHECK(mxh_check_buf(comm, recvbuf, count, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
@@ -305,7 +305,7 @@ static int rsb_args(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datat
                     MPI_Op op, MPI_Comm comm, const char *F, mxh_coll_args_t *a, int *hier_op)
 {
     CHECK(mxh_check_count(comm, recvcount, "recvcount", F));
-    CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
+    CHECK(mxh_check_reduce_dtype(comm, datatype, op, F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
     CHECK(mxh_check_buf(comm, recvbuf, recvcount, "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE)
@@ -512,7 +512,7 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 {
     int rank;
     CHECK(mxh_check_count(comm, count, "count", F));
-    CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
+    CHECK(mxh_check_reduce_dtype(comm, datatype, op, F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
     CHECK(check_root(comm, root, F));
     MPI_Comm_rank(comm, &rank);
@@ -688,7 +688,7 @@ static int reduce_scatter_args(const void *sendbuf, void *recvbuf, const int rec
     int n = comm_size(comm), rank = 0;
     MPI_Comm_rank(comm, &rank);
     CHECK(check_counts(comm, recvcounts, n, "recvcounts", F));
-    CHECK(mxh_check_dtype(comm, datatype, "datatype", F));
+    CHECK(mxh_check_reduce_dtype(comm, datatype, op, F));
     CHECK(mxh_check_op(comm, op, datatype, hier_op, F));
     CHECK(mxh_check_buf(comm, recvbuf, recvcounts[rank], "recvbuf", F));
     if (sendbuf != MPI_IN_PLACE) {

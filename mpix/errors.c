@@ -141,6 +141,42 @@ int mxh_raise_status(MPI_Comm comm, mxh_status_t status, const char *func)
 
 /* ---- datatypes and ops ---------------------------------------------------- */
 
+/* MPI's queries on a handle the program passed run with MPI_ERRORS_RETURN on
+ * the communicators MPICH reports handle-less errors on: a garbage handle is
+ * then an answer, raised once through the call's communicator, instead of a
+ * call of MPI_COMM_WORLD's handler (fatal by default) before it. */
+typedef struct quiet {
+    MPI_Errhandler world, self;
+} quiet_t;
+
+static void quiet_begin(quiet_t *q)
+{
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &q->world);
+    MPI_Comm_get_errhandler(MPI_COMM_SELF, &q->self);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+}
+
+static void quiet_end(quiet_t *q)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, q->world);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, q->self);
+    MPI_Errhandler_free(&q->world);
+    MPI_Errhandler_free(&q->self);
+}
+
+/* Whether @dt is a datatype handle MPI knows (MPI_Type_get_envelope answers),
+ * and its combiner. */
+static int dtype_valid(MPI_Datatype dt, int *combiner)
+{
+    quiet_t q;
+    int ni, na, nd, rc;
+    quiet_begin(&q);
+    rc = MPI_Type_get_envelope(dt, &ni, &na, &nd, combiner);
+    quiet_end(&q);
+    return rc == MPI_SUCCESS;
+}
+
 /* @dt's group: its row of the datatype table (reduce/dtypes.h), else other
  * predefined types and derived ones. */
 static mxh_dtype_class_t classify_slow(MPI_Datatype dt)
@@ -267,14 +303,18 @@ int mxh_dtype_is_plain_slow(MPI_Datatype dt, size_t *size)
 
 int mxh_check_comm_slow(MPI_Comm comm, const char *func)
 {
-    int inter = 0;
+    int inter = 0, rc;
+    quiet_t q;
 
     if (comm == MPI_COMM_NULL)
         return mxh_raise(comm, MPI_ERR_COMM, func, "communicator is MPI_COMM_NULL");
     if (mxh_hier_cached(comm))
         return MPI_SUCCESS; /* validated when its hierarchy was looked up */
-    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator");
+    quiet_begin(&q);
+    rc = MPI_Comm_test_inter(comm, &inter);
+    quiet_end(&q);
+    if (rc != MPI_SUCCESS) /* MPI_COMM_WORLD's handler, as MPICH's collectives */
+        return mxh_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "invalid communicator handle");
     return MPI_SUCCESS;
 }
 
@@ -302,18 +342,29 @@ void mxh_errors_cleanup(void)
         MPI_Comm_free(&probe_comm);
 }
 
-int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func)
+int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, MPI_Op op, const char *what,
+                         const char *func)
 {
-    int ni, na, nd, combiner, size;
+    int combiner, size;
 
     if (dt == MPI_DATATYPE_NULL)
         return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is MPI_DATATYPE_NULL", what);
-    if (dt_info_last(dt) != NULL)
-        return MPI_SUCCESS; /* predefined */
-    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
-        return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is not a valid datatype", what);
-    if (combiner == MPI_COMBINER_NAMED)
+    if (dt_hit(dt) != NULL) {
+        dt_info_last(dt); /* predefined, seen before */
         return MPI_SUCCESS;
+    }
+    if (!dtype_valid(dt, &combiner)) {
+        /* MPICH's reductions check a predefined op's types first: MPI_ERR_OP */
+        if (op != MPI_OP_NULL && mxh_dtype_op_name(op) != NULL)
+            return mxh_raise(comm, MPI_ERR_OP, func,
+                             "%s is not defined for %s, which is not a valid datatype handle",
+                             mxh_dtype_op_name(op), what);
+        return mxh_raise(comm, MPI_ERR_TYPE, func, "%s is not a valid datatype handle", what);
+    }
+    if (combiner == MPI_COMBINER_NAMED) {
+        dt_info_last(dt); /* predefined */
+        return MPI_SUCCESS;
+    }
     /* derived: MPI has no query for "committed"; MPI_Pack_size checks it */
     if (probe_comm == MPI_COMM_NULL) {
         if (MPI_Comm_dup(MPI_COMM_SELF, &probe_comm) != MPI_SUCCESS)
@@ -352,8 +403,13 @@ static int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, int *hier_ok, con
          * signature (MPI_INT x 2k here, contiguous(2, MPI_INT) x k there): no
          * element size every rank agrees on exists for it, so the path cannot
          * be hierarchical on some ranks and not on others */
-        if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
-            return mxh_raise(comm, MPI_ERR_OP, func, "invalid op handle");
+        quiet_t q;
+        int rc;
+        quiet_begin(&q);
+        rc = MPI_Op_commutative(op, &commute);
+        quiet_end(&q);
+        if (rc != MPI_SUCCESS)
+            return mxh_raise(comm, MPI_ERR_OP, func, "op is not a valid operation handle");
         mxh_debug("%s: user op: plain MPI collective", func);
         *hier_ok = -MXH_FB_USER_OP;
         return MPI_SUCCESS;

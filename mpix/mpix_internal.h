@@ -74,12 +74,22 @@ static inline int mxh_comm_is_inter(MPI_Comm comm)
     return mxh_hier_cached(comm) ? 0 : mxh_comm_is_inter_slow(comm);
 }
 int mxh_check_count(MPI_Comm comm, int count, const char *what, const char *func);
-/* A valid (and committed) datatype. Inline: the last predefined one is. */
-int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, const char *what, const char *func);
+/* A valid (and committed) datatype. Inline: the last predefined one is. A
+ * handle MPI does not know is MPI_ERR_TYPE, or MPI_ERR_OP in a reduction with
+ * a predefined op (mxh_check_reduce_dtype), as MPICH reports them. */
+int mxh_check_dtype_slow(MPI_Comm comm, MPI_Datatype dt, MPI_Op op, const char *what,
+                         const char *func);
 static inline int mxh_check_dtype(MPI_Comm comm, MPI_Datatype dt, const char *what,
                                   const char *func)
 {
-    return dt == mxh_dt_last ? MPI_SUCCESS : mxh_check_dtype_slow(comm, dt, what, func);
+    return dt == mxh_dt_last ? MPI_SUCCESS
+                             : mxh_check_dtype_slow(comm, dt, MPI_OP_NULL, what, func);
+}
+static inline int mxh_check_reduce_dtype(MPI_Comm comm, MPI_Datatype dt, MPI_Op op,
+                                         const char *func)
+{
+    return dt == mxh_dt_last ? MPI_SUCCESS
+                             : mxh_check_dtype_slow(comm, dt, op, "datatype", func);
 }
 /* op valid and allowed with dt; *hier_ok = 1: op can run hierarchically, else
  * -(mxh_fallback_t) why not (the metrics' fallback reason). */

@@ -700,6 +700,80 @@ TEST_F(Errors, CustomHandlerCalledOnce)
     MPI_Errhandler_free(&eh);
 }
 
+// Garbage handles (not a datatype, op or communicator MPI knows): the class
+// MPICH gives, once, through the call's communicator (a bad communicator:
+// MPI_COMM_WORLD's handler, once); no call of MPI_COMM_WORLD's handler on the
+// way (fatal by default). The plain build asserts the same of MPICH.
+TEST_F(Errors, GarbageHandlesReportedOnceThroughTheCommunicator)
+{
+    const MPI_Datatype bad_dt = (MPI_Datatype)0x12345678;
+    const MPI_Op bad_op       = (MPI_Op)0x12345678;
+    const MPI_Comm bad_comm   = (MPI_Comm)0x12345678;
+    MPI_Comm comm             = err_comm();
+    MPI_Errhandler old, eh, weh;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_create_errhandler(world_handler, &weh);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, weh);
+    MPI_Comm_create_errhandler(counting_handler, &eh);
+    MPI_Comm_set_errhandler(comm, eh);
+    MPI_Request req;
+    struct {
+        const char *what;
+        int cls;
+        std::function<int(MPI_Comm)> call;
+    } calls[] = {
+        {"allreduce, bad datatype", MPI_ERR_OP,
+         [=](MPI_Comm c) { return MPIX_Hier_allreduce(B.s, B.r, 1, bad_dt, MPI_SUM, c); }},
+        {"allreduce, bad op", MPI_ERR_OP,
+         [=](MPI_Comm c) { return MPIX_Hier_allreduce(B.s, B.r, 1, MPI_INT, bad_op, c); }},
+        {"Iallreduce, bad op", MPI_ERR_OP,
+         [&](MPI_Comm c) { return MPIX_Hier_Iallreduce(B.s, B.r, 1, MPI_INT, bad_op, c, &req); }},
+        {"reduce_scatter_block, bad datatype", MPI_ERR_OP,
+         [=](MPI_Comm c) {
+             return MPIX_Hier_reduce_scatter_block(B.s, B.r, 1, bad_dt, MPI_SUM, c);
+         }},
+        {"reduce, bad op", MPI_ERR_OP,
+         [=](MPI_Comm c) { return MPIX_Hier_reduce(B.s, B.r, 1, MPI_INT, bad_op, 0, c); }},
+        {"reduce_scatter, bad op", MPI_ERR_OP,
+         [=](MPI_Comm c) { return MPIX_Hier_reduce_scatter(B.s, B.r, A.ones, MPI_INT, bad_op, c); }},
+        {"bcast, bad datatype", MPI_ERR_TYPE,
+         [=](MPI_Comm c) { return MPIX_Hier_bcast(B.r, 1, bad_dt, 0, c); }},
+        {"allgather, bad sendtype", MPI_ERR_TYPE,
+         [=](MPI_Comm c) { return MPIX_Hier_allgather(B.s, 1, bad_dt, B.r, 1, MPI_INT, c); }},
+        {"allgatherv, bad recvtype", MPI_ERR_TYPE,
+         [=](MPI_Comm c) {
+             return MPIX_Hier_allgatherv(B.s, 1, MPI_INT, B.r, A.ones, A.displ, bad_dt, c);
+         }},
+        {"alltoall, bad recvtype", MPI_ERR_TYPE,
+         [=](MPI_Comm c) { return MPIX_Hier_alltoall(B.s, 1, MPI_INT, B.r, 1, bad_dt, c); }},
+    };
+    for (auto &c : calls) {
+        g_calls = g_world_calls = 0;
+        int rc = c.call(comm);
+        check_error(c.what, "", rc, c.cls);
+        EXPECT_EQ(g_calls, 1) << c.what << ": the communicator's handler called " << g_calls
+                              << " times";
+        EXPECT_EQ(g_world_calls, 0) << c.what << ": MPI_COMM_WORLD's handler called "
+                                    << g_world_calls << " times";
+        if (g_calls == 1) {
+            EXPECT_EQ(g_code, rc) << c.what << ": handler got another code than returned";
+        }
+        g_calls = 0;
+        check_comm_works(comm, c.what);
+    }
+    g_calls = g_world_calls = 0;
+    int rc = MPIX_Hier_allreduce(B.s, B.r, 1, MPI_INT, MPI_SUM, bad_comm);
+    check_error("allreduce, bad communicator", "", rc, MPI_ERR_COMM);
+    EXPECT_EQ(g_world_calls, 1) << "bad communicator: MPI_COMM_WORLD's handler called "
+                                << g_world_calls << " times";
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&eh);
+    MPI_Errhandler_free(&weh);
+    MPI_Errhandler_free(&old);
+    check_comm_works(comm, "garbage handles");
+}
+
 // ---- configuration errors (MPIX_Hier_comm_init with an MPI_Info)
 
 int config_class()
