@@ -219,6 +219,38 @@ int MPIX_Hier_comm_reset_stats(MPI_Comm comm)
     return entry_status(comm, mxh_metrics_reset(comm), F);
 }
 
+/* For the drop-in's exit line (mpix/pmpi.c finds it with dlsym; not in
+ * mpix_hier.h): of the calls of collective @name ("allreduce"; "iallreduce"
+ * its nonblocking form) the library took in this process, how many MPI's own
+ * collective served, their reasons in @buf ("no_kernel 4, below_min_bytes 6");
+ * -1 for an unknown name, or when nothing is counted (MPIX_HIER_METRICS=no). */
+MPIX_HIER_API long MPIX_Hier_pmpi_fallbacks(const char *name, char *buf, int buflen)
+{
+    uint64_t calls[MXH_NALG], fb[MXH_FB_COUNT];
+    int nb = name != NULL && name[0] == 'i', coll = -1;
+    size_t len = 0;
+    long sum = 0;
+
+    for (int c = 0; name != NULL && c < MXH_COLL_COUNT; c++)
+        if (!strcmp(name + nb, mxh_coll_name((mxh_coll_t)c)))
+            coll = c;
+    if (buf != NULL && buflen > 0)
+        buf[0] = '\0';
+    if (coll < 0 || mxh_metrics_off)
+        return -1;
+    mxh_metrics_process_calls((mxh_coll_t)coll, !nb, calls, fb);
+    for (int w = 0; w < MXH_FB_COUNT; w++) {
+        if (fb[w] == 0)
+            continue;
+        sum += (long)fb[w];
+        if (buf != NULL && buflen > 0 && len < (size_t)buflen)
+            len += (size_t)snprintf(buf + len, (size_t)buflen - len, "%s%s %llu",
+                                    len ? ", " : "", mxh_fallbacks[w].name,
+                                    (unsigned long long)fb[w]);
+    }
+    return sum;
+}
+
 int MPIX_Hier_metrics_write(const char *path)
 {
     static const char F[] = "MPIX_Hier_metrics_write";

@@ -71,12 +71,14 @@ static struct {
     void (*comm_get_num_levels)(void);
     void (*comm_get_level)(void);
     void (*comm_describe)(void);
+    void (*pmpi_fallbacks)(void);
 } real;
 
 static _Thread_local int depth; /* > 0: inside the library on this thread */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static unsigned       take_mask;          /* bit per collective: taken */
 static unsigned long  ntaken[2][NCOLL];   /* [nonblocking][coll]: calls taken */
+static unsigned long  nleft[2][NCOLL];    /* [nonblocking][coll]: left to MPI by the policy */
 static int            world_rank = -1;
 
 /* dlsym of the library's @name: the next definition after this library (the
@@ -165,6 +167,7 @@ static void init(void)
     real.comm_get_num_levels = lookup("MPIX_Hier_comm_get_num_levels");
     real.comm_get_level      = lookup("MPIX_Hier_comm_get_level");
     real.comm_describe       = lookup("MPIX_Hier_comm_describe");
+    real.pmpi_fallbacks      = lookup("MPIX_Hier_pmpi_fallbacks");
     int ok = real.comm_init && real.comm_get_num_levels && real.comm_get_level &&
              real.comm_describe;
 #define CHECKED(c) ok = ok && real.c && real.i##c;
@@ -194,8 +197,10 @@ static int take(int c, int nb)
     if (depth > 0)
         return 0;
     pthread_once(&once, init);
-    if (!(take_mask & (1u << c)))
+    if (!(take_mask & (1u << c))) {
+        nleft[nb][c]++;
         return 0;
+    }
     ntaken[nb][c]++;
     return 1;
 }
@@ -355,9 +360,11 @@ PUBLIC int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *re
     INSIDE(REAL(comm_describe, MPIX_Hier_comm_describe)(comm, buf, buflen, resultlen));
 }
 
-/* MPIX_HIER_PMPI_STATS=1: each rank prints the calls taken when the process
- * exits (a destructor, not MPI_Finalize: MPICH's mpi_f08 binding calls
- * PMPI_Finalize, which no wrapper sees). */
+/* MPIX_HIER_PMPI_STATS=1: each rank prints, when the process exits, the calls
+ * taken (one line, every form), then those of them MPI's own collective
+ * served with the reasons, and the calls the policy left to MPI (a
+ * destructor, not MPI_Finalize: MPICH's mpi_f08 binding calls PMPI_Finalize,
+ * which no wrapper sees). */
 __attribute__((destructor)) static void print_stats(void)
 {
     const char *stats = getenv("MPIX_HIER_PMPI_STATS");
@@ -369,6 +376,40 @@ __attribute__((destructor)) static void print_stats(void)
         len += snprintf(line + len, sizeof line - (size_t)len, " %s %lu i%s %lu", coll_name[c],
                         ntaken[0][c], coll_name[c], ntaken[1][c]);
     fprintf(stderr, "%s\n", line);
+
+    long (*fallbacks)(const char *, char *, int);
+    memcpy(&fallbacks, &real.pmpi_fallbacks, sizeof fallbacks);
+    len = snprintf(line, sizeof line, "mpixhier_pmpi: rank %d fell back to MPI:", world_rank);
+    int any = 0;
+    for (int c = 0; c < 2 * NCOLL && fallbacks != NULL; c++) {
+        char name[64], why[512];
+        snprintf(name, sizeof name, "%s%s", c >= NCOLL ? "i" : "", coll_name[c % NCOLL]);
+        long n = fallbacks(name, why, (int)sizeof why);
+        if (n < 0) {
+            len += snprintf(line + len, sizeof line - (size_t)len,
+                            " not counted (MPIX_HIER_METRICS=no)");
+            any = 1;
+            break;
+        }
+        if (n > 0 && len > 0 && (size_t)len < sizeof line) {
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s %ld (%s)",
+                            any ? "," : "", name, n, why);
+            any = 1;
+        }
+    }
+    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
+    len = snprintf(line, sizeof line, "mpixhier_pmpi: rank %d left to MPI (MPIX_HIER_PMPI):",
+                   world_rank);
+    any = 0;
+    for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
+        unsigned long n = nleft[c >= NCOLL][c % NCOLL];
+        if (n > 0) {
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
+                            any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], n);
+            any = 1;
+        }
+    }
+    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
 }
 
 /* ---- introspection and the library's hook ---- */

@@ -542,10 +542,37 @@ mxh_status_t mxh_metrics_reset(MPI_Comm comm)
     return MXH_OK;
 }
 
+/* The process's calls per algorithm and fallbacks per reason, summed at
+ * MPI_Finalize (the registry goes then): the drop-in's exit line. */
+static uint64_t fin_calls[MXH_COLL_COUNT][2][MXH_NALG];
+static uint64_t fin_fb[MXH_COLL_COUNT][2][MXH_FB_COUNT];
+
+static void add_calls(const mstats_t *m, mxh_coll_t coll, int blocking, uint64_t *calls,
+                      uint64_t *fb)
+{
+    for (int a = 0; a < MXH_NALG; a++)
+        calls[a] += m->c[coll][blocking][a].calls;
+    for (int w = 0; w < MXH_FB_COUNT; w++)
+        fb[w] += m->fb[coll][blocking][w];
+}
+
+void mxh_metrics_process_calls(mxh_coll_t coll, int blocking, uint64_t calls[MXH_NALG],
+                               uint64_t fb[MXH_FB_COUNT])
+{
+    memcpy(calls, fin_calls[coll][blocking], sizeof(fin_calls[coll][blocking]));
+    memcpy(fb, fin_fb[coll][blocking], sizeof(fin_fb[coll][blocking]));
+    for (int i = 0; !finalized && i < nreg; i++)
+        add_calls(reg[i], coll, blocking, calls, fb);
+}
+
 void mxh_metrics_finalize(void)
 {
     if (finalized)
         return;
+    for (int c = 0; c < MXH_COLL_COUNT; c++)
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < nreg; i++)
+                add_calls(reg[i], (mxh_coll_t)c, b, fin_calls[c][b], fin_fb[c][b]);
     /* every rank that used the library writes its file, calls or not */
     if (mxh_lib_config()->metrics_file[0] != '\0')
         mxh_metrics_write(NULL);

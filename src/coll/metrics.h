@@ -151,6 +151,11 @@ void mxh_metrics_record_plain(MPI_Comm comm, mxh_coll_t coll, int blocking, size
  * NAME{label="value",...}, names and labels as in the file). MXH_OK, or
  * MXH_ERR_INVALID_PARAM (logged) for an unknown name, label or value. */
 mxh_status_t mxh_metrics_get(MPI_Comm comm, const char *selector, double *value);
+/* The calls of @coll (@blocking form) this process made, on every
+ * communicator since MPI_Init, per algorithm (MXH_ALG_*) and, for those MPI
+ * served, per fallback reason; also after MPI_Finalize. */
+void mxh_metrics_process_calls(mxh_coll_t coll, int blocking, uint64_t calls[MXH_NALG],
+                               uint64_t fb[MXH_FB_COUNT]);
 /* Zero @comm's counters. */
 mxh_status_t mxh_metrics_reset(MPI_Comm comm);
 /* The whole registry in the Prometheus text format (malloc'd, NUL-terminated). */

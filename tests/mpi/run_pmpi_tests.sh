@@ -109,6 +109,19 @@ if [ -x "$pc" ]; then
         nfail=$((nfail + 1))
         failed+=(2x2-metrics-files)
     fi
+    # the exit lines: the calls MPI served and why (pmpi_check's intercommunicator
+    # and user-op calls), and those the policy left to MPI
+    check 2x2-stats "$ok4" MXH_PMPI_EXPECT=allreduce,bcast,reduce MPIX_HIER_PMPI=allreduce,bcast,reduce \
+        MPIX_HIER_PMPI_STATS=1 -- "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
+    for want in 'mpixhier_pmpi: rank 0 fell back to MPI: allreduce 2 (intercomm 1, user_op 1), bcast 1 (intercomm 1), reduce 1 (user_op 1), iallreduce 1 (user_op 1)' \
+        'mpixhier_pmpi: rank 3 left to MPI (MPIX_HIER_PMPI): reduce_scatter_block 1, reduce_scatter 2, allgather 2, allgatherv 1, alltoall 1, alltoallv 1, ireduce_scatter_block 1, ireduce_scatter 1, iallgather 1, iallgatherv 1, ialltoall 1, ialltoallv 1'; do
+        grep -qxF -e "$want" "$logdir/pmpi-2x2-stats.log" || {
+            echo "FAIL  2x2-stats: no line: $want"
+            grep '^mpixhier_pmpi: rank [03] [fl]' "$logdir/pmpi-2x2-stats.log" | sed 's/^/      | /'
+            nfail=$((nfail + 1))
+            failed+=(2x2-stats-lines)
+        }
+    done
     check 2x2-frag256k "$ok4" MXH_PMPI_EXPECT=all MPIX_HIER_FRAG_SIZE=256k -- \
         "${P[@]}" -n 2 -env $H a "$pc" : -n 2 -env $H b "$pc"
     check interleaved-3x2 "$ok6" MXH_PMPI_EXPECT=all -- \
