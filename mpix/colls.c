@@ -76,6 +76,8 @@ static inline int entry_prepare(mxh_coll_args_t *a, int hier_op)
     mxh_task_progress_all(); /* nonblocking collectives advance in every call */
     mxh_metrics_poll();
     CHECK(mxh_entry_init(a->comm, a->func));
+    if (mxh_args_check)
+        CHECK(mxh_check_args(a));
     mxh_log_clear_last_error();
     if (mxh_coll_recall(a, hier_op))
         return MPI_SUCCESS; /* decided like the last call of its shape */
@@ -122,7 +124,7 @@ static inline const mxh_coll_memo_t *memo_hit(MPI_Comm comm, mxh_coll_t coll, in
                                               MPI_Datatype dt, MPI_Op op)
 {
     const mxh_coll_memo_t *m;
-    if (!mxh_hier_cached(comm) || !mxh_mem_host_only())
+    if (!mxh_hier_cached(comm) || !mxh_mem_host_only() || mxh_args_check)
         return NULL;
     m = &mxh_hier_last->memo[coll];
     if (!m->valid || m->count != count || m->dt != dt || m->op != op || count <= 0)

@@ -23,6 +23,7 @@ int mxh_entry_init_slow(MPI_Comm comm, const char *func)
         mxh_config_error_class();
         mxh_task_set_error_fn(mxh_status_code);
         mxh_lib_on_finalize(mxh_errors_cleanup);
+        mxh_args_check  = mxh_lib_config()->check;
         mxh_entry_ready = 1;
     }
     return MPI_SUCCESS;

@@ -124,6 +124,11 @@ static inline int mxh_entry_hier(MPI_Comm comm, const char *func, mxh_hier_t **h
 /* Library set-up of the entry layer (error conversion for nonblocking calls). */
 extern int mxh_entry_ready; /* comm.c: the set-up below was done */
 int mxh_entry_init_slow(MPI_Comm comm, const char *func);
+/* MPIX_HIER_CHECK (check.c): compare call @a's arguments across its ranks;
+ * MPI_SUCCESS, or the same raised error on every rank. */
+extern int mxh_args_check; /* MPIX_HIER_CHECK=yes (set with the entry's set-up) */
+struct mxh_coll_args;
+int mxh_check_args(const struct mxh_coll_args *a);
 static inline int mxh_entry_init(MPI_Comm comm, const char *func)
 {
     if (mxh_lib_initialized && mxh_entry_ready)

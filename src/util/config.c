@@ -744,6 +744,10 @@ const mxh_config_var_t mxh_config_vars[] = {
     VAR("EXCLUDE_RAILS", "", exclude_rails, rails, NULL, PLAN | USER,
         "Rails whose ranks send nothing on the network: a comma list of rail indices, or the "
         "path of an mpix_doctor --json report (its exclude_rails)."),
+    VAR("CHECK", "no", check, bool, NULL, PLAN | USER,
+        "Compare count, type signature, op and root across ranks before every collective "
+        "(yes/no; one small MPI_Allreduce per call when yes): a mismatch is an error on every "
+        "rank naming the ranks that disagree."),
     VAR("METRICS", "yes", metrics, bool, NULL, USER,
         "Count calls, bytes, time, fallbacks and level times per communicator (yes/no; 'no' "
         "saves two clock reads per call)."),

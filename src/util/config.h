@@ -53,6 +53,7 @@ typedef struct mxh_config {
     int    ipc;                             /* MPIX_HIER_IPC: -1 auto, 0 no, 1 yes */
     size_t ipc_min;                         /* MPIX_HIER_IPC_MIN */
     uint64_t exclude_rails;                 /* MPIX_HIER_EXCLUDE_RAILS: bit per rail (< 64) */
+    int    check;                           /* MPIX_HIER_CHECK (yes/no) */
     /* metrics (coll/metrics.h) */
     int    metrics;                         /* MPIX_HIER_METRICS */
     char   metrics_file[MXH_CONFIG_STR_MAX]; /* MPIX_HIER_METRICS_FILE ("" = none) */

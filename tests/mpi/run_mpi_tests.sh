@@ -274,6 +274,12 @@ run 2x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=3 -- \
 run 3level-4x2 test_colls_mem "$dnf" MXH_TEST_MEM=send=test,recv=test,delay=2 \
     MPIX_HIER_TOPO_FILE="$topo" -- \
     -n 2 -env $H a BIN : -n 2 -env $H b BIN : -n 2 -env $H c BIN : -n 2 -env $H d BIN
+# MPIX_HIER_CHECK=yes: mismatches found on every rank (CheckMode), none where the
+# arguments agree (every error case, the collectives of test_vcolls)
+tag=check
+run 2x2 test_errors '*' MPIX_HIER_CHECK=yes -- -n 2 -env $H a BIN : -n 2 -env $H b BIN
+run 1+2+3 test_vcolls '*' MPIX_HIER_CHECK=yes MXH_TEST_QUICK=1 -- \
+    -n 1 -env $H a BIN : -n 2 -env $H b BIN : -n 3 -env $H c BIN
 tag=ipc-mixed
 run 2x2 test_colls_mem "$dn" MXH_TEST_MEM=send=host,recv=test,delay=0 -- \
     -n 2 -env $H a BIN : -n 2 -env $H b BIN

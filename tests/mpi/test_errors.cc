@@ -774,6 +774,100 @@ TEST_F(Errors, GarbageHandlesReportedOnceThroughTheCommunicator)
     check_comm_works(comm, "garbage handles");
 }
 
+// MPIX_HIER_CHECK=yes (run_mpi_tests.sh runs this test so): arguments that
+// differ across ranks (the last rank's) are the same error on every rank, its
+// message naming that rank; equal signatures of different type maps pass.
+std::string error_string(int rc)
+{
+    char s[MPI_MAX_ERROR_STRING + 1] = "";
+    int len = 0;
+    MPI_Error_string(rc, s, &len);
+    return std::string(s, (size_t)std::min(len, MPI_MAX_ERROR_STRING));
+}
+
+TEST_F(Errors, CheckModeFindsMismatchedArguments)
+{
+    const char *check = getenv("MPIX_HIER_CHECK");
+    if (MXH_TEST_PLAIN || check == NULL || strcmp(check, "yes") != 0)
+        GTEST_SKIP() << "needs MPIX_HIER_CHECK=yes (run_mpi_tests.sh runs it so)";
+    MPI_Comm comm = err_comm();
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2)
+        GTEST_SKIP() << "needs 2 ranks";
+    const bool odd = rank == size - 1; // the rank whose arguments differ
+    std::vector<int> vc((size_t)size, 1), vd((size_t)size);
+    for (int i = 0; i < size; i++)
+        vd[(size_t)i] = i;
+    if (odd)
+        vc[0] = 2;
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    MPI_Request req;
+    struct {
+        const char *what;
+        int cls; // MPI_SUCCESS: must pass
+        std::function<int()> call;
+    } calls[] = {
+        {"allreduce count", MPI_ERR_COUNT,
+         [&] { return MPIX_Hier_allreduce(B.s, B.r, odd ? 3 : 4, MPI_INT, MPI_SUM, comm); }},
+        {"allreduce datatype", MPI_ERR_TYPE,
+         [&] { return MPIX_Hier_allreduce(B.s, B.r, 4, odd ? MPI_FLOAT : MPI_INT, MPI_SUM, comm); }},
+        {"allreduce op", MPI_ERR_OP,
+         [&] { return MPIX_Hier_allreduce(B.s, B.r, 4, MPI_INT, odd ? MPI_MAX : MPI_SUM, comm); }},
+        {"allreduce, equal signatures (2 x pair, 4 x MPI_INT)", MPI_SUCCESS,
+         [&] { return MPIX_Hier_allreduce(B.s, B.r, odd ? 2 : 4, odd ? pair : MPI_INT, MPI_SUM, comm); }},
+        {"Iallreduce count", MPI_ERR_COUNT,
+         [&] { return MPIX_Hier_Iallreduce(B.s, B.r, odd ? 1 : 2, MPI_INT, MPI_SUM, comm, &req); }},
+        {"reduce_scatter_block count", MPI_ERR_COUNT,
+         [&] { return MPIX_Hier_reduce_scatter_block(B.s, B.r, odd ? 2 : 1, MPI_INT, MPI_SUM, comm); }},
+        {"bcast root", MPI_ERR_ROOT,
+         [&] { return MPIX_Hier_bcast(B.r, 2, MPI_INT, odd ? 1 : 0, comm); }},
+        {"reduce root", MPI_ERR_ROOT,
+         [&] { return MPIX_Hier_reduce(B.s, B.r, 2, MPI_INT, MPI_SUM, odd ? 1 : 0, comm); }},
+        {"allgather recvcount", MPI_ERR_COUNT,
+         [&] { return MPIX_Hier_allgather(B.s, odd ? 2 : 1, MPI_INT, B.r, odd ? 2 : 1, MPI_INT, comm); }},
+        {"allgather sendcount != recvcount on one rank", MPI_ERR_TYPE,
+         [&] { return MPIX_Hier_allgather(B.s, odd ? 2 : 1, MPI_INT, B.r, 1, MPI_INT, comm); }},
+        {"alltoall datatype", MPI_ERR_TYPE,
+         [&] {
+             MPI_Datatype t = odd ? MPI_FLOAT : MPI_INT;
+             return MPIX_Hier_alltoall(B.s, 1, t, B.r, 1, t, comm);
+         }},
+        {"allgatherv recvcounts", MPI_ERR_COUNT,
+         [&] {
+             return MPIX_Hier_allgatherv(B.s, rank == 0 ? vc[0] : 1, MPI_INT, B.r, vc.data(),
+                                         vd.data(), MPI_INT, comm);
+         }},
+        {"reduce_scatter recvcounts", MPI_ERR_COUNT,
+         [&] { return MPIX_Hier_reduce_scatter(B.s, B.r, vc.data(), MPI_INT, MPI_SUM, comm); }},
+        {"different collectives", MPI_ERR_OTHER,
+         [&] {
+             return odd ? MPIX_Hier_bcast(B.r, 4, MPI_INT, 0, comm)
+                        : MPIX_Hier_allreduce(B.s, B.r, 4, MPI_INT, MPI_SUM, comm);
+         }},
+    };
+    const std::string odd_rank = "rank " + std::to_string(size - 1) + ":";
+    for (auto &c : calls) {
+        int rc = c.call();
+        if (c.cls == MPI_SUCCESS) {
+            EXPECT_EQ(rc, MPI_SUCCESS) << c.what << ": " << error_string(rc);
+        } else {
+            check_error(c.what, "", rc, c.cls);
+            std::string msg = error_string(rc);
+            EXPECT_NE(msg.find("MPIX_HIER_CHECK"), std::string::npos) << c.what << ": " << msg;
+            EXPECT_NE(msg.find(odd_rank), std::string::npos)
+                << c.what << ": does not name " << odd_rank << ": " << msg;
+            EXPECT_NE(msg.find(size > 2 ? "ranks 0, 1" : "rank 0:"), std::string::npos)
+                << c.what << ": " << msg;
+        }
+        check_comm_works(comm, c.what);
+    }
+    MPI_Type_free(&pair);
+}
+
 // ---- configuration errors (MPIX_Hier_comm_init with an MPI_Info)
 
 int config_class()
