@@ -80,6 +80,7 @@ class Comm:
 
     def free(self):
         if self._owned and self.handle != _lib.COMM_NULL:
+            _lib.require_mpi("MPI_Comm_free")
             h = ctypes.c_int(self.handle)
             _lib.check(lib.MPI_Comm_free(ctypes.byref(h)), "MPI_Comm_free")
             self.handle = _lib.COMM_NULL

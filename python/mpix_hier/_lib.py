@@ -162,15 +162,31 @@ def _finalize():
         lib.MPI_Finalize()
 
 
+ERR_OTHER = 15  # MPICH's MPI_ERR_OTHER
+
+
+def require_mpi(what):
+    """Raise MPIXHierError when MPI is finalized: MPICH aborts the process on any
+    MPI call after MPI_Finalize (MPI_Finalized itself is allowed)."""
+    flag = ctypes.c_int(0)
+    lib.MPI_Finalized(ctypes.byref(flag))
+    if flag.value:
+        raise MPIXHierError(ERR_OTHER, "%s: MPI is finalized (MPI_Finalize was called); no "
+                            "collective can run after it" % what, ERR_OTHER)
+
+
 def ensure_init():
     """Initialize MPI (MPI_THREAD_FUNNELED) unless someone (mpi4py, the program) did;
-    then finalize it at exit. Idempotent and cheap after the first call."""
+    then finalize it at exit. Idempotent and cheap after the first call; an
+    MPIXHierError once MPI is finalized."""
     global _we_initialized
     if _we_initialized:
+        require_mpi("mpix_hier")
         return
     flag = ctypes.c_int(0)
     lib.MPI_Initialized(ctypes.byref(flag))
     if flag.value:
+        require_mpi("mpix_hier")
         _we_initialized = True  # someone else owns MPI_Finalize
         return
     provided = ctypes.c_int(0)
@@ -222,6 +238,7 @@ def call_returning_errors(comm, fn, *args):
     handler is swapped too: MPI reports errors about an invalid communicator
     (MPI_COMM_NULL, a freed one) there. The user's handlers are restored before
     returning."""
+    require_mpi(getattr(fn, "__name__", "MPI"))
     swapped = []
     for c in ((COMM_WORLD,) if comm in (COMM_WORLD, COMM_NULL) else (COMM_WORLD, comm)):
         old = _swap_to_return(c)
