@@ -25,6 +25,7 @@ const std::map<std::string, std::string> &other_values()
         {"MPIX_HIER_NCCL_TOPO_FILE", "/tmp/nccl.xml"},
         {"MPIX_HIER_GPU_BUSID", "0000:07:00.0"},
         {"MPIX_HIER_GPU_MPS", "yes"},
+        {"MPIX_HIER_CHECK", "yes"},
         {"MPIX_HIER_DISCOVER", "no"},
         {"MPIX_HIER_MIN_BYTES", "4k"},
         {"MPIX_HIER_LEVELS", "node,rail"},
