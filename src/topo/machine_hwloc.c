@@ -37,6 +37,7 @@
 #include "config.h"
 
 #include "topo/machine.h"
+#include "topo/xml_check.h"
 #include "util/log.h"
 #include "util/str.h"
 
@@ -414,33 +415,24 @@ out:
     return st;
 }
 
-/* Opens the topology: this machine (@xml_path NULL) or an XML export. */
+/* Opens the topology: this machine (@xml_path NULL) or an XML export. The export is read
+ * once and checked (topo/xml_check.h) before hwloc sees the very same bytes: hwloc 2.9's
+ * minimalistic importer crashes on some malformed files instead of failing. */
 static mxh_status_t topology_open(const char *xml_path, hwloc_topology_t *topo_p)
 {
     hwloc_topology_t topo = NULL;
     mxh_status_t st = MXH_OK;
     unsigned v = hwloc_get_api_version();
+    char *text = NULL;
+    size_t len = 0;
 
     *topo_p = NULL;
-    if (xml_path != NULL) {
-        /* tell I/O errors (missing, unreadable) from malformed content */
-        FILE *f = fopen(xml_path, "r");
-        int err;
-        if (f == NULL) {
-            mxh_error("cannot open hwloc XML %s: %s", xml_path, strerror(errno));
-            return MXH_ERR_IO;
-        }
-        errno = 0;
-        (void)fgetc(f);
-        err = ferror(f) ? (errno != 0 ? errno : EIO) : 0;
-        fclose(f);
-        if (err != 0) {
-            mxh_error("cannot read hwloc XML %s: %s", xml_path, strerror(err));
-            return MXH_ERR_IO;
-        }
-    }
+    if (xml_path != NULL &&
+        (st = mxh_xml_read_checked(xml_path, "hwloc XML", "topology", &text, &len)) != MXH_OK)
+        return st; /* logged: "PATH:LINE: malformed hwloc XML: cause" */
     if (hwloc_topology_init(&topo) != 0) {
         mxh_error("hwloc_topology_init failed: %s", strerror(errno));
+        free(text);
         return MXH_ERR_NO_MEMORY;
     }
     /* Keep every PCI and OS device (the default drops most of them), before
@@ -452,7 +444,8 @@ static mxh_status_t topology_open(const char *xml_path, hwloc_topology_t *topo_p
         st = MXH_ERR_UNSUPPORTED;
         goto fail;
     }
-    if (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) != 0) {
+    /* the length with the ending NUL, as hwloc_topology_export_xmlbuffer counts it */
+    if (xml_path != NULL && hwloc_topology_set_xmlbuffer(topo, text, (int)len + 1) != 0) {
         mxh_error("cannot load hwloc XML %s: not a valid hwloc XML export for hwloc %u.%u (%s)%s",
                   xml_path, v >> 16, (v >> 8) & 0xff, strerror(errno),
                   mxh_hwloc_xml_v1_supported() ? "" : "; hwloc 1.x exports need hwloc 2.x");
@@ -471,10 +464,12 @@ static mxh_status_t topology_open(const char *xml_path, hwloc_topology_t *topo_p
         }
         goto fail;
     }
+    free(text);
     *topo_p = topo;
     return MXH_OK;
 
 fail:
+    free(text);
     hwloc_topology_destroy(topo);
     return st;
 }

@@ -124,6 +124,24 @@ TEST_F(Discover, NamedFilesThatCannotBeReadAreErrors)
     EXPECT_NE(std::string::npos, std::string(mxh_log_last_error()).find("/nonexistent/topo.xml"));
 }
 
+// A malformed hwloc XML named by MPIX_HIER_HWLOC_XML or HWLOC_XMLFILE is an error, as a
+// missing one is (the rank's record fails); HWLOC_XMLFILE goes through the same check.
+TEST_F(Discover, MalformedHwlocXmlIsAParseErrorFromEitherVariable)
+{
+    const mxh_machine_t *m = nullptr;
+    mxh_test::TempFile f("<topology version=\"2.0\"");
+    mxh_test::QuietStderr quiet;
+    snprintf(cfg.hwloc_xml, sizeof(cfg.hwloc_xml), "%s", f.path().c_str());
+    EXPECT_EQ(MXH_ERR_PARSE, mxh_discover_machine(&cfg, &m));
+    EXPECT_EQ(std::string(mxh_log_last_error()),
+              f.path() + ":1: malformed hwloc XML: end of file inside the start tag of <topology> (no '>')");
+    cfg.hwloc_xml[0] = '\0';
+    setenv("HWLOC_XMLFILE", f.path().c_str(), 1);
+    EXPECT_EQ(MXH_ERR_PARSE, mxh_discover_machine(&cfg, &m));
+    EXPECT_NE(std::string::npos, std::string(mxh_log_last_error()).find(f.path() + ":1: malformed hwloc XML"));
+    unsetenv("HWLOC_XMLFILE");
+}
+
 TEST_F(Discover, BadBusIdIsAConfigError)
 {
     snprintf(cfg.gpu_busid, sizeof(cfg.gpu_busid), "not-a-bus-id");
