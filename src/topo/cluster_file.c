@@ -17,9 +17,10 @@ enum { KEY_NODE, KEY_RAIL, KEY_LEAF, KEY_TORUS, KEY_COUNT };
 static const char *const key_names[KEY_COUNT] = {"node", "rail", "leaf", "torus"};
 
 typedef struct parser {
-    const char         *src;
-    mxh_cluster_file_t *cf;
-    size_t              cap;
+    const char           *src;
+    mxh_cluster_file_t   *cf;
+    size_t                cap;
+    mxh_hostlist_budget_t budget; /* of every host list and value of the file */
 } parser_t;
 
 static void host_free(mxh_cluster_host_t *h)
@@ -123,8 +124,9 @@ static mxh_status_t check_values(const char *src, int lineno, int k, char **vals
 
 /* One KEY=VALUE token @tok (modified in place): a known key, given once, whose value
  * expands to 1 value or one per host. */
-static mxh_status_t parse_key(const char *src, int lineno, char *tok, line_vals_t *lv)
+static mxh_status_t parse_key(parser_t *ps, int lineno, char *tok, line_vals_t *lv)
 {
+    const char *src = ps->src;
     char *eq = strchr(tok, '=');
     int k;
     mxh_status_t st;
@@ -149,7 +151,9 @@ static mxh_status_t parse_key(const char *src, int lineno, char *tok, line_vals_
         mxh_error("%s:%d: empty value for '%s'", src, lineno, key_names[k]);
         return MXH_ERR_PARSE;
     }
-    st = mxh_hostlist_expand(eq + 1, MXH_CLUSTER_FILE_MAX_HOSTS, &lv->vals[k], &lv->nvals[k]);
+    st = mxh_hostlist_expand_in(eq + 1, &ps->budget, src, lineno, &lv->vals[k], &lv->nvals[k]);
+    if (st != MXH_OK && ps->budget.exhausted)
+        return st; /* the limit was said */
     if (st != MXH_OK || lv->nvals[k] == 0) {
         mxh_error("%s:%d: malformed %s value '%s'", src, lineno, key_names[k], eq + 1);
         return st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
@@ -167,9 +171,8 @@ static mxh_status_t hosts_reserve(parser_t *ps, int lineno, int more)
 {
     size_t need = (size_t)ps->cf->nhosts + (size_t)more;
 
-    if (need > MXH_CLUSTER_FILE_MAX_HOSTS) {
-        mxh_error("%s:%d: more than %zu hosts in the file", ps->src, lineno,
-                  MXH_CLUSTER_FILE_MAX_HOSTS);
+    if (need > (size_t)INT_MAX) { /* cannot happen: the budget holds fewer names */
+        mxh_error("%s:%d: more than %d hosts in the file", ps->src, lineno, INT_MAX);
         return MXH_ERR_PARSE;
     }
     if (need > ps->cap) {
@@ -243,14 +246,16 @@ static mxh_status_t parse_line(parser_t *ps, char *line, int lineno)
         mxh_error("%s:%d: expected a host list first, got '%s'", src, lineno, tok);
         return MXH_ERR_PARSE;
     }
-    st = mxh_hostlist_expand(tok, MXH_CLUSTER_FILE_MAX_HOSTS, &lv.hosts, &lv.nhosts);
+    st = mxh_hostlist_expand_in(tok, &ps->budget, src, lineno, &lv.hosts, &lv.nhosts);
+    if (st != MXH_OK && ps->budget.exhausted)
+        goto cleanup; /* the limit was said */
     if (st != MXH_OK || lv.nhosts == 0) {
         mxh_error("%s:%d: malformed host list '%s'", src, lineno, tok);
         st = st == MXH_ERR_NO_MEMORY ? st : MXH_ERR_PARSE;
         goto cleanup;
     }
     while ((tok = strtok_r(NULL, " \t\r\v\f", &save)) != NULL)
-        if ((st = parse_key(src, lineno, tok, &lv)) != MXH_OK)
+        if ((st = parse_key(ps, lineno, tok, &lv)) != MXH_OK)
             goto cleanup;
     st = add_hosts(ps, lineno, &lv);
 
@@ -286,8 +291,9 @@ mxh_status_t mxh_cluster_file_parse_string(const char *text, const char *source,
     if (source == NULL)
         source = "(cluster file)";
     memset(&ps, 0, sizeof(ps));
-    ps.src = source;
-    ps.cf  = calloc(1, sizeof(*ps.cf));
+    ps.src    = source;
+    ps.budget = (mxh_hostlist_budget_t)MXH_HOSTLIST_BUDGET_INIT;
+    ps.cf     = calloc(1, sizeof(*ps.cf));
     buf    = dup_str(text);
     if (ps.cf == NULL || buf == NULL || (ps.cf->source = dup_str(source)) == NULL) {
         mxh_error("%s: out of memory", source);
@@ -306,7 +312,8 @@ mxh_status_t mxh_cluster_file_parse_string(const char *text, const char *source,
     }
     if (st != MXH_OK)
         goto out;
-    qsort(ps.cf->hosts, (size_t)ps.cf->nhosts, sizeof(*ps.cf->hosts), cmp_host);
+    if (ps.cf->nhosts > 1) /* an empty file has no array: qsort(NULL, 0) is undefined */
+        qsort(ps.cf->hosts, (size_t)ps.cf->nhosts, sizeof(*ps.cf->hosts), cmp_host);
     for (int i = 1; i < ps.cf->nhosts; i++) {
         if (strcmp(ps.cf->hosts[i].host, ps.cf->hosts[i - 1].host) == 0) {
             mxh_error("%s:%d: host '%s' is already listed on line %d", source,

@@ -31,8 +31,9 @@
 extern "C" {
 #endif
 
-#define MXH_CLUSTER_FILE_MAX_BYTES ((size_t)16 << 20) /* larger files are refused */
-#define MXH_CLUSTER_FILE_MAX_HOSTS ((size_t)1 << 20)  /* hosts of one line, and in all */
+/* Larger files are refused; the host lists and values of one file expand to at most
+ * MXH_HOSTLIST_MAX_NAMES names and MXH_HOSTLIST_MAX_BYTES bytes together (topo_conf.h). */
+#define MXH_CLUSTER_FILE_MAX_BYTES ((size_t)16 << 20)
 
 typedef struct mxh_cluster_host {
     char *host; /* host name as listed */
@@ -54,8 +55,8 @@ typedef struct mxh_cluster_file {
  * token without '=', an empty or malformed value, a value list whose length is
  * neither 1 nor the number of hosts, a rail that is not an integer >= 0, a torus
  * coordinate that is not 1 to 3 integers in [0, 32767] joined by 'x', a name
- * too long for a record, a host listed twice) return MXH_ERR_PARSE and log one
- * error line "SOURCE:LINE: what is wrong". */
+ * too long for a record, a host listed twice, hostlists beyond the file's expansion limit)
+ * return MXH_ERR_PARSE and log "SOURCE:LINE: what is wrong". */
 mxh_status_t mxh_cluster_file_parse_string(const char *text, const char *source,
                                            mxh_cluster_file_t **cf_p);
 /* Same from a file; an unreadable file is MXH_ERR_IO with the path and strerror. */

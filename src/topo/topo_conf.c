@@ -189,6 +189,27 @@ typedef struct hl_ctx {
             mxh_error("hostlist '%.*s': " fmt, TOK_SHOW, (ctx)->expr, __VA_ARGS__);      \
     } while (0)
 
+/* The error for an expansion beyond @b's limits (@bytes: the byte limit, else the names). */
+static mxh_status_t hl_over(const hl_ctx_t *ctx, mxh_hostlist_budget_t *b, int bytes)
+{
+    char what[64];
+
+    if (bytes)
+        snprintf(what, sizeof(what), "%zu MiB of names", b->max_bytes >> 20);
+    else
+        snprintf(what, sizeof(what), "%zu names", b->max_names);
+    if (ctx->src != NULL)
+        mxh_error("%s:%d: hostlist '%.*s' expands to more than %s (the limit of one file's "
+                  "hostlists together: %zu names or %zu MiB, whichever first)",
+                  ctx->src, ctx->line, TOK_SHOW, ctx->expr, what, b->max_names,
+                  b->max_bytes >> 20);
+    else
+        mxh_error("hostlist '%.*s' expands to more than %s (limit: %zu names or %zu MiB, "
+                  "whichever first)", TOK_SHOW, ctx->expr, what, b->max_names, b->max_bytes >> 20);
+    b->exhausted = 1;
+    return MXH_ERR_PARSE;
+}
+
 /* Parse a bound of [s, e): digits only, at most NUM_MAX_DIGITS. */
 static mxh_status_t hl_number(const hl_ctx_t *ctx, const char *s, const char *e,
                               unsigned long long *v)
@@ -320,11 +341,15 @@ static mxh_status_t hl_element_end(const hl_ctx_t *ctx, const char *elem, const 
 }
 
 /* Splits the element [elem, e) into literal parts and bracket groups and counts its names
- * (w->card), which must fit in @max_names with the names expanded before. */
+ * (w->card), which must fit in what @b has left (and in an int with w->count). */
 static mxh_status_t hl_split(const hl_ctx_t *ctx, hl_work_t *w, const char *elem,
-                             const char *e, size_t max_names)
+                             const char *e, mxh_hostlist_budget_t *b)
 {
     mxh_status_t st;
+    size_t max_names = b->names < b->max_names ? b->max_names - b->names : 0;
+
+    if (max_names > (size_t)INT_MAX - w->count)
+        max_names = (size_t)INT_MAX - w->count;
 
     w->nparts   = 0;
     w->nranges  = 0;
@@ -360,10 +385,8 @@ static mxh_status_t hl_split(const hl_ctx_t *ctx, hl_work_t *w, const char *elem
             q = l;
         }
     }
-    if (w->card > max_names - w->count) {
-        HL_ERR(ctx, "expands to more than %zu names", max_names);
-        return MXH_ERR_PARSE;
-    }
+    if (w->card > max_names)
+        return hl_over(ctx, b, 0);
     return MXH_OK;
 }
 
@@ -409,8 +432,8 @@ static void hl_advance(hl_work_t *w)
     }
 }
 
-/* Appends the w->card names of the split element to w->names. */
-static mxh_status_t hl_emit(hl_work_t *w)
+/* Appends the w->card names of the split element to w->names, each paid from @b. */
+static mxh_status_t hl_emit(const hl_ctx_t *ctx, hl_work_t *w, mxh_hostlist_budget_t *b)
 {
     free(w->pos_r);
     free(w->pos_v);
@@ -427,25 +450,28 @@ static mxh_status_t hl_emit(hl_work_t *w)
         MXH_OK)
         return MXH_ERR_NO_MEMORY;
     for (unsigned long long n = 0; n < w->card; n++) {
-        size_t len = hl_format(w);
+        size_t len = hl_format(w), cost = len + 1 + MXH_HOSTLIST_NAME_OVERHEAD;
+        if (b->bytes > b->max_bytes || cost > b->max_bytes - b->bytes)
+            return hl_over(ctx, b, 1);
         if ((w->names[w->count] = xstrndup(w->name, len)) == NULL)
             return MXH_ERR_NO_MEMORY;
         w->count++;
+        b->names++;
+        b->bytes += cost;
         hl_advance(w);
     }
     return MXH_OK;
 }
 
-static mxh_status_t hl_expand(const char *expr, size_t max_names, const char *src, int line,
-                              char ***names_p, int *count_p)
+/* Expands @expr paying from @b; a failed expansion gives back what it spent. */
+static mxh_status_t hl_expand(const char *expr, mxh_hostlist_budget_t *b, const char *src,
+                              int line, char ***names_p, int *count_p)
 {
     mxh_status_t st = MXH_OK;
     hl_ctx_t ctx = {src, line, expr};
     hl_work_t w = {0};
     const char *elem = expr, *e;
-
-    if (max_names > (size_t)INT_MAX)
-        max_names = (size_t)INT_MAX;
+    size_t names0 = b->names, bytes0 = b->bytes;
     if (expr[0] == '\0') {
         HL_ERR(&ctx, "%s", "empty hostlist");
         st = MXH_ERR_PARSE;
@@ -461,7 +487,8 @@ static mxh_status_t hl_expand(const char *expr, size_t max_names, const char *sr
     }
     for (;;) {
         if ((st = hl_element_end(&ctx, elem, &e)) != MXH_OK ||
-            (st = hl_split(&ctx, &w, elem, e, max_names)) != MXH_OK || (st = hl_emit(&w)) != MXH_OK)
+            (st = hl_split(&ctx, &w, elem, e, b)) != MXH_OK ||
+            (st = hl_emit(&ctx, &w, b)) != MXH_OK)
             goto out;
         if (*e == '\0')
             break;
@@ -485,17 +512,20 @@ out:
         mxh_hostlist_free(w.names, (int)w.count);
         w.names = NULL;
         w.count = 0;
+        b->names = names0;
+        b->bytes = bytes0;
     }
     *names_p = w.names;
     *count_p = (int)w.count;
     return st;
 }
 
-mxh_status_t mxh_hostlist_expand(const char *expr, size_t max_names, char ***names_p,
-                                 int *count_p)
+mxh_status_t mxh_hostlist_expand_in(const char *expr, mxh_hostlist_budget_t *budget,
+                                    const char *source, int line, char ***names_p,
+                                    int *count_p)
 {
-    if (names_p == NULL || count_p == NULL) {
-        mxh_error("mxh_hostlist_expand: NULL output argument");
+    if (names_p == NULL || count_p == NULL || budget == NULL) {
+        mxh_error("mxh_hostlist_expand: NULL output argument or budget");
         return MXH_ERR_INVALID_PARAM;
     }
     *names_p = NULL;
@@ -504,7 +534,14 @@ mxh_status_t mxh_hostlist_expand(const char *expr, size_t max_names, char ***nam
         mxh_error("mxh_hostlist_expand: NULL hostlist");
         return MXH_ERR_INVALID_PARAM;
     }
-    return hl_expand(expr, max_names, NULL, 0, names_p, count_p);
+    return hl_expand(expr, budget, source, line, names_p, count_p);
+}
+
+mxh_status_t mxh_hostlist_expand(const char *expr, size_t max_names, char ***names_p,
+                                 int *count_p)
+{
+    mxh_hostlist_budget_t b = {max_names, MXH_HOSTLIST_MAX_BYTES, 0, 0, 0};
+    return mxh_hostlist_expand_in(expr, &b, NULL, 0, names_p, count_p);
 }
 
 void mxh_hostlist_free(char **names, int count)
@@ -532,6 +569,7 @@ typedef struct parser {
     size_t           aux_cap;
     strmap_t         sw_map;   /* switch name -> index */
     strmap_t         node_map; /* node name -> switch index */
+    mxh_hostlist_budget_t budget; /* of every Nodes= and Switches= of the file */
     int              tree_line;  /* first tree record, 0: none */
     int              block_line; /* first block record, 0: none */
     /* the logical line being parsed, and where its physical lines start */
@@ -730,7 +768,7 @@ static mxh_status_t record_names(parser_t *ps, int sw, int key, const char *val,
     mxh_topo_switch_t *s = &conf->switches[sw];
     char **names = NULL;
     int count = 0;
-    mxh_status_t st = hl_expand(val, MXH_TOPO_CONF_MAX_NAMES, ps->src, line, &names, &count);
+    mxh_status_t st = hl_expand(val, &ps->budget, ps->src, line, &names, &count);
 
     if (st != MXH_OK)
         return st;
@@ -1139,6 +1177,7 @@ mxh_status_t mxh_topo_conf_parse_string(const char *text, const char *source,
     *conf_p = NULL;
     memset(&ps, 0, sizeof(ps));
     ps.src = source != NULL ? source : "<string>";
+    ps.budget = (mxh_hostlist_budget_t)MXH_HOSTLIST_BUDGET_INIT;
     ps.conf = calloc(1, sizeof(*ps.conf));
     if (ps.conf == NULL) {
         mxh_error("%s: out of memory", ps.src);

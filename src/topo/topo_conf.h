@@ -12,11 +12,28 @@
 extern "C" {
 #endif
 
-/* Limits. A file larger than MXH_TOPO_CONF_MAX_FILE_BYTES is refused
- * (MXH_ERR_PARSE); one hostlist of a topology file (a Nodes= or Switches=
- * value) may expand to at most MXH_TOPO_CONF_MAX_NAMES names. */
+/* Limits. A file larger than MXH_TOPO_CONF_MAX_FILE_BYTES is refused (MXH_ERR_PARSE). */
 #define MXH_TOPO_CONF_MAX_FILE_BYTES ((size_t)16 << 20)
-#define MXH_TOPO_CONF_MAX_NAMES      ((size_t)1 << 20)
+
+/* The hostlists of one file (every Nodes= and Switches= of a topology.conf, every host
+ * list and value of a cluster file) expand together to at most MXH_HOSTLIST_MAX_NAMES
+ * names and MXH_HOSTLIST_MAX_BYTES bytes, whichever is reached first; more is
+ * MXH_ERR_PARSE naming the limits. A name of L characters costs L + 1 +
+ * MXH_HOSTLIST_NAME_OVERHEAD bytes (its pointer and malloc's bookkeeping): 1 Mi names of
+ * 8 characters fit in 33 MiB. Without it, 320 bytes of 'SwitchName=sK Nodes=X[0-999999]'
+ * lines took 920 MiB per rank. The parsers' indexes of the names are a few words per
+ * name on top. */
+#define MXH_HOSTLIST_MAX_NAMES     ((size_t)1 << 20)
+#define MXH_HOSTLIST_MAX_BYTES     ((size_t)64 << 20)
+#define MXH_HOSTLIST_NAME_OVERHEAD (sizeof(char *) + 16)
+
+/* What one file's expansions may still take: the limits and what was spent. */
+typedef struct mxh_hostlist_budget {
+    size_t max_names, max_bytes;
+    size_t names, bytes; /* spent */
+    int    exhausted;    /* an expansion failed on the budget (it logged why) */
+} mxh_hostlist_budget_t;
+#define MXH_HOSTLIST_BUDGET_INIT {MXH_HOSTLIST_MAX_NAMES, MXH_HOSTLIST_MAX_BYTES, 0, 0, 0}
 
 typedef struct mxh_topo_switch {
     char  *name;          /* SwitchName= (or BlockName= in block format) */
@@ -79,10 +96,15 @@ int mxh_topo_conf_depth(const mxh_topo_conf_t *conf, int sw);
 
 /* Expand a Slurm hostlist ("a,node[0-3,7],rack[1-2]-n[01-02]") into names, in
  * order, zero-padding kept from the range bounds. At most @max_names names
- * (guards against "n[0-999999999]"); more is MXH_ERR_PARSE. Free with
- * mxh_hostlist_free. */
+ * (guards against "n[0-999999999]") and MXH_HOSTLIST_MAX_BYTES bytes; more is
+ * MXH_ERR_PARSE. Free with mxh_hostlist_free. */
 mxh_status_t mxh_hostlist_expand(const char *expr, size_t max_names, char ***names_p,
                                  int *count_p);
+/* The same, spending from @budget (shared by the hostlists of one file); errors are logged
+ * as "SOURCE:LINE: ..." when @source is not NULL. */
+mxh_status_t mxh_hostlist_expand_in(const char *expr, mxh_hostlist_budget_t *budget,
+                                    const char *source, int line, char ***names_p,
+                                    int *count_p);
 void mxh_hostlist_free(char **names, int count);
 
 #ifdef __cplusplus

@@ -246,6 +246,34 @@ TEST(ClusterFile, Files)
 }
 
 // The generator's layout at 1024 nodes x 8 GPUs: every host found with its values.
+// The host lists and values of one file share the expansion limit (topo_conf.h): the error
+// names the line and the limit; an empty file has no host array (qsort is not called on NULL).
+TEST(ClusterFile, ExpansionLimitOfTheFile)
+{
+    const std::string limits = " (the limit of one file's hostlists together: 1048576 names or "
+                               "64 MiB, whichever first)";
+    EXPECT_EQ(parse_bad("a[0-999999] node=b[0-999999] leaf=c[0-999999] rail=[0-999999]\n"),
+              "bad.cluster:1: hostlist 'b[0-999999]' expands to more than 1048576 names" + limits);
+    EXPECT_EQ(parse_bad("a[0-524287]\nb[0-524287]\nc\n"),
+              "bad.cluster:3: hostlist 'c' expands to more than 1048576 names" + limits);
+    EXPECT_EQ(parse_bad(std::string(200, 'h') + "[0-999999] node=n\n"),
+              "bad.cluster:1: hostlist '" + std::string(160, 'h') +
+                  "' expands to more than 64 MiB of names" + limits);
+    long mib = mxh_test::child_peak_rss_mib([] {
+        mxh_log_set_level(MXH_LOG_ERROR);
+        mxh_log_set_hook([](mxh_log_level_t, const char *, void *) {}, nullptr);
+        mxh_cluster_file_t *cf = nullptr;
+        return mxh_cluster_file_parse_string("a[0-999999] node=b[0-999999] leaf=c[0-999999]\n",
+                                             "x", &cf) == MXH_ERR_PARSE;
+    });
+    EXPECT_GT(mib, 0);
+    EXPECT_LT(mib, 160) << "peak resident memory, MiB";
+    CfPtr cf = parse_ok("# nothing\n\n");
+    ASSERT_TRUE(cf);
+    EXPECT_EQ(cf->nhosts, 0);
+    EXPECT_EQ(cf->hosts, nullptr);
+}
+
 TEST(ClusterFile, LargeCluster)
 {
     std::ostringstream os;

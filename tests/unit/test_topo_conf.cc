@@ -227,7 +227,7 @@ TEST(Hostlist, MaxNamesGuardsHugeExpansions)
 
     // the product of groups, and the sum over elements, count too
     EXPECT_EQ(mxh_hostlist_expand("a[0-999999999]b[0-999999999]c[0-999999999]",
-                                  MXH_TOPO_CONF_MAX_NAMES, &names, &count),
+                                  MXH_HOSTLIST_MAX_NAMES, &names, &count),
               MXH_ERR_PARSE);
     EXPECT_EQ(mxh_hostlist_expand("n[0-999999999999999999]", SIZE_MAX, &names, &count),
               MXH_ERR_PARSE);
@@ -246,6 +246,44 @@ TEST(Hostlist, NullArguments)
     EXPECT_EQ(mxh_hostlist_expand("a", 10, nullptr, &count), MXH_ERR_INVALID_PARAM);
     EXPECT_EQ(mxh_hostlist_expand("a", 10, &names, nullptr), MXH_ERR_INVALID_PARAM);
     mxh_hostlist_free(nullptr, 0);
+}
+
+// One budget per file: what a failed expansion spent is given back, and the byte limit
+// counts each name's length + 1 + MXH_HOSTLIST_NAME_OVERHEAD.
+TEST(Hostlist, BudgetIsSharedAndCountsBytes)
+{
+    LogCapture log;
+    char **names = nullptr;
+    int count = 0;
+    mxh_hostlist_budget_t b = {10, MXH_HOSTLIST_MAX_BYTES, 0, 0, 0};
+    ASSERT_EQ(mxh_hostlist_expand_in("a[1-6]", &b, "f.conf", 3, &names, &count), MXH_OK);
+    mxh_hostlist_free(names, count);
+    EXPECT_EQ(b.names, 6u);
+    EXPECT_EQ(b.bytes, 6 * (2 + 1 + MXH_HOSTLIST_NAME_OVERHEAD));
+    EXPECT_EQ(mxh_hostlist_expand_in("b[1-3],c[1-2]", &b, "f.conf", 4, &names, &count), MXH_ERR_PARSE);
+    EXPECT_EQ(names, nullptr);
+    EXPECT_EQ(b.names, 6u); // given back
+    EXPECT_EQ(b.exhausted, 1);
+    ASSERT_EQ(log.errors().size(), 1u);
+    EXPECT_EQ(log.errors()[0], "f.conf:4: hostlist 'b[1-3],c[1-2]' expands to more than 10 names (the "
+                               "limit of one file's hostlists together: 10 names or 64 MiB, whichever first)");
+    ASSERT_EQ(mxh_hostlist_expand_in("d[1-4]", &b, "f.conf", 5, &names, &count), MXH_OK);
+    mxh_hostlist_free(names, count);
+    EXPECT_EQ(b.names, 10u);
+
+    // bytes: two names of 3 characters cost 2 * (4 + overhead); one byte less is too little
+    mxh_hostlist_budget_t c = {100, 2 * (4 + MXH_HOSTLIST_NAME_OVERHEAD), 0, 0, 0};
+    ASSERT_EQ(mxh_hostlist_expand_in("abc,def", &c, nullptr, 0, &names, &count), MXH_OK);
+    mxh_hostlist_free(names, count);
+    EXPECT_EQ(c.bytes, c.max_bytes);
+    c = {100, 2 * (4 + MXH_HOSTLIST_NAME_OVERHEAD) - 1, 0, 0, 0};
+    log.clear();
+    EXPECT_EQ(mxh_hostlist_expand_in("abc,def", &c, nullptr, 0, &names, &count), MXH_ERR_PARSE);
+    EXPECT_EQ(c.bytes, 0u);
+    ASSERT_EQ(log.errors().size(), 1u);
+    EXPECT_NE(log.errors()[0].find("hostlist 'abc,def' expands to more than 0 MiB of names"),
+              std::string::npos) << log.errors()[0];
+    EXPECT_EQ(mxh_hostlist_expand_in("a", nullptr, nullptr, 0, &names, &count), MXH_ERR_INVALID_PARAM);
 }
 
 // Property: random well-formed hostlists expand to what a reference model says.
@@ -794,6 +832,57 @@ TEST(TopoConfErrors, MalformedFiles)
         for (const auto &s : c.says)
             EXPECT_NE(errs[0].find(s), std::string::npos) << errs[0] << "\nwanted: " << s;
     }
+}
+
+// 320 bytes of 'SwitchName=sK Nodes=X[0-999999]' lines took 920 MiB per rank: the file's
+// hostlists now expand to 1 Mi names or 64 MiB together, an error naming the limit and line.
+TEST(TopoConfLimits, ExpansionOfOneFileIsBoundedInNamesAndBytes)
+{
+    std::string small;
+    for (int i = 0; i < 10; i++)
+        small += "SwitchName=s" + std::to_string(i) + " Nodes=" + std::string(1, char('a' + i)) +
+                 "[0-999999]\n";
+    ASSERT_EQ(small.size(), 320u);
+    const std::string limits = " (the limit of one file's hostlists together: 1048576 names or "
+                               "64 MiB, whichever first)";
+    const struct {
+        std::string text;
+        std::string error;
+    } cases[] = {
+        {small, "test:2: hostlist 'b[0-999999]' expands to more than 1048576 names" + limits},
+        {"SwitchName=s0 Nodes=" + std::string(150, 'x') + "[0-999999]\n",
+         "test:1: hostlist '" + std::string(150, 'x') + "[0-999999]' expands to more than 64 MiB of names" + limits},
+        {"SwitchName=top Switches=s[0-1048576]\nSwitchName=x Nodes=a\n",
+         "test:1: hostlist 's[0-1048576]' expands to more than 1048576 names" + limits},
+        // exactly the limit, then one name more (Switches= counts too)
+        {"SwitchName=s0 Nodes=n[0-524287]\nSwitchName=s1 Nodes=m[0-524287]\nSwitchName=s2 Switches=s0\n",
+         "test:3: hostlist 's0' expands to more than 1048576 names" + limits},
+    };
+    for (const auto &c : cases) {
+        LogCapture log;
+        QuietStderr quiet;
+        mxh_topo_conf_t *conf = nullptr;
+        EXPECT_EQ(mxh_topo_conf_parse_string(c.text.c_str(), "test", &conf), MXH_ERR_PARSE);
+        EXPECT_EQ(conf, nullptr);
+        ASSERT_EQ(log.errors().size(), 1u);
+        EXPECT_EQ(log.errors()[0], c.error);
+    }
+    // 1 Mi names in all parse
+    {
+        ConfPtr conf = parse_string_ok("SwitchName=s0 Nodes=n[0-524287]\nSwitchName=s1 Nodes=m[0-524287]\n");
+        ASSERT_TRUE(conf);
+        EXPECT_EQ(conf->switches[0].num_nodes + conf->switches[1].num_nodes, 1 << 20);
+        EXPECT_STREQ(conf->switches[1].nodes[524287], "m524287");
+    }
+    // the memory of the refused 320-byte file, in a child process
+    long mib = mxh_test::child_peak_rss_mib([&] {
+        mxh_log_set_level(MXH_LOG_ERROR);
+        mxh_log_set_hook([](mxh_log_level_t, const char *, void *) {}, nullptr);
+        mxh_topo_conf_t *conf = nullptr;
+        return mxh_topo_conf_parse_string(small.c_str(), "test", &conf) == MXH_ERR_PARSE;
+    });
+    EXPECT_GT(mib, 0);
+    EXPECT_LT(mib, 160) << "peak resident memory of the 320-byte file, MiB";
 }
 
 TEST(TopoConfErrors, FileProblems)

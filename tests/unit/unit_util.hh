@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -194,6 +196,23 @@ class QuietStderr {
   private:
     int saved_;
 };
+
+// Runs @f in a child process: its peak resident memory in MiB (the parent's pages at the
+// fork included), or -1 when @f returned false or the child died.
+template <class F>
+long child_peak_rss_mib(F f)
+{
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(f() ? 0 : 1);
+    int status = 0;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return -1;
+    return ru.ru_maxrss / 1024;
+}
 
 }  // namespace mxh_test
 
