@@ -7,6 +7,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,16 @@ static void print_tri(const mxh_config_var_t *v, const mxh_config_t *cfg, char *
     snprintf(buf, len, "%s", x == *(const int *)v->arg ? "auto" : x ? "yes" : "no");
 }
 
+/* A value that is a number but out of the row's range: logged here (with the value and
+ * its source), -2 for the setter. */
+static int out_of_range(const mxh_config_var_t *v, const char *s, const char *src,
+                        const char *why)
+{
+    mxh_error("%s='%s' (from %s) is out of range: %s", v->name, s, src, why);
+    return -2;
+}
+
+/* 0, -1 (not an integer) or -3 (an integer outside [lo, hi], overflow included). */
 static int parse_int_in(const char *s, long lo, long hi, int *out)
 {
     char *end;
@@ -95,7 +107,11 @@ static int parse_int_in(const char *s, long lo, long hi, int *out)
 
     errno = 0;
     v     = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+    if (end == s || *end != '\0')
+        return -1;
+    if (errno == ERANGE || v < lo || v > hi)
+        return -3;
+    if (errno)
         return -1;
     *out = (int)v;
     return 0;
@@ -104,8 +120,13 @@ static int parse_int_in(const char *s, long lo, long hi, int *out)
 static int parse_int(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
     const range_t *r = v->arg;
-    (void)src;
-    return parse_int_in(s, r->lo, r->hi, FIELD(int, v, cfg));
+    char why[96];
+    int rc = parse_int_in(s, r->lo, r->hi, FIELD(int, v, cfg));
+
+    if (rc != -3)
+        return rc;
+    snprintf(why, sizeof(why), "not in [%ld, %ld]", r->lo, r->hi);
+    return out_of_range(v, s, src, why);
 }
 
 static void print_int(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)
@@ -113,32 +134,43 @@ static void print_int(const mxh_config_var_t *v, const mxh_config_t *cfg, char *
     snprintf(buf, len, "%d", *CFIELD(int, v, cfg));
 }
 
-/* bytes with an optional k/m/g (binary) suffix and b; arg: a range_t or NULL */
+/* bytes with an optional k/m/g (binary) suffix and b; arg: a range_t or NULL. A value
+ * beyond SIZE_MAX (after the suffix) is out of range, not wrapped. */
 static int parse_size(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
     const range_t *r = v->arg;
-    char *end;
+    const char *s0 = s;
+    char *end, why[96];
     unsigned long long x;
+    int shift = 0;
 
-    (void)src;
     while (isspace((unsigned char)*s))
         s++;
     if (!isdigit((unsigned char)*s))
         return -1;
     errno = 0;
     x     = strtoull(s, &end, 10);
-    if (errno)
+    if (errno != 0 && errno != ERANGE)
         return -1;
     switch (tolower((unsigned char)*end)) {
-    case 'k': x <<= 10; end++; break;
-    case 'm': x <<= 20; end++; break;
-    case 'g': x <<= 30; end++; break;
+    case 'k': shift = 10; end++; break;
+    case 'm': shift = 20; end++; break;
+    case 'g': shift = 30; end++; break;
     default: break;
     }
     if (*end == 'b' || *end == 'B')
         end++;
-    if (*end != '\0' || (r && (x < (unsigned long long)r->lo || x > (unsigned long long)r->hi)))
+    if (*end != '\0')
         return -1;
+    if (errno == ERANGE || x > (unsigned long long)SIZE_MAX >> shift) {
+        snprintf(why, sizeof(why), "more than %zu bytes", (size_t)SIZE_MAX);
+        return out_of_range(v, s0, src, why);
+    }
+    x <<= shift;
+    if (r && (x < (unsigned long long)r->lo || x > (unsigned long long)r->hi)) {
+        snprintf(why, sizeof(why), "not in [%ld, %ld] bytes", r->lo, r->hi);
+        return out_of_range(v, s0, src, why);
+    }
     *FIELD(size_t, v, cfg) = (size_t)x;
     return 0;
 }
@@ -149,21 +181,25 @@ static void print_size(const mxh_config_var_t *v, const mxh_config_t *cfg, char 
 }
 
 /* A positive number with a suffix: times s, ms, us, ns (seconds); rates and plain
- * factors decimal k, m, g, t ("g" = 1e9). */
+ * factors decimal k, m, g, t ("g" = 1e9). Not finite (inf, or beyond DBL_MAX once scaled) is
+ * out of range. */
 static int parse_real(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
     const real_t *k = v->arg;
-    char *end;
+    char *end, why[96];
     double x;
 
-    (void)src;
     if (k->zero && !strcmp(s, "0")) {
         *FIELD(double, v, cfg) = 0;
         return 0;
     }
     errno = 0;
     x     = strtod(s, &end);
-    if (errno || end == s || !(x > 0))
+    if (end == s || !(x > 0))
+        return -1;
+    if (errno == ERANGE && x > 1)
+        return out_of_range(v, s, src, "larger than the largest double");
+    if (errno)
         return -1;
     if (k->kind == REAL_TIME) {
         static const struct { const char *unit; double scale; } units[] = {
@@ -183,8 +219,14 @@ static int parse_real(const mxh_config_var_t *v, mxh_config_t *cfg, const char *
             end++;
         }
     }
-    if (*end != '\0' || x < k->min)
+    if (*end != '\0')
         return -1;
+    if (!isfinite(x))
+        return out_of_range(v, s, src, "not a finite number");
+    if (x < k->min) {
+        snprintf(why, sizeof(why), "less than %g", k->min);
+        return out_of_range(v, s, src, why);
+    }
     *FIELD(double, v, cfg) = x;
     return 0;
 }
@@ -208,14 +250,19 @@ static int parse_number(const mxh_config_var_t *v, mxh_config_t *cfg, const char
                         const char *src)
 {
     const drange_t *r = v->arg;
-    char *end;
+    char *end, why[96];
     double x;
 
-    (void)src;
     errno = 0;
     x     = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !(x >= r->lo) || x > r->hi)
+    if (end == s || *end != '\0' || x != x)
         return -1;
+    if (errno == ERANGE || !isfinite(x) || x < r->lo || x > r->hi) {
+        if (errno == ERANGE && fabs(x) < 1)
+            return -1; /* underflow: a denormal, not what anyone meant */
+        snprintf(why, sizeof(why), "not in [%g, %g]", r->lo, r->hi);
+        return out_of_range(v, s, src, why);
+    }
     *FIELD(double, v, cfg) = x;
     return 0;
 }
@@ -269,7 +316,7 @@ static int parse_ramp(const mxh_config_var_t *v, mxh_config_t *cfg, const char *
     else if (!strcasecmp(s, "linear"))
         *FIELD(int, v, cfg) = MXH_RAMP_LINEAR;
     else
-        return parse_int_in(s, 0, 4, FIELD(int, v, cfg));
+        return parse_int_in(s, 0, 4, FIELD(int, v, cfg)) != 0 ? -1 : 0; /* the doc says 0..4 */
     return 0;
 }
 
@@ -455,11 +502,11 @@ static int parse_factors(const mxh_config_var_t *v, mxh_config_t *cfg, const cha
                          const char *src)
 {
     const factors_t *t = v->arg;
+    const char *s0 = s;
     size_t size[MXH_CONFIG_FACTORS];
     double f[MXH_CONFIG_FACTORS];
     int k = 0;
 
-    (void)src;
     while (*s) {
         char *end;
         unsigned long long b;
@@ -472,11 +519,17 @@ static int parse_factors(const mxh_config_var_t *v, mxh_config_t *cfg, const cha
             return -1;
         errno = 0;
         b     = strtoull(s, &end, 10);
-        if (errno || *end != ':')
+        if (*end != ':')
+            return -1;
+        if (errno == ERANGE || b > SIZE_MAX)
+            return out_of_range(v, s0, src, "a size is more than SIZE_MAX bytes");
+        if (errno)
             return -1;
         x = strtod(end + 1, &end);
         if (!(x > 0) || (*end && *end != ';'))
             return -1;
+        if (!isfinite(x))
+            return out_of_range(v, s0, src, "a factor is not a finite number");
         int i = k++;
         while (i > 0 && size[i - 1] > b) { /* insertion: ascending sizes */
             size[i] = size[i - 1];

@@ -8,7 +8,9 @@
 #include <map>
 #include <string>
 
+#include "unit_util.hh"
 #include "util/config.h"
+#include "util/log.h"
 
 namespace {
 
@@ -288,6 +290,67 @@ TEST(Config, SpecificVariableWinsWithinASource)
     EXPECT_EQ((size_t)2 << 20, e.frag_size);
     EXPECT_EQ(0, e.kary);
     EXPECT_EQ(1, e.frag_given);
+}
+
+// Numbers beyond what a field holds are errors naming the value, its source and the range,
+// not wrapped values: 17179869184g (2^64 bytes) was frag_size 0. The field keeps its value.
+TEST(Config, OverflowIsAnErrorNotAWrap)
+{
+    const struct {
+        const char *name, *value, *error;
+    } cases[] = {
+        {"MPIX_HIER_FRAG_SIZE", "17179869184g",
+         "MPIX_HIER_FRAG_SIZE='17179869184g' (from test) is out of range: more than 18446744073709551615 bytes"},
+        {"MPIX_HIER_FRAG_SIZE", "18446744073709551616",
+         "MPIX_HIER_FRAG_SIZE='18446744073709551616' (from test) is out of range: more than 18446744073709551615 bytes"},
+        {"MPIX_HIER_MIN_BYTES", "99999999999999999999999k", "(from test) is out of range: more than"},
+        {"MPIX_HIER_IPC_MIN", "16777216t", "is malformed"},
+        {"MPIX_HIER_SHM_CHUNK", "2g", "MPIX_HIER_SHM_CHUNK='2g' (from test) is out of range: not in [64, 1073741824] bytes"},
+        {"MPIX_HIER_SHM_CHUNK", "32", "is out of range: not in [64, 1073741824] bytes"},
+        {"MPIX_HIER_PIPELINE_DEPTH", "99999999999999999999",
+         "MPIX_HIER_PIPELINE_DEPTH='99999999999999999999' (from test) is out of range: not in [0, 1048576]"},
+        {"MPIX_HIER_PLAN_CACHE_SIZE", "-5", "is out of range: not in [1, 4096]"},
+        {"MPIX_HIER_PIPELINE_RAMP", "99999999999999999999", "is malformed"},
+        {"MPIX_HIER_COST_NET_BW", "1e308t", "MPIX_HIER_COST_NET_BW='1e308t' (from test) is out of range: not a finite number"},
+        {"MPIX_HIER_COST_NET_BW", "inf", "is out of range: not a finite number"},
+        {"MPIX_HIER_COST_NET_BW", "nan", "is malformed"},
+        {"MPIX_HIER_COST_NET_LATENCY", "1e400s", "is out of range: larger than the largest double"},
+        {"MPIX_HIER_COST_NET_CONTENTION", "0.5", "is out of range: less than 1"},
+        {"MPIX_HIER_METRICS_INTERVAL", "1e400", "is out of range: not in [0, 1e+09]"},
+        {"MPIX_HIER_METRICS_INTERVAL", "-inf", "is out of range: not in [0, 1e+09]"},
+        {"MPIX_HIER_COST_LAT_FACTOR", "0:1;99999999999999999999:2",
+         "MPIX_HIER_COST_LAT_FACTOR='0:1;99999999999999999999:2' (from test) is out of range: a size is more than SIZE_MAX bytes"},
+        {"MPIX_HIER_COST_BW_FACTOR", "0:inf", "is out of range: a factor is not a finite number"},
+        {"MPIX_HIER_TUNE", "frag=17179869184g",
+         "MPIX_HIER_FRAG_SIZE='17179869184g' (from MPIX_HIER_TUNE from test) is out of range"},
+    };
+    for (const auto &c : cases) {
+        mxh_test::LogCapture log;
+        mxh_test::QuietStderr quiet;
+        mxh_config_t a = defaults();
+        EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&a, c.name, c.value, "test")) << c.name << "=" << c.value;
+        EXPECT_TRUE(same_fields(a, defaults())) << c.name << "=" << c.value;
+        ASSERT_EQ(log.errors().size(), 1u) << c.name << "=" << c.value;
+        EXPECT_NE(log.errors()[0].find(c.error), std::string::npos) << log.errors()[0];
+    }
+    // the largest sizes that fit, and through the environment
+    mxh_config_t a = defaults();
+    ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_FRAG_SIZE", "17179869183g", "test"));
+    EXPECT_EQ(a.frag_size, (size_t)17179869183ull << 30);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_FRAG_SIZE", "18446744073709551615", "test"));
+    EXPECT_EQ(a.frag_size, SIZE_MAX);
+    ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_COST_NET_BW", "1e290t", "test"));
+    EXPECT_DOUBLE_EQ(a.cost_net_bw, 1e302);
+    setenv("MPIX_HIER_FRAG_SIZE", "17179869184g", 1);
+    {
+        mxh_test::LogCapture log;
+        mxh_test::QuietStderr quiet;
+        mxh_config_t e = defaults();
+        EXPECT_EQ(MXH_ERR_PARSE, mxh_config_apply_env(&e, 1));
+        ASSERT_EQ(log.errors().size(), 1u);
+        EXPECT_NE(log.errors()[0].find("(from environment) is out of range"), std::string::npos);
+    }
+    unsetenv("MPIX_HIER_FRAG_SIZE");
 }
 
 } // namespace
