@@ -58,6 +58,9 @@ typedef struct mxh_machine {
 mxh_status_t mxh_machine_from_hwloc(const char *xml_path, mxh_machine_t **machine_p);
 /* Load from an NCCL topology XML (root <system>). */
 mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p);
+/* The same from the @len bytes at @text, named @path in messages. */
+mxh_status_t mxh_machine_from_nccl_text(const char *text, size_t len, const char *path,
+                                        mxh_machine_t **machine_p);
 void mxh_machine_destroy(mxh_machine_t *machine);
 
 /* Index of the GPU with this PCI bus id (any case, domain optional), or -1. */

@@ -428,7 +428,7 @@ static mxh_status_t topology_open(const char *xml_path, hwloc_topology_t *topo_p
 
     *topo_p = NULL;
     if (xml_path != NULL &&
-        (st = mxh_xml_read_checked(xml_path, "hwloc XML", "topology", &text, &len)) != MXH_OK)
+        (st = mxh_xml_read_checked(xml_path, "hwloc XML", "topology", MXH_XML_HWLOC, &text, &len)) != MXH_OK)
         return st; /* logged: "PATH:LINE: malformed hwloc XML: cause" */
     if (hwloc_topology_init(&topo) != 0) {
         mxh_error("hwloc_topology_init failed: %s", strerror(errno));

@@ -1088,15 +1088,13 @@ static mxh_machine_t *machine_new(const char *path, const ndev_t *gpus, int ng,
     return m;
 }
 
-/* Parses the file at @path into its XML tree @root_p and devices @c. */
-static mxh_status_t read_devices(const char *path, char **buf_p, xnode_t **root_p, nccl_ctx_t *c)
+/* Parses the @len bytes at @buf (named @path in messages) into its XML tree @root_p and
+ * devices @c. */
+static mxh_status_t read_devices(const char *path, const char *buf, size_t len, xnode_t **root_p,
+                                 nccl_ctx_t *c)
 {
-    size_t len = 0;
-    mxh_status_t st = read_file(path, buf_p, &len);
+    mxh_status_t st = xml_parse(path, buf, len, root_p);
 
-    if (st != MXH_OK)
-        return st;
-    st = xml_parse(path, *buf_p, len, root_p);
     if (st != MXH_OK)
         return st;
     const char *ver = xattr_get(*root_p, "version");
@@ -1108,8 +1106,26 @@ static mxh_status_t read_devices(const char *path, char **buf_p, xnode_t **root_
 
 mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
 {
+    mxh_status_t st;
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (path == NULL || machine_p == NULL) {
+        mxh_error("mxh_machine_from_nccl: %s is NULL", path == NULL ? "path" : "machine_p");
+        return MXH_ERR_INVALID_PARAM;
+    }
+    *machine_p = NULL;
+    if ((st = read_file(path, &buf, &len)) != MXH_OK)
+        return st;
+    st = mxh_machine_from_nccl_text(buf, len, path, machine_p);
+    free(buf);
+    return st;
+}
+
+mxh_status_t mxh_machine_from_nccl_text(const char *text, size_t len, const char *path,
+                                        mxh_machine_t **machine_p)
+{
     mxh_status_t   st;
-    char          *buf = NULL;
     xnode_t       *root = NULL;
     nccl_ctx_t     c = {.path = path};
     mxh_machine_t *m = NULL;
@@ -1117,12 +1133,17 @@ mxh_status_t mxh_machine_from_nccl(const char *path, mxh_machine_t **machine_p)
     int            ng = 0, nn = 0;
     mxh_pci_distance_t *dist = NULL;
 
-    if (path == NULL || machine_p == NULL) {
-        mxh_error("mxh_machine_from_nccl: %s is NULL", path == NULL ? "path" : "machine_p");
+    if (path == NULL || machine_p == NULL || (text == NULL && len > 0)) {
+        mxh_error("mxh_machine_from_nccl_text: %s is NULL",
+                  path == NULL ? "path" : machine_p == NULL ? "machine_p" : "text");
         return MXH_ERR_INVALID_PARAM;
     }
     *machine_p = NULL;
-    st = read_devices(path, &buf, &root, &c);
+    if (len > XML_MAX_BYTES) {
+        mxh_error("%s: larger than %zu MiB, not an NCCL topology file", path, XML_MAX_BYTES >> 20);
+        return MXH_ERR_PARSE;
+    }
+    st = read_devices(path, text != NULL ? text : "", len, &root, &c);
     if (st != MXH_OK)
         goto out;
     gpus = malloc(((size_t)c.ndevs + 1) * sizeof(*gpus));
@@ -1166,6 +1187,5 @@ out:
     free(nics);
     free(c.devs);
     xnode_free(root);
-    free(buf);
     return st;
 }

@@ -26,9 +26,11 @@ typedef struct xc {
     const char *p, *end;
     int         line;
     int         enc;
+    int         hwloc; /* MXH_XML_HWLOC: hwloc's rules too */
     int         depth;
     span_t      open[MXH_XML_CHECK_MAX_DEPTH];  /* the open elements, outermost first */
     span_t      attrs[MXH_XML_CHECK_MAX_ATTRS]; /* the attribute names of one start tag */
+    span_t      vals[MXH_XML_CHECK_MAX_ATTRS];  /* ... and their raw values */
 } xc_t;
 
 #if defined(__GNUC__)
@@ -412,8 +414,107 @@ static mxh_status_t reference(xc_t *x, const char *where)
     return MXH_OK;
 }
 
+/* hwloc's minimalistic importer knows these references in values only; at any other it
+ * stops reading the element's attributes without an error, and the object misses them. */
+static mxh_status_t hwloc_reference(const xc_t *x, const char *where)
+{
+    static const char *const refs[] = {"&#10;", "&#13;", "&#9;", "&quot;", "&lt;", "&gt;",
+                                       "&amp;"};
+
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+        if (starts(x, refs[i]))
+            return MXH_OK;
+    return bad(x, x->line, "reference in %s that hwloc does not read (it reads &#10; &#13; &#9; "
+                           "&quot; &lt; &gt; &amp;)", where);
+}
+
+/* hwloc's rules for an attribute name @a of @el: [a-z_] only (the importer stops reading
+ * attributes at another character, silently), '=' right after it. */
+static mxh_status_t hwloc_attr_name(const xc_t *x, const span_t *el, const span_t *a)
+{
+    char buf[16];
+
+    for (size_t i = 0; i < a->n; i++)
+        if (!((a->s[i] >= 'a' && a->s[i] <= 'z') || a->s[i] == '_'))
+            return bad(x, a->line, "attribute name '%.*s' of <%.*s> has '%c' (hwloc reads names "
+                                   "of a-z and '_' only)",
+                       (int)(a->n > 40 ? 40 : a->n), a->s, (int)(el->n > 40 ? 40 : el->n), el->s,
+                       a->s[i]);
+    if (eof(x) || *x->p != '=')
+        return bad(x, x->line, "expected '=' right after attribute '%.*s' of <%.*s> (found %s; "
+                               "hwloc reads no blank there)",
+                   (int)(a->n > 40 ? 40 : a->n), a->s, (int)(el->n > 40 ? 40 : el->n), el->s,
+                   found(x, buf));
+    return MXH_OK;
+}
+
+/* The raw value of the element's attribute @name (x->attrs[0, n)), or NULL. */
+static const span_t *attr_value(const xc_t *x, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (span_is(&x->attrs[i], name))
+            return &x->vals[i];
+    return NULL;
+}
+
+static int has_attr(const xc_t *x, int n, const char *name)
+{
+    return attr_value(x, n, name) != NULL;
+}
+
+/* Whether @v is a decimal number of at most @max. */
+static int decimal_at_most(const span_t *v, unsigned long max)
+{
+    unsigned long x = 0;
+
+    if (v->n == 0 || v->n > 12)
+        return 0;
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->s[i] < '0' || v->s[i] > '9')
+            return 0;
+        x = 10 * x + (unsigned long)(v->s[i] - '0');
+    }
+    return x <= max;
+}
+
+/* hwloc's rules for an <object>: its sets come in pairs. hwloc 2.9 dereferences a missing
+ * complete_cpuset (hwloc_bitmap_compare_first) or complete_nodeset of an object that has the
+ * other set of the pair. */
+static mxh_status_t hwloc_object(const xc_t *x, const span_t *el, int n)
+{
+    static const char *const pairs[][2] = {{"cpuset", "complete_cpuset"},
+                                           {"nodeset", "complete_nodeset"}};
+
+    const span_t *v = attr_value(x, n, "nbobjs"), *type;
+
+    /* the sizes hwloc allocates by: a distance matrix of nbobjs^2 values, a bitmap of
+     * os_index bits (a hostile value took 512 MiB per rank) */
+    if (v != NULL && !decimal_at_most(v, MXH_XML_HWLOC_MAX_NBOBJS))
+        return bad(x, el->line, "nbobjs=\"%.*s\" of <%.*s> is not a number of at most %d",
+                   (int)(v->n > 24 ? 24 : v->n), v->s, (int)(el->n > 40 ? 40 : el->n), el->s,
+                   MXH_XML_HWLOC_MAX_NBOBJS);
+    if (!span_is(el, "object"))
+        return MXH_OK;
+    type = attr_value(x, n, "type");
+    v    = attr_value(x, n, "os_index");
+    if (type != NULL && (span_is(type, "PU") || span_is(type, "NUMANode")) && v == NULL)
+        return bad(x, el->line, "a %.*s without os_index (hwloc takes 2^32 - 1: a 512 MiB bitmap)",
+                   (int)type->n, type->s);
+    if (type != NULL && v != NULL && (span_is(type, "PU") || span_is(type, "NUMANode")) &&
+        !decimal_at_most(v, MXH_XML_HWLOC_MAX_OS_INDEX))
+        return bad(x, el->line, "os_index=\"%.*s\" of a %.*s is not a number of at most %d",
+                   (int)(v->n > 24 ? 24 : v->n), v->s, (int)type->n, type->s,
+                   MXH_XML_HWLOC_MAX_OS_INDEX);
+    for (int i = 0; i < 2; i++)
+        if (has_attr(x, n, pairs[i][0]) != has_attr(x, n, pairs[i][1]))
+            return bad(x, el->line, "<object> with %s but no %s (hwloc needs both)",
+                       has_attr(x, n, pairs[i][0]) ? pairs[i][0] : pairs[i][1],
+                       has_attr(x, n, pairs[i][0]) ? pairs[i][1] : pairs[i][0]);
+    return MXH_OK;
+}
+
 /* The quoted value of attribute @a of element @el. */
-static mxh_status_t att_value(xc_t *x, const span_t *el, const span_t *a)
+static mxh_status_t att_value(xc_t *x, const span_t *el, const span_t *a, span_t *val)
 {
     char where[160], q, buf[16];
     int line = x->line;
@@ -426,17 +527,27 @@ static mxh_status_t att_value(xc_t *x, const span_t *el, const span_t *a)
                    (int)(a->n > 40 ? 40 : a->n), a->s, (int)(el->n > 40 ? 40 : el->n), el->s,
                    found(x, buf));
     q = *x->p;
+    if (x->hwloc && q != '"')
+        return bad(x, x->line, "%s is in single quotes (hwloc reads double quotes only)", where);
     adv(x, 1);
+    val->s    = x->p;
+    val->line = x->line;
     for (;;) {
         if (eof(x))
             return bad(x, line, "end of file inside %s (no closing %c)", where, q);
         if (*x->p == q) {
+            val->n = (size_t)(x->p - val->s);
             adv(x, 1);
             return MXH_OK;
         }
         if (*x->p == '<')
             return bad(x, x->line, "'<' in %s (write &lt;)", where);
+        if (x->hwloc && *x->p == '>')
+            return bad(x, x->line, "'>' in %s (hwloc's reader ends the tag there: write &gt;)",
+                       where);
         if (*x->p == '&') {
+            if (x->hwloc && (st = hwloc_reference(x, where)) != MXH_OK)
+                return st;
             if ((st = reference(x, where)) != MXH_OK)
                 return st;
             continue;
@@ -465,15 +576,10 @@ static mxh_status_t start_tag(xc_t *x, span_t *el, int *empty)
         if (eof(x))
             return bad(x, line, "end of file inside the start tag of <%.*s> (no '>')",
                        (int)(el->n > 40 ? 40 : el->n), el->s);
-        if (*x->p == '>') {
-            adv(x, 1);
-            *empty = 0;
-            return MXH_OK;
-        }
-        if (starts(x, "/>")) {
-            adv(x, 2);
-            *empty = 1;
-            return MXH_OK;
+        if (*x->p == '>' || starts(x, "/>")) {
+            *empty = *x->p == '/';
+            adv(x, *empty ? 2 : 1);
+            return x->hwloc ? hwloc_object(x, el, nattrs) : MXH_OK;
         }
         if (sp == 0 || !name_start((unsigned char)*x->p))
             return bad(x, x->line, "expected %s'>' or '/>' in the start tag of <%.*s> (found %s)",
@@ -490,6 +596,8 @@ static mxh_status_t start_tag(xc_t *x, span_t *el, int *empty)
             return bad(x, a.line, "more than %d attributes in <%.*s>", MXH_XML_CHECK_MAX_ATTRS,
                        (int)(el->n > 40 ? 40 : el->n), el->s);
         x->attrs[nattrs++] = a;
+        if (x->hwloc && (st = hwloc_attr_name(x, el, &a)) != MXH_OK)
+            return st;
         skip_space(x);
         if (eof(x) || *x->p != '=')
             return bad(x, x->line, "expected '=' after attribute '%.*s' of <%.*s> (found %s)",
@@ -497,7 +605,7 @@ static mxh_status_t start_tag(xc_t *x, span_t *el, int *empty)
                        found(x, buf));
         adv(x, 1);
         skip_space(x);
-        if ((st = att_value(x, el, &a)) != MXH_OK)
+        if ((st = att_value(x, el, &a, &x->vals[nattrs - 1])) != MXH_OK)
             return st;
     }
 }
@@ -645,7 +753,7 @@ static mxh_status_t document(xc_t *x)
 }
 
 static mxh_status_t check(const char *text, size_t len, const char *source, const char *what,
-                          const char *root)
+                          const char *root, int flags)
 {
     xc_t *x;
     mxh_status_t st;
@@ -672,6 +780,7 @@ static mxh_status_t check(const char *text, size_t len, const char *source, cons
     x->end   = x->p + len;
     x->line  = 1;
     x->enc   = ENC_UTF8;
+    x->hwloc = (flags & MXH_XML_HWLOC) != 0;
     x->depth = 0;
     st = document(x);
     free(x);
@@ -680,11 +789,16 @@ static mxh_status_t check(const char *text, size_t len, const char *source, cons
 
 mxh_status_t mxh_xml_check(const char *text, size_t len, const char *source, const char *root)
 {
-    return check(text, len, source, NULL, root);
+    return check(text, len, source, NULL, root, 0);
+}
+
+mxh_status_t mxh_xml_check_hwloc(const char *text, size_t len, const char *source)
+{
+    return check(text, len, source, NULL, "topology", MXH_XML_HWLOC);
 }
 
 mxh_status_t mxh_xml_read_checked(const char *path, const char *what, const char *root,
-                                  char **text_p, size_t *len_p)
+                                  int flags, char **text_p, size_t *len_p)
 {
     FILE *f;
     struct stat sb;
@@ -713,7 +827,7 @@ mxh_status_t mxh_xml_read_checked(const char *path, const char *what, const char
     }
     st = mxh_topo_read_text(f, path, what, MXH_XML_CHECK_MAX_BYTES, &text, &len);
     fclose(f);
-    if (st == MXH_OK && (st = check(text, len, path, what, root)) != MXH_OK) {
+    if (st == MXH_OK && (st = check(text, len, path, what, root, flags)) != MXH_OK) {
         free(text);
         text = NULL;
     }

@@ -37,12 +37,29 @@ extern "C" {
  * names the document in messages). @root: the name the root element must have. */
 mxh_status_t mxh_xml_check(const char *text, size_t len, const char *source, const char *root);
 
-/* Reads the file @path (called @what in messages, e.g. "hwloc XML") and checks it:
- * MXH_ERR_IO when it cannot be opened or read (path and strerror logged), MXH_ERR_PARSE
- * when it is larger than MXH_XML_CHECK_MAX_BYTES or malformed ("PATH:LINE: malformed WHAT: cause"). On MXH_OK *@text_p holds
- * the NUL-terminated text (free with free()) and *@len_p its length. */
+/* hwloc's rules, on top of XML's. Its minimalistic importer is no XML parser: it stops
+ * reading an element's attributes, without an error, at a name with a character other than
+ * a-z and '_', a blank around '=', a value in single quotes or a reference other than
+ * &#10; &#13; &#9; &quot; &lt; &gt; &amp;, and it ends a tag at the first '>', even inside a
+ * value. The object then lacks what followed, and hwloc 2.9 dereferences NULL on an <object>
+ * with cpuset but no complete_cpuset, or nodeset but no complete_nodeset. These rules refuse
+ * all of that; hwloc's own exports (v1 and v2) follow them. */
+#define MXH_XML_HWLOC 1
+/* hwloc's rules also bound the sizes it allocates by: the objects of a distance matrix
+ * (nbobjs, squared) and a PU's or NUMA node's os_index (a bit in a bitmap). */
+#define MXH_XML_HWLOC_MAX_NBOBJS   4096
+#define MXH_XML_HWLOC_MAX_OS_INDEX 65535
+
+/* mxh_xml_check with root <topology> and hwloc's rules. */
+mxh_status_t mxh_xml_check_hwloc(const char *text, size_t len, const char *source);
+
+/* Reads the file @path (called @what in messages, e.g. "hwloc XML") and checks it (@flags:
+ * 0 or MXH_XML_HWLOC): MXH_ERR_IO when it cannot be opened or read (path and strerror
+ * logged), MXH_ERR_PARSE when it is larger than MXH_XML_CHECK_MAX_BYTES or malformed
+ * ("PATH:LINE: malformed WHAT: cause"). On MXH_OK *@text_p holds the NUL-terminated text
+ * (free with free()) and *@len_p its length. */
 mxh_status_t mxh_xml_read_checked(const char *path, const char *what, const char *root,
-                                  char **text_p, size_t *len_p);
+                                  int flags, char **text_p, size_t *len_p);
 
 #ifdef __cplusplus
 }

@@ -199,7 +199,9 @@ static int parse_real(const mxh_config_var_t *v, mxh_config_t *cfg, const char *
         return -1;
     if (errno == ERANGE && x > 1)
         return out_of_range(v, s, src, "larger than the largest double");
-    if (errno)
+    /* ERANGE below 1 is a gradual underflow: a subnormal, which the printer may write (a
+     * rate in g of a tiny value), so it must read back */
+    if (errno && errno != ERANGE)
         return -1;
     if (k->kind == REAL_TIME) {
         static const struct { const char *unit; double scale; } units[] = {
@@ -237,8 +239,10 @@ static void print_real(const mxh_config_var_t *v, const mxh_config_t *cfg, char 
     double x        = *CFIELD(double, v, cfg);
     if (k->zero && x == 0)
         snprintf(buf, len, "0");
-    else if (k->kind == REAL_TIME)
+    else if (k->kind == REAL_TIME && isfinite(x * 1e6))
         snprintf(buf, len, "%gus", x * 1e6);
+    else if (k->kind == REAL_TIME)
+        snprintf(buf, len, "%gs", x); /* beyond DBL_MAX in us */
     else if (k->kind == REAL_RATE)
         snprintf(buf, len, "%gg", x / 1e9);
     else
@@ -257,9 +261,7 @@ static int parse_number(const mxh_config_var_t *v, mxh_config_t *cfg, const char
     x     = strtod(s, &end);
     if (end == s || *end != '\0' || x != x)
         return -1;
-    if (errno == ERANGE || !isfinite(x) || x < r->lo || x > r->hi) {
-        if (errno == ERANGE && fabs(x) < 1)
-            return -1; /* underflow: a denormal, not what anyone meant */
+    if ((errno == ERANGE && fabs(x) > 1) || !isfinite(x) || x < r->lo || x > r->hi) {
         snprintf(why, sizeof(why), "not in [%g, %g]", r->lo, r->hi);
         return out_of_range(v, s, src, why);
     }

@@ -341,6 +341,23 @@ TEST(Config, OverflowIsAnErrorNotAWrap)
     EXPECT_EQ(a.frag_size, SIZE_MAX);
     ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_COST_NET_BW", "1e290t", "test"));
     EXPECT_DOUBLE_EQ(a.cost_net_bw, 1e302);
+    // found by tests/fuzz/fuzz_config: a tiny rate prints in g as a subnormal, which must
+    // read back ("251e-308" printed "2.51e-315g", then refused as an underflow)
+    mxh_config_t t = defaults();
+    ASSERT_EQ(MXH_OK, mxh_config_set(&t, "MPIX_HIER_NET", "net_lat=5us;net_bw=251e-308", "test"));
+    EXPECT_EQ(get(t, "MPIX_HIER_COST_NET_BW"), "2.51e-315g");
+    std::string net = get(t, "MPIX_HIER_NET");
+    EXPECT_EQ(MXH_OK, mxh_config_set(&t, "MPIX_HIER_NET", net.c_str(), "test again")) << net;
+    ASSERT_EQ(MXH_OK, mxh_config_set(&t, "MPIX_HIER_COST_NET_BW", "2.51e-315g", "test"));
+    EXPECT_NEAR(t.cost_net_bw, 2.51e-306, 1e-314); // a subnormal's 8 digits
+    // found by fuzz_config: 1e308 s printed 'infus'
+    ASSERT_EQ(MXH_OK, mxh_config_set(&t, "MPIX_HIER_COST_NET_LATENCY", "1e308", "test"));
+    EXPECT_EQ(get(t, "MPIX_HIER_COST_NET_LATENCY"), "1e+308s");
+    EXPECT_EQ(MXH_OK, mxh_config_set(&t, "MPIX_HIER_COST_NET_LATENCY", "1e+308s", "test"));
+    ASSERT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_METRICS_INTERVAL", "1e-310", "test"));
+    EXPECT_EQ(MXH_OK, mxh_config_set(&a, "MPIX_HIER_METRICS_INTERVAL",
+                                     get(a, "MPIX_HIER_METRICS_INTERVAL").c_str(), "test"));
+    EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&a, "MPIX_HIER_COST_NET_BW", "1e-400", "test"));
     setenv("MPIX_HIER_FRAG_SIZE", "17179869184g", 1);
     {
         mxh_test::LogCapture log;

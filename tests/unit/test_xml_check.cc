@@ -94,7 +94,7 @@ TEST(XmlCheck, EveryRealFileIsWellFormed)
             hwloc++;
             char *got = nullptr;
             size_t len = 0;
-            ASSERT_EQ(mxh_xml_read_checked(path.c_str(), "hwloc XML", "topology", &got, &len), MXH_OK);
+            ASSERT_EQ(mxh_xml_read_checked(path.c_str(), "hwloc XML", "topology", MXH_XML_HWLOC, &got, &len), MXH_OK);
             EXPECT_EQ(std::string(got, len), text);
             EXPECT_EQ(got[len], '\0');
             free(got);
@@ -134,6 +134,50 @@ TEST(XmlCheck, HwlocCrashersAreRefused)
         EXPECT_EQ(err.rfind("doc.xml:" + std::to_string(c.line) + ": ", 0), 0u) << err;
         EXPECT_NE(err.find(c.cause), std::string::npos) << err;
     }
+}
+
+// hwloc's rules on top of XML's (mxh_xml_check_hwloc): what its minimalistic importer
+// misreads silently, and the sizes it allocates by. Each case is well-formed XML.
+TEST(XmlCheck, HwlocRulesNameTheLineAndCause)
+{
+    const std::string h = std::string(kHead) + "<topology version=\"2.0\">\n"; // 3 lines
+    const std::string end = "\n</topology>";
+    const struct {
+        std::string body;
+        const char *cause;
+    } cases[] = {
+        {"<info name='a' value=\"b\"/>", "is in single quotes (hwloc reads double quotes only)"},
+        {"<info name=\"a>b\" value=\"c\"/>", "'>' in the value of attribute 'name' of <info>"},
+        {"<info name=\"&apos;\" value=\"c\"/>", "reference in the value of attribute 'name' of <info> that hwloc does not read"},
+        {"<info Name=\"a\" value=\"c\"/>", "attribute name 'Name' of <info> has 'N'"},
+        {"<info name =\"a\" value=\"c\"/>", "expected '=' right after attribute 'name' of <info>"},
+        {"<object type=\"Machine\" cpuset=\"0x1\"/>", "<object> with cpuset but no complete_cpuset (hwloc needs both)"},
+        {"<object type=\"Machine\" complete_nodeset=\"0x1\"/>", "<object> with complete_nodeset but no nodeset"},
+        {"<object type=\"NUMANode\" os_index=\"99999999999999999999\"/>",
+         "os_index=\"99999999999999999999\" of a NUMANode is not a number of at most 65535"},
+        {"<object type=\"PU\" os_index=\"65536\"/>", "os_index=\"65536\" of a PU is not a number of at most 65535"},
+        {"<object os_index=\"-1\" type=\"PU\"/>", "os_index=\"-1\" of a PU"},
+        {"<object type=\"PU\" yos_index=\"24\"/>", "a PU without os_index (hwloc takes 2^32 - 1"},
+        {"<distances2 type=\"NUMANode\" nbobjs=\"100000\"/>",
+         "nbobjs=\"100000\" of <distances2> is not a number of at most 4096"},
+    };
+    for (const auto &c : cases) {
+        const std::string text = h + c.body + end;
+        EXPECT_EQ(check(text), MXH_OK) << "plain XML accepts " << c.body;
+        LogCapture log;
+        QuietStderr quiet;
+        EXPECT_EQ(mxh_xml_check_hwloc(text.data(), text.size(), "doc.xml"), MXH_ERR_PARSE) << c.body;
+        ASSERT_EQ(log.errors().size(), 1u) << c.body;
+        EXPECT_EQ(log.errors()[0].rfind("doc.xml:4: ", 0), 0u) << log.errors()[0];
+        EXPECT_NE(log.errors()[0].find(c.cause), std::string::npos) << log.errors()[0];
+    }
+    // what hwloc itself writes passes: PCI os_index beyond 65535, the largest sizes allowed
+    const std::string ok = h + "<object type=\"PCIDev\" os_index=\"7344128\"/>\n"
+                           "<object type=\"PU\" os_index=\"65535\" cpuset=\"0x1\" complete_cpuset=\"0x1\"/>\n"
+                           "<distances2 type=\"NUMANode\" nbobjs=\"4096\" name=\"a &amp; &lt;b&gt; &#10;\"/>" + end;
+    LogCapture log;
+    EXPECT_EQ(mxh_xml_check_hwloc(ok.data(), ok.size(), "doc.xml"), MXH_OK);
+    EXPECT_TRUE(log.errors().empty());
 }
 
 // One input per rule: the line and the cause of the message.
@@ -274,7 +318,7 @@ TEST(XmlCheck, FileErrors)
     {
         LogCapture log;
         QuietStderr quiet;
-        EXPECT_EQ(mxh_xml_read_checked("/nonexistent/m.xml", "hwloc XML", "topology", &text, &len),
+        EXPECT_EQ(mxh_xml_read_checked("/nonexistent/m.xml", "hwloc XML", "topology", MXH_XML_HWLOC, &text, &len),
                   MXH_ERR_IO);
         EXPECT_EQ(text, nullptr);
         EXPECT_EQ(len, 0u);
@@ -285,7 +329,7 @@ TEST(XmlCheck, FileErrors)
         LogCapture log;
         QuietStderr quiet;
         std::string dir = mxh_test::test_data("topologies");
-        EXPECT_EQ(mxh_xml_read_checked(dir.c_str(), "hwloc XML", "topology", &text, &len), MXH_ERR_IO);
+        EXPECT_EQ(mxh_xml_read_checked(dir.c_str(), "hwloc XML", "topology", MXH_XML_HWLOC, &text, &len), MXH_ERR_IO);
         ASSERT_EQ(log.errors().size(), 1u);
         EXPECT_NE(log.errors()[0].find(dir), std::string::npos) << log.errors()[0];
         EXPECT_NE(log.errors()[0].find("Is a directory"), std::string::npos) << log.errors()[0];
@@ -295,7 +339,7 @@ TEST(XmlCheck, FileErrors)
         ASSERT_EQ(truncate(big.path().c_str(), (off_t)MXH_XML_CHECK_MAX_BYTES + 1), 0);
         LogCapture log;
         QuietStderr quiet;
-        EXPECT_EQ(mxh_xml_read_checked(big.path().c_str(), "hwloc XML", "topology", &text, &len),
+        EXPECT_EQ(mxh_xml_read_checked(big.path().c_str(), "hwloc XML", "topology", MXH_XML_HWLOC, &text, &len),
                   MXH_ERR_PARSE);
         ASSERT_EQ(log.errors().size(), 1u);
         EXPECT_NE(log.errors()[0].find("67108865 bytes, more than the limit of 67108864"),
@@ -305,7 +349,7 @@ TEST(XmlCheck, FileErrors)
         TempFile f("<?xml version=\"1.0\"?>\n<topology version=\"2.0\"");
         LogCapture log;
         QuietStderr quiet;
-        EXPECT_EQ(mxh_xml_read_checked(f.path().c_str(), "hwloc XML", "topology", &text, &len),
+        EXPECT_EQ(mxh_xml_read_checked(f.path().c_str(), "hwloc XML", "topology", MXH_XML_HWLOC, &text, &len),
                   MXH_ERR_PARSE);
         EXPECT_EQ(text, nullptr);
         ASSERT_EQ(log.errors().size(), 1u);
@@ -318,6 +362,6 @@ TEST(XmlCheck, FileErrors)
         EXPECT_EQ(mxh_xml_check(nullptr, 0, nullptr, "topology"), MXH_ERR_PARSE);
         EXPECT_EQ(log.errors()[0], "<XML>:1: no root element (empty document)");
         EXPECT_EQ(mxh_xml_check(nullptr, 1, "x", "topology"), MXH_ERR_INVALID_PARAM);
-        EXPECT_EQ(mxh_xml_read_checked(nullptr, "x", "y", &text, &len), MXH_ERR_INVALID_PARAM);
+        EXPECT_EQ(mxh_xml_read_checked(nullptr, "x", "y", 0, &text, &len), MXH_ERR_INVALID_PARAM);
     }
 }
