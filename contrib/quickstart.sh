@@ -39,7 +39,7 @@ export DEBIAN_FRONTEND=noninteractive
 # alternatives, so the build would no longer find MPICH. The Python tests use an
 # mpi4py built on MPICH when one is importable and MPICH through ctypes otherwise.
 # (awk, timeout, mktemp, od, sha256sum, find, sed, grep: coreutils & co., always present.)
-PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev googletest libgtest-dev
+PACKAGES=(mpich libmpich-dev libucx-dev libhwloc-dev libjson-c-dev googletest libgtest-dev
           autoconf automake libtool pkg-config make g++ binutils valgrind gnuplot-nox
           python3 python3-numpy python3-pytest xz-utils
           iproute2)

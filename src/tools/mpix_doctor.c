@@ -27,6 +27,8 @@
 #include "diag/doctor_stats.h"
 #include "decide/levels.h"
 
+#include <json-c/json.h>
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -772,21 +774,6 @@ static void choose_iface(const ifs_t *all, int r, char *out, size_t len)
 
 /* ---- report ---------------------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static const char *iface_of(int lv, int r)
 {
     return lv == LV_NODE ? "shm" : R[r].iface;
@@ -884,140 +871,185 @@ static void print_text(FILE *f, level_t *lv, outlier_t *out, int nout, int nconf
     fflush(f);
 }
 
-/* The JSON report's "rank_info": every rank's host, node, rail and interface. */
-static void json_rank_info(FILE *f)
+/* ---- the JSON report (json-c): one object per fact, numbers that are not finite as null */
+
+static json_object *jnum(double x)
 {
-    fprintf(f, "\"rank_info\": [");
-    for (int r = 0; r < np; r++) {
-        fprintf(f, "%s\n  {\"rank\": %d, \"host\": ", r ? "," : "", r);
-        json_str(f, R[r].host);
-        fprintf(f, ", \"node\": ");
-        json_str(f, R[r].node);
-        fprintf(f, ", \"node_index\": %d, \"rail\": %d, \"local_index\": %d, \"iface\": ",
-                R[r].nodeid, R[r].rail, R[r].local);
-        json_str(f, R[r].iface);
-        fprintf(f, "}");
-    }
+    return isfinite(x) ? json_object_new_double(x) : NULL;
 }
 
-/* The JSON object of active level @k (@first: the first of the list). */
-static void json_level(FILE *f, const level_t *lv, int k, int first)
+static json_object *jstr(const char *s)
+{
+    return json_object_new_string(s != NULL ? s : "");
+}
+
+static void put(json_object *o, const char *key, json_object *v)
+{
+    json_object_object_add(o, key, v);
+}
+
+/* "rank_info": every rank's host, node, rail and interface. */
+static json_object *json_rank_info(void)
+{
+    json_object *a = json_object_new_array_ext(np);
+    for (int r = 0; r < np; r++) {
+        json_object *o = json_object_new_object();
+        put(o, "rank", json_object_new_int(r));
+        put(o, "host", jstr(R[r].host));
+        put(o, "node", jstr(R[r].node));
+        put(o, "node_index", json_object_new_int(R[r].nodeid));
+        put(o, "rail", json_object_new_int(R[r].rail));
+        put(o, "local_index", json_object_new_int(R[r].local));
+        put(o, "iface", jstr(R[r].iface));
+        json_object_array_add(a, o);
+    }
+    return a;
+}
+
+/* [src, dst, value] triples of a level's samples. */
+static json_object *json_samples(const xs_t *v, int n)
+{
+    json_object *a = json_object_new_array_ext(n);
+    for (int i = 0; i < n; i++) {
+        json_object *t = json_object_new_array_ext(3);
+        json_object_array_add(t, json_object_new_int((int)v[i].src));
+        json_object_array_add(t, json_object_new_int((int)v[i].dst));
+        json_object_array_add(t, jnum(v[i].bw));
+        json_object_array_add(a, t);
+    }
+    return a;
+}
+
+/* The object of active level @k. */
+static json_object *json_level(const level_t *lv, int k)
 {
     const level_t *L = &lv[k];
+    json_object *o = json_object_new_object(), *bus = json_object_new_object();
+    json_object *ports = json_object_new_array();
 
-    fprintf(f, "%s\n {\"name\": \"%s\", \"rounds\": %d, \"bytes\": %zu, \"seconds\": %.3f, "
-               "\"median_bw\": %.6g, \"mad_bw\": %.6g, \"latency_median\": %.6g,\n",
-            first ? "" : ",", lv_names[k], L->rounds, L->bytes, L->seconds, L->st.median,
-            L->st.mad, L->lat_median);
-    fprintf(f, "  \"busbw\": {\"collective\": \"MPI_Allreduce\", \"ranks\": %d, \"bytes\": %zu, "
-               "\"expected\": %.6g, \"measured\": %.6g},\n",
-            L->bus_n, L->bus_bytes, L->bus_expected, L->bus_measured);
-    fprintf(f, "  \"ports\": [");
-    int pf = 1;
+    put(o, "name", jstr(lv_names[k]));
+    put(o, "rounds", json_object_new_int(L->rounds));
+    put(o, "bytes", json_object_new_uint64(L->bytes));
+    put(o, "seconds", jnum(L->seconds));
+    put(o, "median_bw", jnum(L->st.median));
+    put(o, "mad_bw", jnum(L->st.mad));
+    put(o, "latency_median", jnum(L->lat_median));
+    put(bus, "collective", jstr("MPI_Allreduce"));
+    put(bus, "ranks", json_object_new_int(L->bus_n));
+    put(bus, "bytes", json_object_new_uint64(L->bus_bytes));
+    put(bus, "expected", jnum(L->bus_expected));
+    put(bus, "measured", jnum(L->bus_measured));
+    put(o, "busbw", bus);
     for (int q = 0; q < 2 * np; q++) {
         const mxh_dr_port_t *p = &L->ports[q];
         int r = q / 2;
         if (p->nsamples == 0 && !p->outlier)
             continue;
-        fprintf(f, "%s\n   {\"rank\": %d, \"host\": ", pf ? "" : ",", r);
-        json_str(f, R[r].host);
-        fprintf(f, ", \"rail\": %d, \"iface\": ", R[r].rail);
-        json_str(f, iface_of(k, r));
-        fprintf(f, ", \"dir\": \"%s\", \"median_bw\": %.6g, \"samples\": %d, \"ratio\": %.4f, "
-                   "\"suspect\": %s}",
-                dir_name(k, q % 2), p->median, p->nsamples, p->ratio,
-                p->outlier ? "true" : "false");
-        pf = 0;
+        json_object *e = json_object_new_object();
+        put(e, "rank", json_object_new_int(r));
+        put(e, "host", jstr(R[r].host));
+        put(e, "rail", json_object_new_int(R[r].rail));
+        put(e, "iface", jstr(iface_of(k, r)));
+        put(e, "dir", jstr(dir_name(k, q % 2)));
+        put(e, "median_bw", jnum(p->median));
+        put(e, "samples", json_object_new_int(p->nsamples));
+        put(e, "ratio", jnum(p->ratio));
+        put(e, "suspect", json_object_new_boolean(p->outlier));
+        json_object_array_add(ports, e);
     }
-    fprintf(f, "],\n  \"transfers\": [");
-    for (int i = 0; i < L->nbw; i++)
-        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->bw[i].src, (int)L->bw[i].dst,
-                L->bw[i].bw);
-    fprintf(f, "],\n  \"latencies\": [");
-    for (int i = 0; i < L->nlat; i++)
-        fprintf(f, "%s[%d, %d, %.6g]", i ? ", " : "", (int)L->lat[i].src, (int)L->lat[i].dst,
-                L->lat[i].bw);
-    fprintf(f, "]}");
+    put(o, "ports", ports);
+    put(o, "transfers", json_samples(L->bw, L->nbw));
+    put(o, "latencies", json_samples(L->lat, L->nlat));
+    return o;
 }
 
-/* The JSON report's confirmed "outliers" (the list is open), their "findings" (one per
- * port) and the suspects the confirmation "cleared". */
-static void json_outliers(FILE *f, const level_t *lv, const outlier_t *out, int nout)
+/* Confirmed "outliers", their "findings" (one per port) and the suspects the confirmation
+ * "cleared", into @root. */
+static void json_outliers(json_object *root, const level_t *lv, const outlier_t *out, int nout)
 {
-    for (int o = 0, n = 0; o < nout; o++) {
+    json_object *outl = json_object_new_array(), *find = json_object_new_array();
+    json_object *clr = json_object_new_array();
+
+    for (int o = 0; o < nout; o++) {
         const outlier_t *x = &out[o];
-        if (!x->confirmed)
-            continue;
-        fprintf(f, "%s\n {\"level\": \"%s\", \"host\": ", n++ ? "," : "", lv_names[x->level]);
-        json_str(f, R[x->rank].host);
-        fprintf(f, ", \"node\": ");
-        json_str(f, R[x->rank].node);
-        fprintf(f, ", \"rail\": %d, \"iface\": ", R[x->rank].rail);
-        json_str(f, iface_of(x->level, x->rank));
-        fprintf(f, ", \"dir\": \"%s\", \"rank\": %d, \"median_bw\": %.6g, \"level_median_bw\": %.6g, "
-                   "\"ratio\": %.4f, \"confirm_bw\": %.6g, \"reference_bw\": %.6g}",
-                dir_name(x->level, x->dir), x->rank, x->median, lv[x->level].st.median, x->ratio,
-                x->confirm_bw, x->reference_bw);
-    }
-    fprintf(f, "],\n\"findings\": [");
-    for (int o = 0, n = 0; o < nout; o++) {
-        const outlier_t *x = &out[o];
+        json_object *e     = json_object_new_object();
+        put(e, "level", jstr(lv_names[x->level]));
+        if (x->confirmed) {
+            put(e, "host", jstr(R[x->rank].host));
+            put(e, "node", jstr(R[x->rank].node));
+            put(e, "rail", json_object_new_int(R[x->rank].rail));
+            put(e, "iface", jstr(iface_of(x->level, x->rank)));
+        }
+        put(e, "rank", json_object_new_int(x->rank));
+        put(e, "dir", jstr(dir_name(x->level, x->dir)));
+        put(e, "median_bw", jnum(x->median));
+        if (x->confirmed) {
+            put(e, "level_median_bw", jnum(lv[x->level].st.median));
+            put(e, "ratio", jnum(x->ratio));
+        }
+        put(e, "confirm_bw", jnum(x->confirm_bw));
+        put(e, "reference_bw", jnum(x->reference_bw));
+        json_object_array_add(x->confirmed ? outl : clr, e);
         if (!first_of_finding(out, o))
             continue;
-        fprintf(f, "%s\n {\"host\": ", n++ ? "," : "");
-        json_str(f, R[x->rank].host);
-        fprintf(f, ", \"rail\": %d, \"iface\": ", R[x->rank].rail);
-        json_str(f, iface_of(x->level, x->rank));
-        fprintf(f, ", \"dir\": \"%s\", \"rank\": %d, \"ratio\": %.4f, \"levels\": [",
-                dir_name(x->level, x->dir), x->rank, x->ratio);
-        for (int q = o, m = 0; q < nout; q++)
+        json_object *f = json_object_new_object(), *levels = json_object_new_array();
+        put(f, "host", jstr(R[x->rank].host));
+        put(f, "rail", json_object_new_int(R[x->rank].rail));
+        put(f, "iface", jstr(iface_of(x->level, x->rank)));
+        put(f, "dir", jstr(dir_name(x->level, x->dir)));
+        put(f, "rank", json_object_new_int(x->rank));
+        put(f, "ratio", jnum(x->ratio));
+        for (int q = o; q < nout; q++)
             if (same_finding(&out[q], x))
-                fprintf(f, "%s\"%s\"", m++ ? ", " : "", lv_names[out[q].level]);
-        fprintf(f, "]}");
+                json_object_array_add(levels, jstr(lv_names[out[q].level]));
+        put(f, "levels", levels);
+        json_object_array_add(find, f);
     }
-    fprintf(f, "],\n\"cleared\": [");
-    for (int o = 0, n = 0; o < nout; o++) {
-        const outlier_t *x = &out[o];
-        if (x->confirmed)
-            continue;
-        fprintf(f, "%s{\"level\": \"%s\", \"rank\": %d, \"dir\": \"%s\", \"median_bw\": %.6g, "
-                   "\"confirm_bw\": %.6g, \"reference_bw\": %.6g}",
-                n++ ? ", " : "", lv_names[x->level], x->rank, dir_name(x->level, x->dir),
-                x->median, x->confirm_bw, x->reference_bw);
-    }
+    put(root, "outliers", outl);
+    put(root, "findings", find);
+    put(root, "cleared", clr);
 }
 
 static void write_json(const char *path, level_t *lv, outlier_t *out, int nout, int nconf,
                        const int *excl, int nexcl, double sweep, int nnodes)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "mpix_doctor: cannot write %s\n", path);
-        return;
-    }
-    fprintf(f, "{\n\"tool\": \"mpix_doctor\", \"schema_version\": 1, \"units\": {\"bw\": \"bytes/s\", "
-               "\"latency\": \"s\"},\n");
-    fprintf(f, "\"ranks\": %d, \"hosts\": %d, \"rails\": %d, \"sweep_seconds\": %.3f,\n", np, nnodes,
-            nkeys, sweep);
-    fprintf(f, "\"params\": {\"k\": %g, \"floor\": %g, \"reps\": %d, \"target_seconds\": %g, "
-               "\"max_size\": %zu, \"confirm\": %s, \"node_floor\": %g},\n",
-            O.k, O.floor, O.reps, O.target, O.max_size, O.confirm ? "true" : "false", O.node_floor);
-    json_rank_info(f);
-    fprintf(f, "],\n\"levels\": [");
-    for (int k = 0, first = 1; k < NLV; k++) {
-        if (!lv[k].active)
-            continue;
-        json_level(f, lv, k, first);
-        first = 0;
-    }
-    fprintf(f, "],\n\"outliers\": [");
-    json_outliers(f, lv, out, nout);
-    fprintf(f, "],\n\"exclude_rails\": [");
+    json_object *root = json_object_new_object(), *units = json_object_new_object();
+    json_object *params = json_object_new_object(), *levels = json_object_new_array();
+    json_object *rails = json_object_new_array();
+
+    put(root, "tool", jstr("mpix_doctor"));
+    put(root, "schema_version", json_object_new_int(1));
+    put(units, "bw", jstr("bytes/s"));
+    put(units, "latency", jstr("s"));
+    put(root, "units", units);
+    put(root, "ranks", json_object_new_int(np));
+    put(root, "hosts", json_object_new_int(nnodes));
+    put(root, "rails", json_object_new_int(nkeys));
+    put(root, "sweep_seconds", jnum(sweep));
+    put(params, "k", jnum(O.k));
+    put(params, "floor", jnum(O.floor));
+    put(params, "reps", json_object_new_int(O.reps));
+    put(params, "target_seconds", jnum(O.target));
+    put(params, "max_size", json_object_new_uint64(O.max_size));
+    put(params, "confirm", json_object_new_boolean(O.confirm));
+    put(params, "node_floor", jnum(O.node_floor));
+    put(root, "params", params);
+    put(root, "rank_info", json_rank_info());
+    for (int k = 0; k < NLV; k++)
+        if (lv[k].active)
+            json_object_array_add(levels, json_level(lv, k));
+    put(root, "levels", levels);
+    json_outliers(root, lv, out, nout);
     for (int i = 0; i < nexcl; i++)
-        fprintf(f, "%s%d", i ? ", " : "", excl[i]);
-    fprintf(f, "],\n\"healthy\": %s, \"exit_code\": %d\n}\n", nconf ? "false" : "true",
-            nconf ? EXIT_OUTLIERS : EXIT_HEALTHY);
-    fclose(f);
+        json_object_array_add(rails, json_object_new_int(excl[i]));
+    put(root, "exclude_rails", rails);
+    put(root, "healthy", json_object_new_boolean(nconf == 0));
+    put(root, "exit_code", json_object_new_int(nconf ? EXIT_OUTLIERS : EXIT_HEALTHY));
+    /* one line (the transfer lists make a pretty print long); `jq . FILE` reads it */
+    json_c_set_serialization_double_format("%.6g", JSON_C_OPTION_GLOBAL);
+    if (json_object_to_file_ext(path, root, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE) != 0)
+        fprintf(stderr, "mpix_doctor: cannot write %s: %s\n", path, json_util_get_last_err());
+    json_object_put(root);
 }
 
 static void write_png(const char *path, level_t *lv)

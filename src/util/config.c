@@ -3,6 +3,7 @@
  * the table (in the style of UCX's ucs_config_field_t). */
 #include "util/config.h"
 #include "util/str.h"
+#include "util/doctor_report.h"
 #include "util/log.h"
 
 #include <ctype.h>
@@ -456,37 +457,17 @@ static int parse_rail_list(const char *s, const char *end, uint64_t *mask)
     return 0;
 }
 
-/* "" | "1,3" | the path of a file holding '"exclude_rails": [1, 3]' (mpix_doctor --json) */
+/* "" | "1,3" | the path of an mpix_doctor --json report (its "exclude_rails") */
 static int parse_rails(const mxh_config_var_t *v, mxh_config_t *cfg, const char *s, const char *src)
 {
     const char *p = s;
-    char *buf, *k, *open, *close;
-    FILE *f;
-    long n;
-    int rc = -1;
 
     (void)src;
     while (isspace((unsigned char)*p))
         p++;
     if (*p == '\0' || isdigit((unsigned char)*p))
         return parse_rail_list(p, p + strlen(p), FIELD(uint64_t, v, cfg));
-    if ((f = fopen(s, "r")) == NULL) {
-        mxh_error("MPIX_HIER_EXCLUDE_RAILS: cannot open '%s'", s);
-        return -1;
-    }
-    buf = malloc(1 << 22);
-    n   = buf ? (long)fread(buf, 1, (1 << 22) - 1, f) : 0;
-    fclose(f);
-    if (buf == NULL)
-        return -1;
-    buf[n] = '\0';
-    if ((k = strstr(buf, "\"exclude_rails\"")) != NULL && (open = strchr(k, '[')) != NULL &&
-        (close = strchr(open, ']')) != NULL)
-        rc = parse_rail_list(open + 1, close, FIELD(uint64_t, v, cfg));
-    else
-        mxh_error("MPIX_HIER_EXCLUDE_RAILS: '%s' has no \"exclude_rails\": [...]", s);
-    free(buf);
-    return rc;
+    return mxh_doctor_report_rails(s, FIELD(uint64_t, v, cfg)) == MXH_OK ? 0 : -1;
 }
 
 static void print_rails(const mxh_config_var_t *v, const mxh_config_t *cfg, char *buf, size_t len)

@@ -7,12 +7,13 @@ FUZZ_TARGETS = fuzz/fuzz_topo_conf fuzz/fuzz_cluster_file fuzz/fuzz_nccl_xml \
 	fuzz/fuzz_hwloc_xml fuzz/fuzz_config fuzz/fuzz_doctor_report
 check_LTLIBRARIES = fuzz/libmxh_fuzz.la
 fuzz_libmxh_fuzz_la_SOURCES = ../src/util/log.c ../src/util/coll_desc.c ../src/util/config.c \
+	../src/util/doctor_report.c \
 	../src/topo/topo_conf.c ../src/topo/cluster_file.c ../src/topo/xml_check.c \
 	../src/topo/machine.c ../src/topo/machine_nccl.c ../src/topo/machine_hwloc.c
 fuzz_libmxh_fuzz_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS)
 fuzz_libmxh_fuzz_la_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 FUZZ_PROG_FLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
-FUZZ_PROG_LIBS = fuzz/libmxh_fuzz.la $(HWLOC_LIBS)
+FUZZ_PROG_LIBS = fuzz/libmxh_fuzz.la $(HWLOC_LIBS) $(JSONC_LIBS)
 check_PROGRAMS += $(FUZZ_TARGETS)
 fuzz_fuzz_topo_conf_SOURCES = fuzz/fuzz_topo_conf.c fuzz/driver.c fuzz/fuzz.h
 fuzz_fuzz_topo_conf_CFLAGS = $(FUZZ_PROG_FLAGS)

@@ -371,3 +371,79 @@ TEST(Config, OverflowIsAnErrorNotAWrap)
 }
 
 } // namespace
+
+// MPIX_HIER_EXCLUDE_RAILS=FILE reads the doctor's report as JSON (json-c): only a list of
+// rails 0-63 under the top-level "exclude_rails" counts, the whole file must be JSON, and
+// no size of the doctor's own report at scale is refused.
+TEST(Config, DoctorReportIsReadAsJson)
+{
+    auto rails = [](const std::string &text, uint64_t *mask, std::string *err) {
+        mxh_test::TempFile f(text);
+        mxh_test::LogCapture log;
+        mxh_config_t c = defaults();
+        c.exclude_rails = 0xdead;
+        mxh_status_t st = mxh_config_set(&c, "MPIX_HIER_EXCLUDE_RAILS", f.path().c_str(), "test");
+        *mask = c.exclude_rails;
+        *err = log.errors().empty() ? "" : log.errors()[0];
+        return st;
+    };
+    uint64_t m;
+    std::string err;
+    EXPECT_EQ(MXH_OK, rails("{\"tool\": \"mpix_doctor\", \"exclude_rails\": [1, 3, 63]}\n", &m, &err)) << err;
+    EXPECT_EQ(m, (1ull << 1) | (1ull << 3) | (1ull << 63));
+    EXPECT_EQ(MXH_OK, rails("{\"exclude_rails\": []}", &m, &err)) << err;
+    EXPECT_EQ(m, 0u);
+    // the text scan took the first list after the key: slow_ranks 5 and 7
+    EXPECT_EQ(MXH_ERR_PARSE, rails("{\"exclude_rails\": null, \"slow_ranks\": [5, 7]}", &m, &err));
+    EXPECT_NE(err.find("has no \"exclude_rails\": [RAIL, ...] (null)"), std::string::npos) << err;
+    EXPECT_EQ(m, 0xdeadu);
+    EXPECT_EQ(MXH_ERR_PARSE, rails("{\"outliers\": {\"exclude_rails\": [2]}}", &m, &err));
+    EXPECT_NE(err.find("(missing)"), std::string::npos) << err;
+    // a report of 12 MiB (the text scan refused what was beyond 4 MiB)
+    std::string big = "{\"levels\": [{\"transfers\": [";
+    for (int i = 0; big.size() < (12u << 20); i++)
+        big += std::string(i ? ", " : "") + "[" + std::to_string(i % 4096) + ", 17, 1.23457e+08]";
+    big += "]}],\n\"exclude_rails\": [5]}\n";
+    EXPECT_EQ(MXH_OK, rails(big, &m, &err)) << err;
+    EXPECT_EQ(m, 1ull << 5);
+    const struct {
+        std::string text;
+        const char *cause;
+    } bad[] = {
+        {"{\"exclude_rails\": [1,\n 2,\n", ":3: not a doctor report: "},
+        {"{\"exclude_rails\": [1]} x", ":1: not a doctor report: "},
+        {"{\"exclude_rails\": [1]}\n\n{}", ":3: not a doctor report: "},
+        {"{\"exclude_rails\": [1]}" + std::string(70000, ' ') + "x", ":1: not a doctor report: text after the document"},
+        {std::string("{\"exclude_rails\": [1]\0}", 23), "a NUL byte"},
+        {"{\"exclude_rails\": [1,]}", "not a doctor report"},
+        {"{\"exclude_rails\": [64]}", "\"exclude_rails\"[0] is 64, not a rail 0-63"},
+        {"{\"exclude_rails\": [1, -1]}", "\"exclude_rails\"[1] is -1"},
+        {"{\"exclude_rails\": [1.5]}", "is 1.5"},
+        {"{\"exclude_rails\": [\"2\"]}", "is \"2\""},
+        {"[1, 3]", "a JSON array, not an object"},
+        {"", "end of file inside the document"},
+        {"{\"exclude_rails\": [\xff]}", "not a doctor report"},
+        {std::string(40, '[') + std::string(40, ']'), "not a doctor report"},
+    };
+    for (const auto &b : bad) {
+        EXPECT_EQ(MXH_ERR_PARSE, rails(b.text, &m, &err)) << b.text;
+        EXPECT_NE(err.find(b.cause), std::string::npos) << b.text << ": " << err;
+        EXPECT_EQ(m, 0xdeadu);
+    }
+    mxh_config_t c = defaults();
+    {
+        mxh_test::LogCapture log;
+        EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&c, "MPIX_HIER_EXCLUDE_RAILS", "/", "test"));
+        ASSERT_FALSE(log.errors().empty());
+        EXPECT_EQ(log.errors()[0], "MPIX_HIER_EXCLUDE_RAILS: '/' is not a regular file");
+    }
+    {
+        // larger than the limit: refused by its size, not read
+        mxh_test::TempFile f;
+        ASSERT_EQ(0, truncate(f.path().c_str(), (off_t)(300ll << 20)));
+        mxh_test::LogCapture log;
+        EXPECT_EQ(MXH_ERR_PARSE, mxh_config_set(&c, "MPIX_HIER_EXCLUDE_RAILS", f.path().c_str(), "test"));
+        ASSERT_FALSE(log.errors().empty());
+        EXPECT_NE(log.errors()[0].find("is larger than 256 MiB"), std::string::npos) << log.errors()[0];
+    }
+}
