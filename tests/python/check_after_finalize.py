@@ -34,6 +34,8 @@ for name, call in calls.items():
         if "finalized" not in str(e) or e.error_class != _lib.ERR_OTHER:
             bad.append("%s: %s (class %s)" % (name, e, e.error_class))
 if bad:
-    print("after-finalize: FAILED: " + "; ".join(bad))
+    sys.stdout.write("after-finalize: FAILED: " + "; ".join(bad) + "\n")
     sys.exit(1)
-print("after-finalize OK: %d calls raised MPIXHierError" % len(calls))
+# one write per line: print's text and newline are two, which the ranks' output interleaved
+sys.stdout.write("after-finalize OK: %d calls raised MPIXHierError\n" % len(calls))
+sys.stdout.flush()
