@@ -12,6 +12,7 @@
  *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
  *                                each collective would use (--count N elements)
  *   --json                       machine-readable output
+ *   mpix_info --version          the mpix-hier version and the MPI library's (no MPI_Init)
  *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | --torus XxYxZ]] [--tsize T]
  *                                the cost model's candidates for COLL (allreduce,
  *                                reduce_scatter_block, allgather, bcast, reduce) of BYTES (as mpix_bench
@@ -54,11 +55,37 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: mpix_info [--hwloc-xml FILE] [--nccl-topo FILE] [-c|--config [--all] "
                "[--markdown]] [--json]\n"
-               "                 [-m|--metrics] [--count N] [--hier] [--local] [-h]\n"
+               "                 [-m|--metrics] [--count N] [--hier] [--local] [-h] [--version]\n"
                "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | "
                "--torus XxYxZ]] [--tsize T]\n"
                "  without mpiexec: this machine (or the given file) and the configuration\n"
-               "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n");
+               "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n"
+               "  --version:       the mpix-hier version and the MPI library's version\n");
+}
+
+/* --version: the package's version and the first line of the MPI library's version
+ * (blanks squeezed), which MPI allows to ask before MPI_Init. */
+static int print_version(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], line[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    size_t n = 0;
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS)
+        len = 0;
+    for (int i = 0, blank = 0; i < len && lib[i] && lib[i] != '\n'; i++) {
+        if (lib[i] == ' ' || lib[i] == '\t' || lib[i] == '\r')
+            blank = n > 0;
+        else {
+            if (blank)
+                line[n++] = ' ';
+            line[n++] = lib[i];
+            blank     = 0;
+        }
+    }
+    line[n] = '\0';
+    printf("mpix_info (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+    printf("MPI library: %s\n", n ? line : "(unknown)");
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 static void json_str(const char *s)
@@ -790,7 +817,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
-        } else {
+        } else if (!strcmp(argv[i], "--version"))
+            return print_version();
+        else {
             fprintf(stderr, "mpix_info: unknown argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;

@@ -33,6 +33,14 @@ out=$("$info" --hwloc-xml "$data/does-not-exist.xml" 2>&1); rc=$?
 check "missing file names it" 'does-not-exist.xml' "$out"
 [ $rc -ne 0 ] && npass=$((npass + 1)) || { nfail=$((nfail + 1)); echo "FAIL: missing file exit 0"; }
 
+# --version: no MPI_Init, the package version (the one --json reports) and the MPI library's
+out=$("$info" --version 2>&1); rc=$?
+check "--version package" '^mpix_info \(mpix-hier\) [0-9]+\.[0-9]+\.[0-9]+$' "$out"
+check "--version mpi" '^MPI library: [^ ].*[0-9]' "$out"
+[ $rc -eq 0 ] && npass=$((npass + 1)) || { nfail=$((nfail + 1)); echo "FAIL: --version exit $rc"; }
+ver=$(sed -n 's/^mpix_info (mpix-hier) //p' <<<"$out")
+check "--version = --json version" "^\{\"version\": \"${ver:-none}\",$" "$("$info" -c --json 2>/dev/null | head -n 1)"
+
 out=$("$info" -c 2>&1)
 check "-c documents" '# default: .yes.; must be equal on all ranks' "$out"
 
