@@ -101,6 +101,8 @@ struct opts {
     int cuda; /* -m cuda: device buffers; the mpi column stages them through the host */
     int nonblocking; /* -N: MPIX_Hier_I* / MPI_I* with computation overlapped */
     int test_us;     /* -N: MPI_Test every test_us microseconds while computing (0: never) */
+    int nccl;        /* --nccl-tests: nccl-tests' table, out-of-place and in-place */
+    int impl_given;  /* --impl was given */
 };
 
 #define DT_INT(name, T, mpi) {name, mpi, (int)sizeof(T), DK_INT}
@@ -189,7 +191,15 @@ static void usage(FILE *f)
             "  -n, --iters N        timed iterations (default 20)\n"
             "  -w, --warmup N       warm-up iterations (default 5)\n"
             "  -r, --root R         root of bcast/reduce (default 0)\n"
-            "      --check          verify every result bit for bit (exit 1 if wrong)\n"
+            "      --check          verify every result bit for bit (exit 1 if wrong); also\n"
+            "                       -c 1 (and -c 0: off), as nccl-tests spells it\n"
+            "      --nccl-tests     nccl-tests' table: one implementation (--impl, default\n"
+            "                       hier), its out-of-place and in-place calls (MPI_IN_PLACE;\n"
+            "                       alltoallv has none: N/A), then '# Out of bounds values' and\n"
+            "                       '# Avg bus bandwidth' over both; NCCL_TESTS_MIN_BW=GB/s\n"
+            "                       fails the run below 0.9 of it, as nccl-tests does\n"
+            "  -g, -t N             nccl-tests' GPUs and threads per process: 1 only (one GPU\n"
+            "                       per MPI rank)\n"
             "      --batch          time the ITERS calls back to back after one barrier and\n"
             "                       report total/ITERS (nccl-tests style: no barrier skew in\n"
             "                       latency-bound sizes); default: a barrier before every call\n"
@@ -224,6 +234,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"plot", required_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
         {"batch", no_argument, NULL, 'B'},
         {"nonblocking", no_argument, NULL, 'N'},  {"test-interval", required_argument, NULL, 'T'},
+        {"nccl-tests", no_argument, NULL, 'K'},
         {NULL, 0, NULL, 0}};
     const int say = world_rank == 0;
     int c;
@@ -249,7 +260,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         }                                                                               \
         return 2;                                                                       \
     } while (0)
-    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:m:n:w:r:hN", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:m:n:w:r:g:t:hN", lopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             if (parse_bytes(optarg, &o->minb)) BAD("bad -b value '%s'", optarg);
@@ -270,8 +281,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'r':
             if (parse_int(optarg, 0, INT_MAX - 1, &o->root)) BAD("bad -r value '%s'", optarg);
             break;
+        case 'g':
+        case 't':
+            if (strcmp(optarg, "1"))
+                BAD("-%c %s: one GPU and one thread per MPI rank (-%c 1; run more ranks)", c,
+                    optarg, c);
+            break;
         case 'c':
-            if (!strcmp(optarg, "all")) {
+            if (!strcmp(optarg, "0") || !strcmp(optarg, "1")) { /* nccl-tests' -c CHECK */
+                o->check = optarg[0] == '1';
+            } else if (!strcmp(optarg, "all")) {
                 for (int i = 0; i < NCOLL; i++)
                     o->colls[i] = i;
                 o->ncolls = NCOLL;
@@ -341,6 +360,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'I': {
             char buf[64], *save = NULL;
             o->impl[0] = o->impl[1] = 0;
+            o->impl_given = 1;
             snprintf(buf, sizeof(buf), "%s", optarg);
             for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (!strcmp(t, "hier")) o->impl[IMPL_HIER] = 1;
@@ -350,6 +370,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (!o->impl[0] && !o->impl[1]) BAD("--impl: empty list");
             break;
         }
+        case 'K': o->nccl = 1; break;
         case 'S': o->csv = optarg; break;
         case 'J': o->json = optarg; break;
         case 'P': o->plot = optarg; break;
@@ -369,6 +390,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (o->nonblocking && o->batch) BAD("--batch does not apply to -N (--nonblocking)");
     if (o->nonblocking && o->plot) BAD("--plot does not apply to -N (--nonblocking)");
     if (o->nonblocking && o->cuda) BAD("-N (--nonblocking) measures host memory only");
+    if (o->nccl && o->nonblocking) BAD("--nccl-tests does not apply to -N (--nonblocking)");
+    if (o->nccl && !o->impl_given)
+        o->impl[IMPL_MPI] = 0; /* nccl-tests shows one implementation */
+    if (o->nccl && o->impl[IMPL_HIER] && o->impl[IMPL_MPI])
+        BAD("--nccl-tests shows one implementation: --impl hier or --impl mpi");
 #undef BAD
     return 0;
 }
@@ -664,8 +690,11 @@ static size_t alg_bytes(const struct result *r, int ts)
 /* One call of collective @coll by implementation @impl: blocking when @req is
  * NULL, else posted (MPIX_Hier_I* / MPI_I*) with its request in @req. */
 static void call_coll(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
-                      size_t count, size_t per_rank, MPI_Request *req)
+                      size_t count, size_t per_rank, MPI_Request *req, int inplace)
 {
+    /* in place: the input is in rbuf (prepare_in_place); reduce's only at the root */
+    if (inplace && coll != C_BCAST && (coll != C_REDUCE || world_rank == o->root))
+        sbuf = MPI_IN_PLACE;
     MPI_Datatype t = o->dt.type;
     MPI_Op op = mpi_op(o->op);
     if (impl == IMPL_MPI && half_uop != MPI_OP_NULL)
@@ -707,10 +736,50 @@ static void call_coll(int impl, int coll, const struct opts *o, const void *sbuf
 #undef COLL
 }
 
-/* One blocking call of collective @coll by implementation @impl; -m cuda: the
- * mpi column copies the device buffers to the host and back around the call. */
+/* Copies @n bytes between buffers of the benchmark's memory kind. */
+static void copy_bytes(const struct opts *o, void *dst, const void *src, size_t n)
+{
+#ifdef MXH_BENCH_CUDA
+    if (o->cuda) {
+        cuda_check(cudaMemcpy(dst, src, n, cudaMemcpyDefault), "cudaMemcpy");
+        return;
+    }
+#endif
+    (void)o;
+    memcpy(dst, src, n);
+}
+
+/* In place: this rank's input where MPI_IN_PLACE reads it in @rbuf (outside the timing). */
+static void prepare_in_place(int coll, const struct opts *o, const char *sbuf, char *rbuf,
+                             size_t count, size_t per_rank)
+{
+    const size_t ts = (size_t)o->dt.size;
+    size_t in, out;
+
+    io_elems(coll, count, per_rank, &in, &out);
+    switch (coll) {
+    case C_BCAST: return; /* the buffer is the input at the root */
+    case C_REDUCE:
+        if (world_rank == o->root)
+            copy_bytes(o, rbuf, sbuf, in * ts);
+        return;
+    case C_ALLGATHER: copy_bytes(o, rbuf + (size_t)world_rank * per_rank * ts, sbuf, in * ts); return;
+    case C_ALLGATHERV: copy_bytes(o, rbuf + (size_t)v_rd[world_rank] * ts, sbuf, in * ts); return;
+    default: copy_bytes(o, rbuf, sbuf, in * ts); return; /* the whole input */
+    }
+}
+
+/* Whether @coll has an in-place form here (alltoallv's would need symmetric counts). */
+static int has_in_place(int coll)
+{
+    return coll != C_ALLTOALLV;
+}
+
+/* One blocking call of collective @coll by implementation @impl (@inplace: MPI_IN_PLACE,
+ * the input prepared in @rbuf); -m cuda: the mpi column copies the device buffers to the
+ * host and back around the call. */
 static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, void *rbuf,
-                    size_t count, size_t per_rank)
+                    size_t count, size_t per_rank, int inplace)
 {
 #ifdef MXH_BENCH_CUDA
     if (impl == IMPL_MPI && o->cuda) {
@@ -719,17 +788,17 @@ static void run_one(int impl, int coll, const struct opts *o, const void *sbuf, 
         io_elems(coll, count, per_rank, &in, &out);
         in *= ts;
         out *= ts;
-        if (coll == C_BCAST)
-            to_host(stage_r, rbuf, out);
+        if (coll == C_BCAST || (inplace && (coll != C_REDUCE || world_rank == o->root)))
+            to_host(stage_r, rbuf, in > out ? in : out);
         else
             to_host(stage_s, sbuf, in);
-        call_coll(impl, coll, o, stage_s, stage_r, count, per_rank, NULL);
+        call_coll(impl, coll, o, stage_s, stage_r, count, per_rank, NULL, inplace);
         if (coll != C_REDUCE || world_rank == o->root)
             to_dev(rbuf, stage_r, out);
         return;
     }
 #endif
-    call_coll(impl, coll, o, sbuf, rbuf, count, per_rank, NULL);
+    call_coll(impl, coll, o, sbuf, rbuf, count, per_rank, NULL, inplace);
 }
 
 /* A result table's heads: the five columns every table starts with, then per
@@ -771,6 +840,20 @@ static void print_table_header(int coll, const struct opts *o)
         4, {9, 7, 7, 7}, {"time", "algbw", "busbw", "#wrong"}, {"(us)", "(GB/s)", "(GB/s)", ""},
         "(time)"};
     printf("#\n# Collective: %s\n", coll_names[coll]);
+    if (o->nccl) { /* nccl-tests' three lines, one implementation's two blocks */
+        printf("# %12s %12s %8s %6s %5s  %32s  %32s\n", "", "", "", "", "",
+               o->impl[IMPL_HIER] ? "out-of-place (hier)" : "out-of-place (mpi)",
+               o->impl[IMPL_HIER] ? "in-place (hier)" : "in-place (mpi)");
+        printf("# %12s %12s %8s %6s %5s", "size", "count", "type", "redop", "root");
+        for (int b = 0; b < 2; b++)
+            printf("  %9s %7s %7s %7s", "time", "algbw", "busbw", "#wrong");
+        printf("\n# %12s %12s %8s %6s %5s", "(B)", "(elements)", "", "", "");
+        for (int b = 0; b < 2; b++)
+            printf("  %9s %7s %7s %7s", "(us)", "(GB/s)", "(GB/s)", "");
+        printf("\n");
+        fflush(stdout);
+        return;
+    }
     print_columns(o, &t);
 }
 
@@ -957,10 +1040,10 @@ static void note_wrong(const struct opts *o, const char *rbuf, const char *exp,
 /* A result row. Every rank: @wg = the sums over ranks of @wl (#wrong). Rank 0:
  * the five first columns (and @r's fields); returns 1 there, 0 elsewhere. */
 static int row_begin(struct result *r, int coll, const struct opts *o, const struct step *s,
-                     long long wl[NIMPL], long long wg[NIMPL])
+                     long long wl[2 * NIMPL], long long wg[2 * NIMPL])
 {
     const int rooted = coll == C_BCAST || coll == C_REDUCE;
-    CHECK_MPI(MPI_Allreduce(wl, wg, NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Allreduce(wl, wg, 2 * NIMPL, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     if (world_rank != 0)
         return 0;
     memset(r, 0, sizeof(*r));
@@ -996,19 +1079,53 @@ static void row_end(struct result *r, const struct opts *o)
     push_result(r);
 }
 
+/* Busbw sums over the rows printed (both columns of --nccl-tests), for '# Avg bus
+ * bandwidth', and the wrong elements of the implementations shown. */
+static double avg_bw_sum[NIMPL];
+static int avg_bw_n[NIMPL];
+static long long oob_total;
+
+/* A timing block of a row: time, algbw, busbw, #wrong; the busbw counts in the average. */
+static void put_block(struct result *r, int k, const struct opts *o, double t, long long wrong,
+                      int *any_wrong, int first)
+{
+    const double algbw = t > 0 ? (double)alg_bytes(r, o->dt.size) / t / 1e9 : 0.0;
+    const double busbw = algbw * bus_factor(r->coll);
+
+    if (first) { /* the row's figures for the files: out of place */
+        r->time_us[k] = t * 1e6;
+        r->algbw[k]   = algbw;
+        r->busbw[k]   = busbw;
+    }
+    printf("  %9.2f %7.3f %7.3f", t * 1e6, algbw, busbw);
+    avg_bw_sum[k] += busbw;
+    avg_bw_n[k]++;
+    if (first)
+        row_wrong(r, k, o, wrong, any_wrong);
+    else if (o->check)
+        printf(" %7lld", wrong);
+    else
+        printf(" %7s", "N/A");
+    if (wrong && !first)
+        *any_wrong = 1;
+    oob_total += wrong;
+}
+
+/* Variant v of implementation k: v = 2 k + in_place (in place with --nccl-tests only). */
+#define NVAR (2 * NIMPL)
+
 static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NIMPL],
                        char *exp, int *any_wrong)
 {
-    const int ts = o->dt.size;
-    const int nt = o->warmup + o->iters;
-    double *tl = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
-    double *tg = xmalloc(sizeof(double) * (size_t)NIMPL * (size_t)o->iters);
+    const int nt = o->warmup + o->iters, nip = o->nccl && has_in_place(coll) ? 2 : 1;
+    double *tl = xmalloc(sizeof(double) * (size_t)NVAR * (size_t)o->iters);
+    double *tg = xmalloc(sizeof(double) * (size_t)NVAR * (size_t)o->iters);
 
     if (world_rank == 0)
         print_table_header(coll, o);
     int last = 0;
     for (size_t size = o->minb; !last; size *= (size_t)o->factor) {
-        long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
+        long long wl[NVAR] = {0}, wg[NVAR] = {0};
         struct step s;
         struct result r;
 
@@ -1025,28 +1142,33 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
         }
 #endif
         if (o->batch && !o->check) {
-            /* warm-up per call, then the timed calls back to back */
-            for (int k = 0; k < NIMPL; k++) {
+            /* warm-up per call, then the timed calls back to back (in place: the input
+             * is prepared once; the reductions' results are not checked in this mode) */
+            for (int v = 0; v < NVAR; v++) {
+                const int k = v / 2, ip = v % 2;
                 char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
                 double t0, t1;
-                if (!o->impl[k])
+                if (!o->impl[k] || ip >= nip)
                     continue;
+                if (ip)
+                    prepare_in_place(coll, o, sb, rb, s.count, s.per_rank);
                 for (int it = 0; it < o->warmup; it++)
-                    run_one(k, coll, o, sb, rb, s.count, s.per_rank);
+                    run_one(k, coll, o, sb, rb, s.count, s.per_rank, ip);
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                 t0 = MPI_Wtime();
                 for (int it = 0; it < o->iters; it++)
-                    run_one(k, coll, o, sb, rb, s.count, s.per_rank);
+                    run_one(k, coll, o, sb, rb, s.count, s.per_rank, ip);
                 t1 = MPI_Wtime();
                 for (int it = 0; it < o->iters; it++)
-                    tl[k * o->iters + it] = (t1 - t0) / o->iters;
+                    tl[v * o->iters + it] = (t1 - t0) / o->iters;
             }
         }
         for (int it = 0; it < nt && !(o->batch && !o->check); it++) {
-            for (int k = 0; k < NIMPL; k++) {
+            for (int v = 0; v < NVAR; v++) {
+                const int k = v / 2, ip = v % 2;
                 double t0, t1;
                 char *sb = o->cuda ? dev_sbuf : sbuf, *rb = o->cuda ? dev_rbuf[k] : rbuf[k];
-                if (!o->impl[k])
+                if (!o->impl[k] || ip >= nip)
                     continue;
 #ifdef MXH_BENCH_CUDA
                 if (poison(coll, o, rbuf[k], &s) && o->cuda)
@@ -1054,32 +1176,40 @@ static void bench_coll(int coll, const struct opts *o, char *sbuf, char *rbuf[NI
 #else
                 poison(coll, o, rbuf[k], &s);
 #endif
+                if (ip)
+                    prepare_in_place(coll, o, sb, rb, s.count, s.per_rank);
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                 t0 = MPI_Wtime();
-                run_one(k, coll, o, sb, rb, s.count, s.per_rank);
+                run_one(k, coll, o, sb, rb, s.count, s.per_rank, ip);
                 t1 = MPI_Wtime();
                 if (it >= o->warmup)
-                    tl[k * o->iters + (it - o->warmup)] = t1 - t0;
+                    tl[v * o->iters + (it - o->warmup)] = t1 - t0;
 #ifdef MXH_BENCH_CUDA
                 if (s.check_here && o->cuda)
                     to_host(rbuf[k], dev_rbuf[k], s.out_bytes);
 #endif
-                note_wrong(o, rbuf[k], exp, &s, &wl[k]);
+                note_wrong(o, rbuf[k], exp, &s, &wl[v]);
             }
         }
-        CHECK_MPI(MPI_Allreduce(tl, tg, NIMPL * o->iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Allreduce(tl, tg, NVAR * o->iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
         if (row_begin(&r, coll, o, &s, wl, wg)) {
-            for (int k = 0; k < NIMPL; k++) {
-                if (!o->impl[k])
+            for (int v = 0; v < NVAR; v++) {
+                const int k = v / 2, ip = v % 2;
+                if (!o->impl[k] || (ip && !o->nccl))
                     continue;
-                double t = median(tg + k * o->iters, o->iters);
-                r.time_us[k] = t * 1e6;
-                r.algbw[k] = t > 0 ? (double)alg_bytes(&r, ts) / t / 1e9 : 0.0;
-                r.busbw[k] = r.algbw[k] * bus_factor(coll);
-                printf("  %9.2f %7.3f %7.3f", r.time_us[k], r.algbw[k], r.busbw[k]);
-                row_wrong(&r, k, o, wg[k], any_wrong);
+                if (ip >= nip) { /* no in-place form */
+                    printf("  %9s %7s %7s %7s", "N/A", "N/A", "N/A", "N/A");
+                    continue;
+                }
+                put_block(&r, k, o, median(tg + v * o->iters, o->iters), wg[v], any_wrong, !ip);
             }
-            row_end(&r, o);
+            if (o->nccl) {
+                printf("\n");
+                fflush(stdout);
+                push_result(&r);
+            } else {
+                row_end(&r, o);
+            }
         }
     }
     free(tl);
@@ -1153,7 +1283,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
         print_table_header_nb(coll, o);
     int last = 0;
     for (size_t size = o->minb; !last; size *= (size_t)o->factor) {
-        long long wl[NIMPL] = {0, 0}, wg[NIMPL] = {0, 0};
+        long long wl[2 * NIMPL] = {0}, wg[2 * NIMPL] = {0};
         double pure[NIMPL] = {0, 0}, total[NIMPL] = {0, 0}, comp[NIMPL] = {0, 0};
         struct step s;
         struct result r;
@@ -1171,7 +1301,7 @@ static void bench_coll_nb(int coll, const struct opts *o, char *sbuf, char *rbuf
                     poison(coll, o, rbuf[k], &s);
                     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
                     t0 = MPI_Wtime();
-                    call_coll(k, coll, o, sbuf, rbuf[k], s.count, s.per_rank, &req);
+                    call_coll(k, coll, o, sbuf, rbuf[k], s.count, s.per_rank, &req, 0);
                     tc0 = MPI_Wtime();
                     if (phase == 1)
                         in_test = compute_and_test(pure[k], o, &req);
@@ -1245,6 +1375,10 @@ static void print_header(const struct opts *o)
         free(desc);
         return;
     }
+    if (o->nccl)
+        printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %d(factor) warmup iters: %d "
+               "iters: %d agg iters: 1 validation: %d graph: 0\n#\n",
+               o->minb, o->maxb, o->factor, o->warmup, o->iters, o->check);
     printf("# mpix_bench: mpix-hier %d.%d.%d, %s\n", maj, min, pat, lib);
     printf("# ranks: %d, type %s, op %s, root %d, sizes %zu..%zu x%d, iters %d, warmup %d, "
            "check %s, impl %s%s%s, memory %s\n",
@@ -1425,29 +1559,25 @@ static void put_gp_string(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* The plot of busbw vs size, one line per collective and implementation, read
- * by gnuplot from the CSV file @csv (already written). Writes the script
- * FILE.gp and runs gnuplot; 0 on success, -1 (message printed) otherwise. */
-static int write_plot(const char *png, const char *csv, const struct opts *o)
+/* A size in binary units for the plot's tics: 512, 4K, 1M (K = 2^10, M = 2^20, G = 2^30). */
+static void size_label(char *buf, size_t len, size_t b)
 {
-    char *gp = sibling(png, ".gp"), *cmd = NULL;
-    FILE *fg = fopen(gp, "w");
-    int rc = 0, first = 1;
+    if (b >= ((size_t)1 << 30) && b % ((size_t)1 << 30) == 0)
+        snprintf(buf, len, "%zuG", b >> 30);
+    else if (b >= ((size_t)1 << 20) && b % ((size_t)1 << 20) == 0)
+        snprintf(buf, len, "%zuM", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, len, "%zuK", b >> 10);
+    else
+        snprintf(buf, len, "%zu", b);
+}
 
-    if (!fg) {
-        fprintf(stderr, "mpix_bench: cannot write %s: %s\n", gp, strerror(errno));
-        free(gp);
-        return -1;
-    }
-    fprintf(fg, "# mpix_bench --plot: busbw vs size; data: the CSV file below\n"
-                "set terminal png size 1000,600\nset output ");
-    put_gp_string(fg, png);
-    fprintf(fg, "\nset datafile separator ','\nset logscale x 2\nset format x '%%.0s%%cB'\n"
-                "set xlabel 'size'\nset ylabel 'busbw (GB/s)'\nset key left top\nset grid\n"
-                "set title 'mpix\\_bench: %d ranks, %s, %s'\ncsv = ",
-            world_size, o->dt.name, op_name(o->op));
-    put_gp_string(fg, csv);
-    fprintf(fg, "\nplot ");
+/* One panel's lines: CSV column @hier_col (hier) and @hier_col + 4 (mpi) per collective. */
+static void plot_lines(FILE *fg, const struct opts *o, int hier_col)
+{
+    int first = 1;
+
+    fprintf(fg, "plot ");
     for (int c = 0; c < NCOLL; c++) {
         int any = 0;
         for (size_t i = 0; i < nresults && !any; i++)
@@ -1457,17 +1587,67 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
         for (int k = 0; k < NIMPL; k++) {
             if (!o->impl[k])
                 continue;
-            /* CSV columns: 1 collective, 2 size_bytes, 9 hier_busbw, 13 mpi_busbw */
             fprintf(fg, "%scsv every ::1 using 2:(strcol(1) eq '%s' ? column(%d) : NaN) "
                         "with linespoints title '%s %s'",
-                    first ? "" : ", \\\n     ", coll_names[c], k == IMPL_HIER ? 9 : 13,
-                    coll_names[c], impl_names[k]);
+                    first ? "" : ", \\\n     ", coll_names[c], hier_col + 4 * k, coll_names[c],
+                    impl_names[k]);
             first = 0;
         }
     }
-    if (first)
-        fprintf(fg, "NaN notitle");
-    fprintf(fg, "\n");
+    fprintf(fg, "%s\n", first ? "NaN notitle" : "");
+}
+
+/* The plot, read by gnuplot from the CSV file @csv (already written): busbw vs size
+ * (linear) above, time vs size (log) below, one line per collective and implementation,
+ * the x tics at the measured sizes in binary units. Writes the script FILE.gp and runs
+ * gnuplot; 0 on success, -1 (message printed) otherwise. */
+static int write_plot(const char *png, const char *csv, const struct opts *o)
+{
+    char *gp = sibling(png, ".gp"), *cmd = NULL, label[32];
+    FILE *fg = fopen(gp, "w");
+    int rc = 0, nsizes = 0, every;
+
+    if (!fg) {
+        fprintf(stderr, "mpix_bench: cannot write %s: %s\n", gp, strerror(errno));
+        free(gp);
+        return -1;
+    }
+    fprintf(fg, "# mpix_bench --plot: busbw and time vs size; data: the CSV file below\n"
+                "set terminal png size 1000,900\nset output ");
+    put_gp_string(fg, png);
+    fprintf(fg, "\nset datafile separator ','\ncsv = ");
+    put_gp_string(fg, csv);
+    fprintf(fg, "\nset multiplot layout 2,1 title 'mpix\\_bench: %d ranks, %s, %s'\n"
+                "set logscale x 2\nset grid\nset key left top\n"
+                "set xlabel 'size (bytes; K = 1024, M = 1024^2, G = 1024^3)' noenhanced\n",
+            world_size, o->dt.name, op_name(o->op));
+    /* tics at the measured sizes, at most 16 of them */
+    for (size_t b = o->minb; b && b <= o->maxb; b *= (size_t)o->factor) {
+        nsizes++;
+        if (b > o->maxb / (size_t)o->factor)
+            break;
+    }
+    every = nsizes > 16 ? (nsizes + 15) / 16 : 1;
+    fprintf(fg, "set xtics (");
+    int i = 0;
+    for (size_t b = o->minb; b && b <= o->maxb; b *= (size_t)o->factor, i++) {
+        if (i % every == 0) {
+            size_label(label, sizeof(label), b);
+            fprintf(fg, "%s'%s' %zu", i ? ", " : "", label, b);
+        }
+        if (b > o->maxb / (size_t)o->factor)
+            break;
+    }
+    size_t lastb = o->minb;
+    while (lastb && lastb <= o->maxb / (size_t)o->factor)
+        lastb *= (size_t)o->factor;
+    /* a margin on both sides, so that the end points and their tics show */
+    fprintf(fg, ")\nset xrange [%g:%g]\nset ylabel 'busbw (GB/s)'\n", (double)o->minb / 1.4,
+            (double)lastb * 1.4);
+    plot_lines(fg, o, 9);
+    fprintf(fg, "set logscale y 10\nset ylabel 'time (us)'\n");
+    plot_lines(fg, o, 7);
+    fprintf(fg, "unset multiplot\n");
     if (fclose(fg)) {
         fprintf(stderr, "mpix_bench: cannot write %s\n", gp);
         free(gp);
@@ -1497,6 +1677,25 @@ static int write_plot(const char *png, const char *csv, const struct opts *o)
     }
     free(gp);
     return rc;
+}
+
+/* nccl-tests' closing lines: the wrong elements of every row shown (0 OK without a check,
+ * as there) and the mean busbw of the rows (both blocks of --nccl-tests; the default table
+ * adds MPI's). 1 if NCCL_TESTS_MIN_BW is set and the mean is below 0.9 of it. */
+static int avg_bw_below_min(const struct opts *o)
+{
+    const int k     = o->impl[IMPL_HIER] ? IMPL_HIER : IMPL_MPI;
+    const double bw = avg_bw_n[k] ? avg_bw_sum[k] / avg_bw_n[k] : 0;
+    const char *env = getenv("NCCL_TESTS_MIN_BW");
+    const double min = env && *env ? atof(env) : -1;
+
+    printf("# Out of bounds values : %lld %s\n", oob_total, oob_total ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g %s", bw, min < 0 ? "" : bw < 0.9 * min ? "FAILED" : "OK");
+    if (!o->nccl && o->impl[IMPL_HIER] && o->impl[IMPL_MPI] && avg_bw_n[IMPL_MPI])
+        printf("(%s; %s: %g)", impl_names[k], impl_names[IMPL_MPI],
+               avg_bw_sum[IMPL_MPI] / avg_bw_n[IMPL_MPI]);
+    printf("\n#\n");
+    return min >= 0 && bw < 0.9 * min;
 }
 
 int main(int argc, char **argv)
@@ -1589,6 +1788,8 @@ int main(int argc, char **argv)
     if (half_uop != MPI_OP_NULL)
         MPI_Op_free(&half_uop);
     CHECK_MPI(MPI_Bcast(&any_wrong, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    int below_min = world_rank == 0 && !o.nonblocking && avg_bw_below_min(&o);
+    CHECK_MPI(MPI_Bcast(&below_min, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (world_rank == 0) {
         if (o.check)
             printf("# check: %s\n", any_wrong ? "WRONG ELEMENTS FOUND" : "all results correct");
@@ -1609,5 +1810,5 @@ int main(int argc, char **argv)
         bad_files = 1;
     free(plot_csv);
     free(results);
-    return any_wrong ? 1 : bad_files ? 3 : 0;
+    return any_wrong || below_min ? 1 : bad_files ? 3 : 0;
 }

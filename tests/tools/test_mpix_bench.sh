@@ -3,7 +3,7 @@
 # the nonblocking mode (-N) likewise, with its columns and overlap formula checked;
 # every datatype (fp16/bf16 included) with --check; --plot (a PNG with gnuplot,
 # else a clear message and exit 3 with the CSV written); bad options exit
-# non-zero with a message. Times are not checked.
+# non-zero with a message; nccl-tests' format and flags. Times are not checked.
 set -u
 bench=${MPIX_BENCH:-$(pwd)/../benchmarks/mpix_bench}
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -188,6 +188,49 @@ if command -v gnuplot >/dev/null 2>&1; then # hide gnuplot: the message and exit
     check "hidden gnuplot message" 'gnuplot not found in PATH.*apt-get install gnuplot-nox' "$out"
     [ -s "$tmp/p2.csv" ] && ok || bad "--plot with gnuplot hidden: no CSV"
 fi
+
+# nccl-tests' format (--nccl-tests): what scripts written for nccl-tests parse (the
+# 'out-of-place' head, rows of 13 fields with the out-of-place busbw at $8 and the in-place
+# one at $12, the closing lines), its -c CHECK and -g/-t flags, NCCL_TESTS_MIN_BW
+args=(--nccl-tests -c all -b 64 -e 4K -f 4 -n 2 -w 1 -c 1 -g 1 -t 1)
+out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$bench" "${args[@]}" : \
+               -n 2 -env MPIX_HIER_HOSTNAME b "$bench" "${args[@]}" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || { bad "--nccl-tests exit status $rc"; echo "$out" | tail -n 15; }
+check "nccl nThread line" '^# nThread 1 nGpus 1 minBytes 64 maxBytes 4096 step: 4\(factor\) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0$' "$out"
+check "nccl head" '^#  .* out-of-place \(hier\) .* in-place \(hier\)$' "$out"
+check "nccl columns" '^# +size +count +type +redop +root +time +algbw +busbw +#wrong +time +algbw +busbw +#wrong$' "$out"
+check "nccl oob" '^# Out of bounds values : 0 OK$' "$out"
+check "nccl avg" '^# Avg bus bandwidth    : [0-9.e+-]+ $' "$out"
+check "nccl -c 1 checks" '^# check: all results correct$' "$out"
+rows=$(grep -E '^ +[0-9]+ +[0-9]+ +float ' <<<"$out")
+# 4 sizes x 9 collectives, less 64 B of the per-rank and per-pair forms on 4 ranks: none
+n13=$(awk 'NF == 13 && $9 == "0" && ($13 == "0" || $13 == "N/A") && $8 + 0 >= 0 { n++ } END { print n + 0 }' <<<"$rows")
+nrows=$(grep -c . <<<"$rows")
+[ "$nrows" -eq 36 ] && [ "$n13" -eq 36 ] && ok || { bad "--nccl-tests: $nrows rows, $n13 of 13 fields with #wrong 0"; echo "$rows" | head; }
+inpl=$(awk '$12 != "N/A" && $13 == "0" { n++ } END { print n + 0 }' <<<"$rows")
+[ "$inpl" -eq 32 ] && ok || bad "--nccl-tests: $inpl in-place measurements, expected 32 (alltoallv has none)"
+# superbench's parse: the rows from the head's line + 4 to the closing line, busbw at [-6]
+python3 - "$out" <<'PY' && ok || bad "--nccl-tests: a nccl-tests parser could not read the table"
+import re, sys
+lines = sys.argv[1].splitlines()
+head = [i for i, l in enumerate(lines) if "out-of-place" in l][0]
+end = [i for i, l in enumerate(lines) if "Out of bounds values" in l][0]
+bw = [float(re.sub(" +", " ", l.strip()).split(" ")[-6]) for l in lines[head + 3:end]
+      if len(l.split()) == 13]
+assert len(bw) >= 4 and all(b >= 0 for b in bw), bw
+PY
+out=$(NCCL_TESTS_MIN_BW=1e9 $MPIEXEC -n 2 "$bench" --nccl-tests -e 64 -n 1 -w 0 2>&1); rc=$?
+[ $rc -eq 1 ] && ok || bad "NCCL_TESTS_MIN_BW=1e9: exit $rc, expected 1"
+check "min bw verdict" '^# Avg bus bandwidth    : [0-9.e+-]+ FAILED$' "$out"
+out=$($MPIEXEC -n 1 "$bench" -g 2 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "-g 2: exit $rc, expected 2"
+check "-g 2 message" 'one GPU and one thread per MPI rank' "$out"
+out=$($MPIEXEC -n 1 "$bench" --nccl-tests --impl hier,mpi 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "--nccl-tests with two implementations: exit $rc, expected 2"
+# the default table closes with the same lines, MPI's mean beside
+out=$($MPIEXEC -n 2 "$bench" -e 256 -n 1 -w 0 -c 0 2>&1)
+check "default avg" '^# Avg bus bandwidth    : [0-9.e+-]+ \(hier; mpi: [0-9.e+-]+\)$' "$out"
+check "default -c 0" '^# check: off' "$out"
 
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ]
