@@ -605,11 +605,8 @@ cmd_rank() {
     ns=$(host_ns "$h" "$r")
     dev=$(host_if "$r")
     export UCX_NET_DEVICES=${EMU_UCX_NET_DEVICES:-$dev}
-    # UCX's rendezvous protocol over TCP reaches about half the link rate once a
-    # rank exchanges with several peers at once (4 hosts x 1 rank, MPI_Allreduce
-    # 8 MiB: 0.95 s against a 0.53 s link bound; eager at every size: 0.61 s);
-    # two hosts reach the bound either way. A setting of the caller wins.
-    export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-inf}
+    # UCX's own defaults (users do not tune UCX); a caller's UCX_* settings reach the
+    # ranks through Hydra.
     if [ -n "${EMU_JOB:-}" ] && [ -f "$STATE/preload.so" ]; then
         export EMU_FINI_FILE=$EMU_JOB/fini.${PMI_RANK:-$lr}
         export EMU_YIELD=${EMU_YIELD:-1} EMU_FINALIZE=${EMU_FINALIZE:-skip-close}

@@ -1496,9 +1496,10 @@ int mxh_cost_candidates(const mxh_cost_model_t *m, mxh_coll_t coll, size_t count
                 CAND(&mr[0], MXH_ALGO_HIER, 0, 1, 1, (mxh_cost_variant_t)v);
     /* pipelines (select.c: at least two fragments of frag_bytes in the work) */
     size_t last_nf = 1, last_first = count;
-    for (int k = 62; k >= 18; k--) {
+    for (int k = 62; k >= 16; k--) { /* 256 KiB and up; below, the cap alone */
         size_t fb = (size_t)1 << k, first;
-        if (fb > work / 2)
+        if (fb > work / 2 || (m->frag_max > 0 && fb > m->frag_max) ||
+            (k < 18 && fb != m->frag_max))
             continue;
         size_t nf = mxh_cost_frags(&mr[0], coll, count, tsize, fb, &first, 1);
         if (nf > 4096)

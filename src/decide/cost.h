@@ -129,6 +129,8 @@ typedef struct mxh_cost_model {
     int    far_members;              /* a level's members not equally far (measure.h
                                         mxh_measure_uniform; hier.c sets it): a bcast
                                         keeps its head ramp (mxh_cost_bcast_bare) */
+    size_t frag_max;                 /* pipeline candidates' fragments at most this
+                                        (decide/tune_hier.h mxh_tune_frag_cap; 0: any) */
     int    kary;                     /* network levels of more than 16 ranks exchange as
                                         p2p.c's kary (mxh_cost_kary_pick); 0: direct */
     int    rsag;                     /* small allreduce steps on the network levels

@@ -136,6 +136,11 @@ int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted)
            factors_within(fitted, MXH_MEASURE_PLAUSIBLE_LAT, MXH_MEASURE_PLAUSIBLE_BW);
 }
 
+double mxh_measure_net_bw(const mxh_measure_t *m, const mxh_config_t *fitted)
+{
+    return net_measured(m) ? fitted->cost_net_bw : 0;
+}
+
 int mxh_measure_flat(const mxh_measure_t *m, const mxh_config_t *fitted)
 {
     return net_measured(m) && fitted->cost_lat_n > 0 && mxh_measure_factors_flat(fitted);

@@ -87,6 +87,10 @@ int mxh_measure_factors_flat(const mxh_config_t *cfg);
 #define MXH_MEASURE_PLAUSIBLE_BW  4.0
 int mxh_measure_plausible(const mxh_measure_t *m, const mxh_config_t *fitted);
 
+/* Pure: the bandwidth (bytes/s) mxh_measure_fit wrote into @fitted for the first network
+ * level, where one was measured; 0 otherwise. */
+double mxh_measure_net_bw(const mxh_measure_t *m, const mxh_config_t *fitted);
+
 /* Pure: whether every level's last member answers 8 B within MXH_MEASURE_UNIFORM of
  * its first member's time (levels without both: uniform). A fabric whose members of one
  * level sit at different distances (a dragonfly group's routers) breaks the model's one

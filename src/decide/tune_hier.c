@@ -22,11 +22,23 @@ void mxh_tune_facts(const mxh_measure_t *m, int torus, mxh_config_t *fit, mxh_tu
     f->flat      = f->fitted && mxh_measure_flat(m, fit);
     f->plausible = f->fitted && mxh_measure_plausible(m, fit);
     f->uniform   = m == NULL || mxh_measure_uniform(m);
+    f->net_bw    = f->fitted ? mxh_measure_net_bw(m, fit) : 0;
+}
+
+size_t mxh_tune_frag_cap(double net_bw)
+{
+    double x = net_bw * MXH_TUNE_FRAG_NET_TIME;
+    size_t p = MXH_TUNE_FRAG_NET_MIN;
+    if (!(net_bw > 0))
+        return 0;
+    while (p < ((size_t)1 << 62) && (double)p * 1.41421356 < x) /* nearest power, in log */
+        p <<= 1;
+    return p;
 }
 
 mxh_tune_trust_t mxh_tune_trust(const mxh_config_t *cfg, const mxh_tune_facts_t *f)
 {
-    mxh_tune_trust_t t = {0, 0, 0, 0, 0, 0, MXH_TUNE_USED};
+    mxh_tune_trust_t t = {0, 0, 0, 0, 0, 0, MXH_TUNE_USED, 0};
     int model     = cfg->cost_model == 1;
     int ramp_flat = model && mxh_measure_factors_flat(cfg);
 
@@ -57,6 +69,8 @@ mxh_tune_trust_t mxh_tune_trust(const mxh_config_t *cfg, const mxh_tune_facts_t 
             t.use_fit = t.sel_fit = 1;
     }
     t.ramp = mxh_sched_ramp_auto(cfg->pipeline_ramp, ramp_flat, f->torus);
+    if (!cfg->frag_given)
+        t.frag_cap = mxh_tune_frag_cap(f->net_bw);
     return t;
 }
 
@@ -100,6 +114,13 @@ void mxh_tune_describe(const mxh_tune_trust_t *t, const mxh_tune_facts_t *f,
         break;
     }
     mxh_measure_describe(m, fit, h, buf, len);
+    size_t off = strlen(buf);
+    if (t->frag_cap > 0 && t->frag_cap < fit->frag_size && off > 0 && off < len) {
+        buf[off - 1] = '\0'; /* the line goes on */
+        snprintf(buf + off - 1, len - off + 1,
+                 " fragments at most %zu KiB (%.0f ms of the measured network's %.4g GB/s)\n",
+                 t->frag_cap >> 10, MXH_TUNE_FRAG_NET_TIME * 1e3, f->net_bw / 1e9);
+    }
 }
 
 void mxh_tune_hier(const mxh_tune_trust_t *t, const mxh_config_t *fit, const mxh_layout_t *L,
@@ -109,12 +130,15 @@ void mxh_tune_hier(const mxh_tune_trust_t *t, const mxh_config_t *fit, const mxh
 
     if (t->use_fit)
         *cfg = *fit;
+    if (t->frag_cap > 0 && cfg->frag_size > t->frag_cap)
+        cfg->frag_size = t->frag_cap;
     cfg->cost_model    = t->model;
     cfg->pipeline_ramp = sel.pipeline_ramp = t->ramp;
     c->selects         = cfg->cost_model;
     if (c->selects) { /* a function of the layout and the configuration: agreed */
         mxh_cost_sel_init(&c->sel, &sel, L, t->margin);
         c->sel.m.far_members = t->far_members;
+        c->sel.m.frag_max    = t->frag_cap;
     }
     c->npace = 0;
     if (!cfg->pipeline_pace)

@@ -41,6 +41,8 @@ typedef struct mxh_tune_facts {
     int plausible; /* fitted and plausible as a network's (mxh_measure_plausible) */
     int uniform;   /* every level's members equally far (mxh_measure_uniform); 1 unmeasured */
     int torus;     /* the layout is a torus split */
+    double net_bw; /* the measured network's bandwidth, bytes/s (mxh_measure_net_bw; 0:
+                      no network level measured) */
 } mxh_tune_facts_t;
 
 /* The facts of measurement @m (NULL: not measured) on a layout that is a torus split
@@ -72,9 +74,24 @@ typedef struct mxh_tune_trust {
     int            far_members; /* a level's members not equally far (pacing takes the
                                    margin too) */
     mxh_tune_use_t use;         /* for the description (measured and fitted only) */
+    size_t         frag_cap;    /* fragments at most this (mxh_tune_frag_cap; 0: no cap) */
 } mxh_tune_trust_t;
 
-/* "Trust the model?": a function of the configuration @cfg and the facts @f. */
+/* A fragment of a pipeline should not take longer than MXH_TUNE_FRAG_NET_TIME on the
+ * measured network: on slow networks (the emulated rails' TCP at 100-200 Mbit/s) fewer,
+ * longer fragments leave the links idle at the ends of each step while one fragment's
+ * exchanges finish unevenly, and small fragments overlap them (RESULTS.md section 9,
+ * "Fragments on a slow network"). The cap is the power of two nearest (in log) to
+ * bandwidth x MXH_TUNE_FRAG_NET_TIME, at least MXH_TUNE_FRAG_NET_MIN; it binds only below
+ * ~8 Gbit/s per rank, so fast fabrics keep the configured 8 MiB. */
+#define MXH_TUNE_FRAG_NET_TIME 8e-3
+#define MXH_TUNE_FRAG_NET_MIN  ((size_t)64 << 10)
+/* The cap for network bandwidth @net_bw (bytes/s): 0 (none) where @net_bw is not
+ * positive, else as above. */
+size_t mxh_tune_frag_cap(double net_bw);
+
+/* "Trust the model?": a function of the configuration @cfg and the facts @f; the
+ * fragment cap of a measured network where the user did not set MPIX_HIER_FRAG_SIZE. */
 mxh_tune_trust_t mxh_tune_trust(const mxh_config_t *cfg, const mxh_tune_facts_t *f);
 
 /* The description's line on the measurement ("" where nothing fitted). */
