@@ -1,17 +1,23 @@
 /* mpix_info: what mpix-hier sees, like ucx_info / lstopo.
  *
- *   mpix_info                    this machine: GPUs, NVLink islands, NICs and the GPUs they
- *                                serve, UCX transports and memory types, MPICH CUDA support,
- *                                and the MPIX_HIER_* variables a user sets
+ *   mpix_info                    a short summary: this machine (GPUs, NVLink islands, NICs and
+ *                                the GPUs they serve, UCX transports and memory types, MPICH
+ *                                CUDA support), the hierarchy (one line per level; one
+ *                                process: none) and the MPIX_HIER_* variables that differ
+ *                                from their defaults, then where to see every variable
  *   mpix_info --hwloc-xml FILE   the same from an hwloc XML export (any machine)
  *   mpix_info --nccl-topo FILE   the same from an NCCL topology file
- *   mpix_info -c [--all]         only the configuration variables a user sets (--all: every
- *                                variable, the expert ones too)
+ *   mpix_info -c [--all]         only the configuration variables a user sets, with their
+ *                                docs (--all: every variable, the expert ones too)
  *   mpix_info -c --markdown      the reference of every variable as markdown tables
  *   mpix_info -m                 only the metrics (MPIX_HIER_METRICS_FILE, MPIX_Hier_comm_get_stats)
- *   mpiexec -n N mpix_info       + the hierarchy built for MPI_COMM_WORLD and the plan
- *                                each collective would use (--count N elements)
- *   --json                       machine-readable output
+ *   mpiexec -n N mpix_info       the summary with the levels of MPI_COMM_WORLD's hierarchy
+ *   mpiexec -n N mpix_info --hier  the hierarchy in full: its description, the plan each
+ *                                collective would use (--count N elements) and the
+ *                                algorithms by message size
+ *   --json                       machine-readable output: everything (the machine, every
+ *                                variable, the metrics; under mpiexec the hierarchy, plans
+ *                                and algorithms)
  *   mpix_info --version          the mpix-hier version and the MPI library's (no MPI_Init)
  *   mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | --torus XxYxZ]] [--tsize T]
  *                                the cost model's candidates for COLL (allreduce,
@@ -58,8 +64,15 @@ static void usage(FILE *f)
                "                 [-m|--metrics] [--count N] [--hier] [--local] [-h] [--version]\n"
                "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | "
                "--torus XxYxZ]] [--tsize T]\n"
-               "  without mpiexec: this machine (or the given file) and the configuration\n"
-               "  under mpiexec:   also the hierarchy of MPI_COMM_WORLD and the collectives' plans\n"
+               "  default:         a summary: this machine (or the given file), the hierarchy\n"
+               "                   (under mpiexec: MPI_COMM_WORLD's levels) and the variables\n"
+               "                   that differ from their defaults\n"
+               "  -c [--all]:      the variables users set, with docs (--all: every variable)\n"
+               "  -m:              the metrics\n"
+               "  --hier:          the hierarchy in full, each collective's plan (--count N\n"
+               "                   elements) and the algorithms by message size\n"
+               "  --local:         under mpiexec, without the hierarchy\n"
+               "  --json:          everything, machine-readable\n"
                "  --version:       the mpix-hier version and the MPI library's version\n");
 }
 
@@ -151,6 +164,36 @@ static void print_config(const mxh_config_t *cfg, int json, int all)
     }
     if (nexpert)
         printf("# and %d expert variables at their defaults: mpix_info -c --all\n", nexpert);
+}
+
+/* The summary's configuration: the variables whose value differs from @ref's (the
+ * defaults with the command line's files), as NAME=value (default D), and where to see
+ * them all. A composite (MPIX_HIER_TUNE, _NET) has no field: it shows when set, as the
+ * environment spells it, and its keys show as the variables they set. */
+static void print_config_changed(const mxh_config_t *cfg, const mxh_config_t *ref)
+{
+    char val[MXH_CONFIG_STR_MAX], dflt[MXH_CONFIG_STR_MAX];
+    int n = 0;
+    printf("# Configuration: the variables that differ from their defaults\n");
+    for (const mxh_config_var_t *v = mxh_config_vars; v->name; v++) {
+        const char *env = getenv(v->name);
+        if (v->size == 0) {
+            if (env == NULL)
+                continue;
+            snprintf(val, sizeof(val), "%s", env);
+            snprintf(dflt, sizeof(dflt), "%s", v->dflt);
+        } else {
+            mxh_config_get_string(cfg, v->name, val, sizeof(val));
+            mxh_config_get_string(ref, v->name, dflt, sizeof(dflt));
+            if (!strcmp(val, dflt))
+                continue;
+        }
+        printf("%s=%s (default %s)\n", v->name, val, dflt[0] ? dflt : "''");
+        n++;
+    }
+    if (n == 0)
+        printf("none: every variable at its default\n");
+    printf("# every variable with its value, default and doc: mpix_info -c --all\n");
 }
 
 /* Markdown text of @s for a table cell. */
@@ -457,7 +500,22 @@ static void print_algorithms(const mxh_hier_t *h, int json)
         printf("}");
 }
 
-static void print_hierarchy(MPI_Comm comm, long count, int json)
+/* The summary's hierarchy: the description's first line and its level lines (the
+ * library's words, a line per level however many nodes; --hier has the rest). */
+static void print_levels(const char *d)
+{
+    for (const char *e; *d; d = *e ? e + 1 : e) {
+        e = strchr(d, '\n');
+        if (e == NULL)
+            e = d + strlen(d);
+        if (!strncmp(d, "hierarchy:", 10) || !strncmp(d, "  level ", 8))
+            printf("%.*s\n", (int)(e - d), d);
+    }
+}
+
+/* The hierarchy of @comm (collective): in full (@full: the description, the plans and
+ * the algorithms; always for @json), or the summary's lines per level. */
+static void print_hierarchy(MPI_Comm comm, long count, int json, int full)
 {
     mxh_hier_t *h;
     int rank, size;
@@ -470,8 +528,15 @@ static void print_hierarchy(MPI_Comm comm, long count, int json)
     }
     if (rank == 0 && json)
         print_layout_json(h, size);
-    else if (rank == 0)
-        printf("\n# Hierarchy of MPI_COMM_WORLD (%d ranks)\n%s", size, h->description);
+    else if (rank == 0 && full)
+        printf("# Hierarchy of MPI_COMM_WORLD (%d ranks)\n%s", size, h->description);
+    else if (rank == 0) {
+        printf("# Hierarchy of MPI_COMM_WORLD (%d ranks; in full with the plans: --hier)\n",
+               size);
+        print_levels(h->description);
+    }
+    if (!json && !full) /* every rank alike: the plans are built collectively */
+        return;
     if (mxh_hier_active(h))
         print_plans(h, rank, count, json);
     if (rank == 0)
@@ -845,9 +910,10 @@ static int run_explain(opts_t *o, const mxh_config_t *cfg, int rank, int size)
     return rank == 0 ? explain(o, &h->config, h->layout) : 0;
 }
 
-/* Rank 0's report without the hierarchy: the machine, transports, configuration and
- * metrics (or the parts -c and -m ask for). */
-static int print_local(const opts_t *o, mxh_config_t *cfg)
+/* Rank 0's report before the hierarchy: the machine and transports, then the
+ * configuration and the metrics (or the parts -c and -m ask for); the summary (@summary)
+ * stops after the transports: its changed variables follow the hierarchy. */
+static int print_local(const opts_t *o, mxh_config_t *cfg, int summary)
 {
     const mxh_machine_t *m = NULL;
     char my_busid[MXH_BUSID_LEN] = "";
@@ -879,6 +945,8 @@ static int print_local(const opts_t *o, mxh_config_t *cfg)
             printf(o->json ? ",\n" : "\n");
         }
     }
+    if (summary)
+        return rc;
     print_config(cfg, o->json, o->all);
     if (!o->config_only) {
         printf(o->json ? ",\n" : "\n");
@@ -890,8 +958,9 @@ static int print_local(const opts_t *o, mxh_config_t *cfg)
 int main(int argc, char **argv)
 {
     opts_t o = {.count = 1 << 20, .leaves = 0, .tsize = 4};
-    mxh_config_t cfg;
+    mxh_config_t cfg, ref; /* ref: the defaults, what the summary's variables differ from */
     int rank = 0, size = 1, rc = parse_args(argc, argv, &o);
+    int summary = !o.json && !o.config_only && !o.metrics_only;
 
     if (rc >= 0)
         return rc;
@@ -911,10 +980,16 @@ int main(int argc, char **argv)
         goto out;
     }
     mxh_log_set_level((mxh_log_level_t)cfg.log_level);
-    if (o.hwloc_xml)
+    mxh_config_init_defaults(&ref);
+    /* the command line's files: in both, the summary lists the environment's changes */
+    if (o.hwloc_xml) {
         snprintf(cfg.hwloc_xml, sizeof(cfg.hwloc_xml), "%s", o.hwloc_xml);
-    if (o.nccl_topo)
+        snprintf(ref.hwloc_xml, sizeof(ref.hwloc_xml), "%s", o.hwloc_xml);
+    }
+    if (o.nccl_topo) {
         snprintf(cfg.nccl_topo_file, sizeof(cfg.nccl_topo_file), "%s", o.nccl_topo);
+        snprintf(ref.nccl_topo_file, sizeof(ref.nccl_topo_file), "%s", o.nccl_topo);
+    }
 
     if (o.explain_coll) {
         rc = run_explain(&o, &cfg, rank, size);
@@ -926,10 +1001,18 @@ int main(int argc, char **argv)
     if (rank == 0 && !o.json)
         printf("mpix_info: mpix-hier %d.%d.%d\n\n", MPIX_HIER_VERSION_MAJOR,
                MPIX_HIER_VERSION_MINOR, MPIX_HIER_VERSION_PATCH);
-    if (rank == 0 && (o.metrics_only || !(o.hier && size > 1)))
-        rc = print_local(&o, &cfg);
+    if (rank == 0)
+        rc = print_local(&o, &cfg, summary);
     if ((size > 1 || o.hier) && !o.local && !o.config_only && !o.metrics_only)
-        print_hierarchy(MPI_COMM_WORLD, o.count, o.json);
+        print_hierarchy(MPI_COMM_WORLD, o.count, o.json, o.hier);
+    else if (rank == 0 && summary)
+        printf("# Hierarchy\nnone: %s\n",
+               o.local ? "not built (--local)"
+                       : "one process (under mpiexec -n N: the levels of MPI_COMM_WORLD)");
+    if (rank == 0 && summary) {
+        printf("\n");
+        print_config_changed(&cfg, &ref);
+    }
     if (rank == 0 && o.json)
         printf("}\n");
     fflush(stdout);

@@ -70,9 +70,10 @@ check "status rates" "rails: 2, 400Mbit each way" "$out"
 out=$(timeout 120 "$emu" up -H 2 -g 2 --rate 400mbit 2>&1)
 check "up is idempotent" "already up with these parameters" "$out"
 
-# 1. the hierarchy the library builds on the emulated hosts (real hostnames)
+# 1. the hierarchy the library builds on the emulated hosts (real hostnames; --hier:
+# in full, with its node lines, beside the summary's transports)
 unset MPIX_HIER_HOSTNAME MPIX_HIER_TOPO_FILE MPIX_HIER_CLUSTER_FILE
-out=$("$emu" run --timeout 120 -- "$info" --count 1000 2>&1) || bad "mpix_info run"
+out=$("$emu" run --timeout 120 -- "$info" --hier --count 1000 2>&1) || bad "mpix_info run"
 check "2 nodes" 'hierarchy: 4 ranks, 2 nodes' "$out"
 check "rail level" 'level 1 rail +top +2 groups of 2: \{0,2\} \{1,3\}' "$out"
 check "host names" "node emu$EMU_ID-h1 .*ranks 2\(rail 0\) 3\(rail 1\)" "$out"

@@ -11,12 +11,38 @@ check() { # check NAME EXPECTED-REGEX OUTPUT
     if grep -Eq -- "$2" <<<"$3"; then npass=$((npass + 1)); else
         nfail=$((nfail + 1)); echo "FAIL: $1: no match for /$2/ in:"; echo "$3" | head -n 40; fi
 }
+same() { # same NAME EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then npass=$((npass + 1)); else
+        nfail=$((nfail + 1)); echo "FAIL: $1: expected '$2', got '$3'"; fi
+}
+vars() { grep -Ec '^[A-Z][A-Z0-9_]*=' <<<"$1"; } # the NAME=value lines of an output
+# the environment without any MPIX_HIER_*: a caller's would show as a changed variable
+clean=(env)
+for v in $(compgen -e -- MPIX_HIER_); do clean+=(-u "$v"); done
 
-out=$("$info" --hwloc-xml "$data/coral-ea-hwloc1.xml" 2>&1)
+# the default summary: the machine, no hierarchy (one process), no variable at its default
+out=$("${clean[@]}" "$info" --hwloc-xml "$data/coral-ea-hwloc1.xml" 2>&1)
 check "coral GPUs" 'GPUs: 4' "$out"
 check "coral rail 1" 'rail 1 +mlx5_1 +0004:01:00.0 .*serves GPUs: 2, 3' "$out"
 check "coral gpu 0 rail" 'gpu 0 +0002:01:00.0 .*rail 0 \(mlx5_0' "$out"
-check "config listed" 'MPIX_HIER_TOPO_FILE=' "$out"
+check "summary one process" '^none: one process' "$out"
+same "summary no variables at their defaults" 0 "$(vars "$out")"
+check "summary says none changed" '^none: every variable at its default$' "$out"
+check "summary hint" '^# .*: mpix_info -c --all$' "$out"
+# one variable set: exactly its line, with its value and default (as -c prints them)
+out=$("${clean[@]}" MPIX_HIER_FRAG_SIZE=4m "$info" --hwloc-xml "$data/coral-ea-hwloc1.xml" 2>&1)
+check "summary changed variable" '^MPIX_HIER_FRAG_SIZE=4194304 \(default 8388608\)$' "$out"
+same "summary only the changed variable" 1 "$(vars "$out")"
+check "summary hint after a change" '^# .*: mpix_info -c --all$' "$out"
+# -c: the users' variables with docs; --all: every one, which --markdown and --json list
+out=$("${clean[@]}" "$info" -c 2>&1)
+check "-c lists user variables" '^MPIX_HIER_TOPO_FILE=$' "$out"
+nuser=$(vars "$out")
+nall=$(vars "$("${clean[@]}" "$info" -c --all 2>&1)")
+nrows=$("$info" -c --markdown | grep -c '^| `MPIX_HIER_')
+[ "$nall" -gt "$nuser" ] && npass=$((npass + 1)) ||
+    { nfail=$((nfail + 1)); echo "FAIL: -c --all lists $nall variables, -c $nuser"; }
+same "-c --all lists every variable" "$nrows" "$nall"
 
 out=$("$info" --hwloc-xml "$data/nvidiaDGX2.xml" 2>&1)
 check "dgx2 islands" 'gpu 8 +0000:b7:00.0 .*nvlink island 1' "$out"
@@ -89,14 +115,25 @@ if command -v python3 >/dev/null 2>&1; then
     out=$("$info" --json --hwloc-xml "$data/g4dnmetal.xml" 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin); m=d["machine"]; print(len(m["gpus"]), m["nics"][0]["name"], m["nics"][0]["gpus"])' 2>&1)
     check "json g4dn" '^8 rdmap197s0 \[0, 1, 2, 3, 4, 5, 6, 7\]$' "$out"
+    # --json has every variable (the summary's changes among them) and the metrics
+    out=$("${clean[@]}" MPIX_HIER_FRAG_SIZE=4m "$info" --json --hwloc-xml "$data/g4dnmetal.xml" 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["config"]; f=[v for v in c if v["name"]=="MPIX_HIER_FRAG_SIZE"][0]; print(len(c), sum(v["user"] for v in c), f["value"], f["set"], len(d["metrics"]["families"]))' 2>&1)
+    same "json every variable" "$nrows $nuser 4194304 True 10" "$out"
     out=$("$info" -m --json 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin)["metrics"]; print(len(d["families"]), d["label_values"]["level"])' 2>&1)
     check "json metrics" "^10 \['node', 'rail', 'spine', 'island'\]$" "$out"
 fi
 
 if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
-    out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --count 1000 : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --count 1000 2>&1)
+    # the summary: a line per level, rank 0's changed variable, no plans (--hier has them)
+    out=$("${clean[@]}" $MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" : -n 2 -env MPIX_HIER_HOSTNAME b "$info" 2>&1)
+    check "mpiexec summary levels" '^hierarchy: 4 ranks, 2 nodes' "$out"
+    check "mpiexec summary rail" '^  level 1 rail +top +2 groups of 2: \{0,2\} \{1,3\}$' "$out"
+    check "mpiexec summary variable" "^MPIX_HIER_HOSTNAME=a \(default ''\)$" "$out"
+    same "mpiexec summary no plans" 0 "$(grep -c -e '^# Plan' -e '^  node ' <<<"$out")"
+    out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --hier --count 1000 : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --hier --count 1000 2>&1)
     check "mpiexec hierarchy" 'level 1 rail +top +2 groups of 2: \{0,2\} \{1,3\}' "$out"
+    check "mpiexec hierarchy nodes" '^  node b +leaf - +ranks 2\(rail 0\) 3\(rail 1\)' "$out"
     check "mpiexec plan" 'Plan of rank 0: allreduce count=1000' "$out"
     check "mpiexec algorithms" 'allreduce +\[0 B, 16 MiB\) hier; \[16 MiB, inf\) pipeline \(fragments of 8 MiB\)' "$out"
     out=$($MPIEXEC -n 2 -env MPIX_HIER_HOSTNAME a "$info" --json : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --json 2>/dev/null |
