@@ -83,8 +83,8 @@ typedef struct mxh_tune_trust {
  * exchanges finish unevenly, and small fragments overlap them (RESULTS.md section 9,
  * "Fragments on a slow network"). The cap is the power of two nearest (in log) to
  * bandwidth x MXH_TUNE_FRAG_NET_TIME, at least MXH_TUNE_FRAG_NET_MIN; it binds only below
- * ~8 Gbit/s per rank, so fast fabrics keep the configured 8 MiB. */
-#define MXH_TUNE_FRAG_NET_TIME 8e-3
+ * ~10 Gbit/s per rank, so fast fabrics keep the configured 8 MiB. */
+#define MXH_TUNE_FRAG_NET_TIME 5e-3
 #define MXH_TUNE_FRAG_NET_MIN  ((size_t)64 << 10)
 /* The cap for network bandwidth @net_bw (bytes/s): 0 (none) where @net_bw is not
  * positive, else as above. */

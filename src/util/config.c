@@ -742,7 +742,7 @@ const mxh_config_var_t mxh_config_vars[] = {
     VAR("FRAG_SIZE", "8m", frag_size, size, NULL, PLAN | FRAG,
         "Pipelining fragment in bytes of the whole vector (messages of two fragments or more "
         "overlap levels; from 1m on at most 64 fragments); 0 disables pipelining. Unset, a "
-        "network measured slower than ~8 Gbit/s per rank caps it at 8 ms of that network."),
+        "network measured slower than ~10 Gbit/s per rank caps it at 5 ms of that network."),
     VAR("PIPELINE_DEPTH", "0", pipeline_depth, int, RANGE(0, 1 << 20), PLAN,
         "Fragments in flight at most (0: one per stage of the schedule, more for streamed "
         "and long schedules; 1: no overlap)."),

@@ -163,23 +163,23 @@ TEST(TuneHier, NotFitted)
     EXPECT_EQ(2, t.ramp); // measured not flat
 }
 
-// A measured network caps the fragments at the power of two nearest 8 ms of it (in log),
+// A measured network caps the fragments at the power of two nearest 5 ms of it (in log),
 // at least 64 KiB; fast fabrics are left at the configured 8 MiB; a set size is kept.
 TEST(TuneHier, FragmentCapOfASlowNetwork)
 {
     EXPECT_EQ(0u, mxh_tune_frag_cap(0));
-    EXPECT_EQ(256u << 10, mxh_tune_frag_cap(29.2e6));  // 200 Mbit/s: 234 KB -> 256 KiB
-    EXPECT_EQ(128u << 10, mxh_tune_frag_cap(14.6e6));  // 100 Mbit/s: 117 KB -> 128 KiB
-    EXPECT_EQ(1u << 20, mxh_tune_frag_cap(118e6));     // 1 Gbit/s: 944 KB -> 1 MiB
+    EXPECT_EQ(128u << 10, mxh_tune_frag_cap(29.2e6));  // 200 Mbit/s: 146 KB -> 128 KiB
+    EXPECT_EQ(64u << 10, mxh_tune_frag_cap(14.6e6));   // 100 Mbit/s: 73 KB -> 64 KiB
+    EXPECT_EQ(512u << 10, mxh_tune_frag_cap(118e6));   // 1 Gbit/s: 590 KB -> 512 KiB
     EXPECT_EQ(64u << 10, mxh_tune_frag_cap(1e6));      // the floor
-    EXPECT_EQ(512u << 20, mxh_tune_frag_cap(48e9));    // NDR: far above 8 MiB
+    EXPECT_EQ(256u << 20, mxh_tune_frag_cap(48e9));    // NDR: 240 MB, far above 8 MiB
 
     mxh_config_t cfg   = auto_config();
     mxh_tune_facts_t f = fitted(0, 0);
     f.net_bw           = 29.2e6;
     mxh_tune_trust_t t = mxh_tune_trust(&cfg, &f);
     EXPECT_EQ(MXH_TUNE_UNUSED, t.use); // the figures unused, the cap all the same
-    EXPECT_EQ(256u << 10, t.frag_cap);
+    EXPECT_EQ(128u << 10, t.frag_cap);
     cfg.frag_given = 1;
     EXPECT_EQ(0u, mxh_tune_trust(&cfg, &f).frag_cap);
     f.net_bw = 0; // no network level measured
