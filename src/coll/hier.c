@@ -1000,50 +1000,40 @@ void *mxh_hier_tmp(mxh_hier_t *h, size_t bytes)
     return grow(&h->tmp.p, &h->tmp.size, bytes);
 }
 
-void *mxh_hier_stage(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t bytes)
+/* Buffer @b of a memory kind's own memory (@alloc/@release: staging or work memory), at
+ * least @bytes: no realloc for pinned or device memory, a new, geometrically larger buffer. */
+static void *grow_kind(mxh_grow_buf_t *b, void *(*alloc)(size_t), void (*release)(void *, size_t),
+                       size_t bytes, const char *what, const char *kind)
 {
-    mxh_grow_buf_t *b = &h->stage[ops->kind][which];
     if (bytes == 0)
         bytes = 1;
     if (bytes > b->size) {
-        /* no realloc for pinned memory: a new, geometrically larger buffer */
         size_t want = bytes > 2 * b->size ? bytes : 2 * b->size;
-        void *p     = ops->stage_alloc(want);
+        void *p     = alloc(want);
         if (p == NULL && want > bytes)
-            p = ops->stage_alloc(want = bytes);
+            p = alloc(want = bytes);
         if (p == NULL) {
-            mxh_error("cannot allocate %zu bytes of %s staging memory", bytes, ops->name);
+            mxh_error("cannot allocate %zu bytes of %s %s memory", bytes, kind, what);
             return NULL;
         }
         if (b->p != NULL)
-            ops->stage_free(b->p, b->size);
+            release(b->p, b->size);
         b->p    = p;
         b->size = want;
     }
     return b->p;
 }
 
+void *mxh_hier_stage(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t bytes)
+{
+    return grow_kind(&h->stage[ops->kind][which], ops->stage_alloc, ops->stage_free, bytes,
+                     "staging", ops->name);
+}
 
 void *mxh_hier_dev(mxh_hier_t *h, const mxh_mem_ops_t *ops, int which, size_t bytes)
 {
-    mxh_grow_buf_t *b = &h->dev[ops->kind][which];
-    if (bytes == 0)
-        bytes = 1;
-    if (bytes > b->size) {
-        size_t want = bytes > 2 * b->size ? bytes : 2 * b->size;
-        void *p     = ops->work_alloc(want);
-        if (p == NULL && want > bytes)
-            p = ops->work_alloc(want = bytes);
-        if (p == NULL) {
-            mxh_error("cannot allocate %zu bytes of %s work memory", bytes, ops->name);
-            return NULL;
-        }
-        if (b->p != NULL)
-            ops->work_free(b->p, b->size);
-        b->p    = p;
-        b->size = want;
-    }
-    return b->p;
+    return grow_kind(&h->dev[ops->kind][which], ops->work_alloc, ops->work_free, bytes, "work",
+                     ops->name);
 }
 
 struct mxh_p2p_dev *mxh_hier_devs(mxh_hier_t *h, const mxh_mem_ops_t *ops, int n, size_t bounce)

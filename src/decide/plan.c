@@ -517,15 +517,12 @@ static void holder_step(builder_t *b, int bcast, int l, int t, size_t off, size_
         st->root = root;
 }
 
-static void build_bcast(builder_t *b, size_t count, int root)
+static void build_bcast(builder_t *b, unsigned char **h, size_t count, int root)
 {
     const mxh_layout_t *L = b->L;
     int top = L->nlevels - 1, me = b->me;
-    unsigned char **h = holder_sets(b, root);
     size_t off, cnt;
 
-    if (h == NULL)
-        return;
     for (int l = 0; l <= top; l++) {
         int t;
         if (!mxh_layout_participates(L, me, l))
@@ -553,18 +550,14 @@ static void build_bcast(builder_t *b, size_t count, int root)
             add_step(b, MXH_STEP_BCAST, l, off, cnt);
         }
     }
-    free_holders(L, h);
 }
 
-static void build_reduce(builder_t *b, size_t count, int root)
+static void build_reduce(builder_t *b, unsigned char **h, size_t count)
 {
     const mxh_layout_t *L = b->L;
     int top = L->nlevels - 1, me = b->me;
-    unsigned char **h = holder_sets(b, root);
     size_t off, cnt;
 
-    if (h == NULL)
-        return;
     for (int l = 0; l < top; l++) {
         if (!mxh_layout_participates(L, me, l))
             break;
@@ -588,7 +581,21 @@ static void build_reduce(builder_t *b, size_t count, int root)
         even_region(L, me, l, count, &off, &cnt);
         holder_step(b, 0, l, t, off, cnt);
     }
-    free_holders(L, h);
+}
+
+/* A rooted collective's steps by the holders of its data (bcast) or of its result
+ * (reduce) at each level. */
+static void build_rooted(builder_t *b, size_t count, int root, int bcast)
+{
+    unsigned char **h = holder_sets(b, root);
+
+    if (h == NULL)
+        return;
+    if (bcast)
+        build_bcast(b, h, count, root);
+    else
+        build_reduce(b, h, count);
+    free_holders(b->L, h);
 }
 
 /* ---- block collectives: blocks ordered by a key of level coordinates -------- */
@@ -863,12 +870,8 @@ static mxh_status_t plan_build(const mxh_layout_t *layout, int rank, mxh_coll_t 
     case MXH_COLL_BCAST:
     case MXH_COLL_REDUCE:
         b.plan->work_count = count;
-        if (!build_rooted_chain(&b, count, tsize, root, coll == MXH_COLL_BCAST)) {
-            if (coll == MXH_COLL_BCAST)
-                build_bcast(&b, count, root);
-            else
-                build_reduce(&b, count, root);
-        }
+        if (!build_rooted_chain(&b, count, tsize, root, coll == MXH_COLL_BCAST))
+            build_rooted(&b, count, root, coll == MXH_COLL_BCAST);
         break;
     case MXH_COLL_REDUCE_SCATTER_BLOCK:
         b.plan->work_count = count * (size_t)layout->nranks;

@@ -213,7 +213,6 @@ static mxh_status_t pi(xc_t *x)
     int line = x->line;
     span_t t;
     mxh_status_t st;
-    char buf[16];
 
     adv(x, 2);
     if ((st = name(x, "a processing instruction's target after '<?'", &t)) != MXH_OK)
@@ -224,9 +223,11 @@ static mxh_status_t pi(xc_t *x)
         adv(x, 2);
         return MXH_OK;
     }
-    if (skip_space(x) == 0)
+    if (skip_space(x) == 0) {
+        char buf[16];
         return bad(x, x->line, "expected a space or '?>' after '<?%.*s' (found %s)", (int)t.n,
                    t.s, found(x, buf));
+    }
     return text_until(x, "?>", "a processing instruction", line);
 }
 

@@ -199,6 +199,16 @@ class Checker {
         std::vector<unsigned char> canary(n, 0xCD);
         same_bytes(got, canary.data(), n, what);
     }
+    // A rooted reduction's result: the root's @got equals @ref (@n elements of @t), a
+    // non-root's @got (@bytes) keeps its canary.
+    void rooted(bool me_root, const mxh_type_t *t, const void *got, const void *ref, size_t n,
+                size_t bytes, const std::string &what)
+    {
+        if (me_root)
+            same(t, false, got, ref, n, what);
+        else
+            untouched(got, bytes, what + ": wrote into a non-root's result buffer");
+    }
     void guards(const mxh_buf_t &b, const std::string &what)
     {
         if (!mxh_buf_guards_ok(&b))

@@ -28,6 +28,18 @@ inline int world_size()
     return s;
 }
 
+// An intercommunicator between MPI_COMM_WORLD's lower and upper halves (2+ ranks): @half
+// gets the caller's half, @low whether it is the lower one. The caller frees both.
+inline MPI_Comm world_intercomm(MPI_Comm *half, int *low)
+{
+    int rank = world_rank(), size = world_size();
+    MPI_Comm inter;
+    *low = rank < size / 2;
+    MPI_Comm_split(MPI_COMM_WORLD, *low, rank, half);
+    MPI_Intercomm_create(*half, 0, MPI_COMM_WORLD, *low ? size / 2 : 0, 77, &inter);
+    return inter;
+}
+
 // The name of MPI error class @cls (or the library's own class).
 inline const char *class_name(int cls)
 {

@@ -193,11 +193,7 @@ void reduce_case(Checker &ck, const mxh_type_t *t, MPI_Op op, int count, bool in
         ck.same_bytes(in.p(), pristine.data(), bytes, label + ": modified sendbuf");
     }
     ck.rc(rc, label);
-    if (me_root) {
-        ck.same(t, false, got.p(), ref.p(), n, label);
-    } else {
-        ck.untouched(got.p(), bytes, label + ": wrote into a non-root recvbuf");
-    }
+    ck.rooted(me_root, t, got.p(), ref.p(), n, bytes, label);
     ck.guards(got.b, label);
 }
 

@@ -594,10 +594,9 @@ TEST_F(Errors, IntercommunicatorGetsMpisCollective)
         GTEST_SKIP() << "an intercommunicator needs 2 ranks";
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm half, inter;
-    int color = rank < size / 2;
-    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
-    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? size / 2 : 0, 99, &inter);
+    MPI_Comm half;
+    int color;
+    MPI_Comm inter = mxh_test::world_intercomm(&half, &color);
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
     int remote = 0;
     MPI_Comm_remote_size(inter, &remote);

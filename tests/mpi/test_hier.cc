@@ -396,10 +396,9 @@ TEST_F(Hier, IntercommunicatorHasNoHierarchy)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2)
         GTEST_SKIP() << "an intercommunicator needs two ranks";
-    MPI_Comm half, inter;
-    int low = rank < size / 2;
-    MPI_Comm_split(MPI_COMM_WORLD, low, rank, &half);
-    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? size / 2 : 0, 77, &inter);
+    MPI_Comm half;
+    int low;
+    MPI_Comm inter = mxh_test::world_intercomm(&half, &low);
     EXPECT_EQ(MPIX_Hier_comm_init(inter, MPI_INFO_NULL), MPI_SUCCESS);
     int n = -1;
     EXPECT_EQ(MPIX_Hier_comm_get_num_levels(inter, &n), MPI_SUCCESS);

@@ -355,10 +355,9 @@ TEST(Metrics, FallbackReasons)
 
     // an intercommunicator (blocking: timed; nonblocking: counted)
     if (size >= 2) {
-        MPI_Comm half, inter;
-        int color = rank < size / 2;
-        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
-        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? size / 2 : 0, 7, &inter);
+        MPI_Comm half;
+        int color;
+        MPI_Comm inter = mxh_test::world_intercomm(&half, &color);
         int x = 1, y = 0;
         ASSERT_EQ(MPIX_Hier_allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter), MPI_SUCCESS);
         MPI_Request r;

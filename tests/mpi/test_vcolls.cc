@@ -964,10 +964,9 @@ TEST_F(Inter, AllCollectivesGiveMpisResult)
     int wrank = world_rank(), wsize = world_size();
     if (wsize < 2)
         GTEST_SKIP() << "an intercommunicator needs 2 ranks";
-    MPI_Comm half, inter;
-    int low = wrank < wsize / 2;
-    MPI_Comm_split(MPI_COMM_WORLD, low, wrank, &half);
-    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? wsize / 2 : 0, 77, &inter);
+    MPI_Comm half;
+    int low;
+    MPI_Comm inter = world_intercomm(&half, &low);
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
     int lrank;
     MPI_Comm_rank(half, &lrank);

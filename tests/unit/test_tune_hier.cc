@@ -25,7 +25,7 @@ mxh_config_t auto_config()
 // a measurement that fitted, flat or @plausible, @uniform, a torus or not
 mxh_tune_facts_t fitted(int flat, int plausible, int uniform = 1, int torus = 0)
 {
-    return mxh_tune_facts_t{1, 1, flat, plausible, uniform, torus};
+    return mxh_tune_facts_t{1, 1, flat, plausible, uniform, torus, 0};
 }
 
 TEST(TuneHier, MeasureWanted)
@@ -49,7 +49,7 @@ TEST(TuneHier, MeasureWanted)
 
 TEST(TuneHier, Unmeasured)
 {
-    mxh_tune_facts_t none = {0, 0, 0, 0, 1, 0};
+    mxh_tune_facts_t none = {0, 0, 0, 0, 1, 0, 0};
     mxh_config_t cfg      = auto_config();
     mxh_tune_trust_t t    = mxh_tune_trust(&cfg, &none);
     EXPECT_EQ(0, t.model); // auto without a measurement: the thresholds
@@ -147,7 +147,7 @@ TEST(TuneHier, FragmentSizeSet)
 TEST(TuneHier, NotFitted)
 {
     mxh_config_t cfg   = auto_config();
-    mxh_tune_facts_t f = {1, 0, 0, 0, 0, 0}; // measured, nothing fitted, not uniform
+    mxh_tune_facts_t f = {1, 0, 0, 0, 0, 0, 0}; // measured, nothing fitted, not uniform
     mxh_tune_trust_t t = mxh_tune_trust(&cfg, &f);
     EXPECT_EQ(0, t.model);
     EXPECT_EQ(0, t.use_fit);
