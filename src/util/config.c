@@ -894,6 +894,15 @@ mxh_status_t mxh_config_set(mxh_config_t *cfg, const char *name, const char *val
     return st;
 }
 
+/* An empty value in the environment (MPIX_HIER_FRAG_SIZE= ./prog) leaves a variable of
+ * these types unset, as NCCL reads its variables; where empty has a meaning of its own
+ * (a file, a list, factors) it is that. */
+static int empty_is_unset(const mxh_config_type_t *t)
+{
+    return t == &t_bool || t == &t_tri || t == &t_int || t == &t_size || t == &t_real ||
+           t == &t_number || t == &t_log_level || t == &t_ramp;
+}
+
 mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
 {
     for (char **e = environ; e && *e; e++) {
@@ -913,12 +922,15 @@ mxh_status_t mxh_config_apply_env(mxh_config_t *cfg, int warn_unknown)
             continue; /* the Python package's: which libmpixhier it loads (python/mpix_hier) */
         if (!strncmp(name, "MPIX_HIER_PMPI", 14))
             continue; /* the drop-in library's own (mpix/pmpi.c), read there */
-        if (find_var(name) == NULL) {
+        const mxh_config_var_t *v = find_var(name);
+        if (v == NULL) {
             if (warn_unknown)
                 mxh_warn("unknown environment variable %s ignored (the README lists the "
                          "MPIX_HIER_* variables)", name);
             continue;
         }
+        if (eq[1] == '\0' && empty_is_unset(v->type))
+            continue;
         mxh_status_t st = mxh_config_set(cfg, name, eq + 1, "environment");
         if (st != MXH_OK)
             return st;

@@ -3,6 +3,7 @@
 // the plan rows, and MPIX_HIER_TUNE / MPIX_HIER_NET set what the specific variables set.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -368,6 +369,29 @@ TEST(Config, OverflowIsAnErrorNotAWrap)
         EXPECT_NE(log.errors()[0].find("(from environment) is out of range"), std::string::npos);
     }
     unsetenv("MPIX_HIER_FRAG_SIZE");
+}
+
+// An empty value in the environment leaves a number or switch unset (as NCCL's variables);
+// a file name's empty value keeps its meaning ("" = none).
+TEST(Config, EmptyEnvironmentValueIsUnset)
+{
+    setenv("MPIX_HIER_FRAG_SIZE", "", 1);
+    setenv("MPIX_HIER_ENABLE", "", 1);
+    setenv("MPIX_HIER_TOPO_FILE", "", 1);
+    mxh_config_t d = defaults(), e = defaults();
+    std::snprintf(e.topo_file, sizeof(e.topo_file), "/not/this");
+    {
+        mxh_test::LogCapture log;
+        EXPECT_EQ(MXH_OK, mxh_config_apply_env(&e, 1));
+        EXPECT_TRUE(log.errors().empty());
+    }
+    unsetenv("MPIX_HIER_FRAG_SIZE");
+    unsetenv("MPIX_HIER_ENABLE");
+    unsetenv("MPIX_HIER_TOPO_FILE");
+    EXPECT_EQ(d.frag_size, e.frag_size);
+    EXPECT_EQ(0, e.frag_given);
+    EXPECT_EQ(d.enable, e.enable);
+    EXPECT_STREQ("", e.topo_file);
 }
 
 } // namespace
