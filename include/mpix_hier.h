@@ -298,6 +298,42 @@ MPIX_HIER_API int MPIX_Hier_comm_get_level(MPI_Comm comm, int level, MPI_Comm *l
  */
 MPIX_HIER_API int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *resultlen);
 
+/** At most this many dimensions in MPIX_Hier_comm_split_parallel. */
+#define MPIX_HIER_MAX_PARALLEL_DIMS 8
+
+/**
+ * Parallelism groups placed by the hierarchy (tensor, pipeline, data, expert, ...).
+ * Collective over the intracommunicator @p comm, with the same arguments on every rank.
+ * @p sizes[0 .. @p ndims - 1] are the dimensions' group sizes, innermost first (e.g.
+ * {tp, pp, dp}); one of them may be 0, "the rest" (comm size / the others' product); the
+ * product must be the size of @p comm. @p newcomms[d] gets the calling rank's group of
+ * dimension d (a new communicator, rank = the rank's place along d; free it with
+ * MPI_Comm_free).
+ *
+ * The ranks are put in topology order (leaf switch, node, NVLink island, rail, GPU) and
+ * numbered in mixed radix, dimension 0 fastest: the innermost groups are consecutive GPUs
+ * of one island or node, the next take the same GPU (so the same rail) on neighbouring
+ * nodes under one leaf, the outermost cross the spine. Every dimension's blocks of
+ * sizes[0] * ... * sizes[d] consecutive ranks must lie inside one island, node or leaf,
+ * or consist of whole ones; where they do not (a size that does not divide a node's
+ * ranks, uneven nodes) the call fails with MPI_ERR_ARG and a message saying which level
+ * is split, and creates nothing. The same call gives the same groups on every rank and
+ * every time (also with MPIX_HIER_ENABLE=no: the placement reads the discovered
+ * machine, not the collectives' settings). MPIX_Hier_comm_describe_parallel says what each dimension spans.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const int sizes[],
+                                                MPI_Comm newcomms[]);
+
+/**
+ * What MPIX_Hier_comm_split_parallel(@p comm, @p ndims, @p sizes) would build, one line a
+ * dimension ("dimension D: S ranks a group, level L", L the smallest level that holds each
+ * group: "rank", "nvlink island", "node", "leaf" (nodes under one leaf switch, or one
+ * network where the leaves are unknown), "spine"), or "no placement: " and the reason.
+ * Collective like it; writes as MPIX_Hier_comm_describe does.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[],
+                                                   char *buf, int buflen, int *resultlen);
+
 /* ---- metrics ------------------------------------------------------------ */
 
 /**

@@ -24,7 +24,8 @@ __all__ = [
     "alltoall", "alltoallv", "bcast", "reduce",
     "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iallgather", "iallgatherv",
     "ialltoall", "ialltoallv", "ibcast", "ireduce",
-    "Request", "waitall", "describe", "version", "Comm", "COMM_WORLD", "IN_PLACE",
+    "Request", "waitall", "describe", "split_parallel", "describe_parallel", "version",
+    "Comm", "COMM_WORLD", "IN_PLACE",
     "MPIXHierError", "cuda_enabled", "as_buffer", "library_path",
 ]
 
@@ -643,6 +644,38 @@ def describe(comm=None):
         if n.value < size:
             return buf.value.decode(errors="replace")
         size = n.value + 1
+
+
+def _sizes(sizes):
+    sizes = [int(s) for s in sizes]
+    return len(sizes), (ctypes.c_int * max(len(sizes), 1))(*sizes)
+
+
+def split_parallel(sizes, comm=None):
+    """MPIX_Hier_comm_split_parallel: one Comm per dimension of sizes (innermost first,
+    one of them 0 for the rest), e.g. split_parallel([8, 4, 0]) -> [tp, pp, dp]: tensor
+    parallelism inside the node, pipeline across nodes of a leaf, data along the rails.
+    Collective; the caller frees the communicators (Comm.free)."""
+    c = _comm_handle(comm)
+    ensure_init()
+    n, arr = _sizes(sizes)
+    out = (ctypes.c_int * max(n, 1))()
+    _lib.check(_lib.call_returning_errors(c, lib.MPIX_Hier_comm_split_parallel, c, n, arr, out),
+               "MPIX_Hier_comm_split_parallel")
+    return [Comm(out[d], owned=True) for d in range(n)]
+
+
+def describe_parallel(sizes, comm=None):
+    """MPIX_Hier_comm_describe_parallel: the level each dimension's groups span."""
+    c = _comm_handle(comm)
+    ensure_init()
+    n, arr = _sizes(sizes)
+    length = ctypes.c_int(0)
+    buf = ctypes.create_string_buffer(4096)
+    _lib.check(_lib.call_returning_errors(c, lib.MPIX_Hier_comm_describe_parallel, c, n, arr,
+                                          buf, 4096, ctypes.byref(length)),
+               "MPIX_Hier_comm_describe_parallel")
+    return buf.value.decode(errors="replace")
 
 
 def version():

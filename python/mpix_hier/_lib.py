@@ -149,6 +149,9 @@ lib.MPIX_Hier_type_bfloat16.argtypes = []
 lib.MPIX_Hier_type_float16.restype = ctypes.c_int
 lib.MPIX_Hier_type_float16.argtypes = []
 lib.MPIX_Hier_comm_describe.argtypes = [_i, ctypes.c_char_p, _i, _c_int_p]
+lib.MPIX_Hier_comm_split_parallel.argtypes = [_i, _i, _c_int_p, _c_int_p]
+lib.MPIX_Hier_comm_describe_parallel.argtypes = [_i, _i, _c_int_p, ctypes.c_char_p, _i,
+                                                 _c_int_p]
 lib.MPIX_Hier_get_version.argtypes = [_c_int_p, _c_int_p, _c_int_p]
 lib.MPIX_Hier_get_error_class.argtypes = [_c_int_p]
 

@@ -305,3 +305,25 @@ def test_describe(comm, size):
         assert "2 nodes" in text and "level 1" in text
     elif layout == "1node":
         assert "1 node" in text or "1 level" in text
+
+
+def test_split_parallel(comm, rank, size):
+    import os
+    layout = os.environ.get("MXH_TEST_LAYOUT", "")
+    per_node = 2 if layout == "2x2" else size  # 2x2: ranks 0, 1 on a; 2, 3 on b
+    tp, dp = mh.split_parallel([per_node, 0], comm)
+    try:
+        assert (tp.size, dp.size) == (per_node, size // per_node)
+        assert tp.rank == rank % per_node and dp.rank == rank // per_node
+        got = np.zeros(1, dtype=np.int64)
+        mh.allreduce(np.array([rank], dtype=np.int64), got, op="sum", comm=tp)
+        first = rank - rank % per_node
+        assert got[0] == sum(range(first, first + per_node))
+        text = mh.describe_parallel([per_node, 0], comm)
+        assert text.startswith("dimension 0: %d ranks a group, level node\n" % per_node), text
+    finally:
+        tp.free()
+        dp.free()
+    with pytest.raises(mh.MPIXHierError) as e:
+        mh.split_parallel([size + 1], comm)
+    assert "does not equal" in str(e.value)

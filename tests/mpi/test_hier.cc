@@ -548,4 +548,78 @@ TEST_F(Hier, FreeReleasesHierarchy)
                     before, after);
 }
 
+// MPIX_Hier_comm_split_parallel on the launch layout: where every node has g ranks,
+// {g, 0} gives each rank its node's ranks (in local order) and the ranks with its local
+// index on every node; twice the same groups; errors on every rank, comm usable.
+TEST_F(Hier, SplitParallelGroupsFollowTheLayout)
+{
+    const Layout &L = layout();
+    std::map<std::string, int> per_node;
+    for (auto &n : L.node)
+        per_node[n]++;
+    int g = per_node.begin()->second;
+    bool even = true;
+    for (auto &kv : per_node)
+        even = even && kv.second == g;
+    if (!even)
+        g = 1; // {1, 0} places on any layout
+    int sizes[2] = {g, 0};
+    MPI_Comm c[2], again[2];
+    ASSERT_EQ(MPIX_Hier_comm_split_parallel(MPI_COMM_WORLD, 2, sizes, c), MPI_SUCCESS);
+    std::set<int> same_local;
+    for (int q = 0; q < L.size; q++)
+        if (L.local[(size_t)q] == L.local[(size_t)L.rank] || !even)
+            same_local.insert(q);
+    int r0 = -1;
+    MPI_Comm_rank(c[0], &r0);
+    if (even) {
+        EXPECT_EQ(set_str(members(c[0])), set_str(L.same_node(L.rank)));
+        EXPECT_EQ(r0, L.local[(size_t)L.rank]);
+    } else {
+        EXPECT_EQ(set_str(members(c[0])), set_str({L.rank}));
+    }
+    EXPECT_EQ(set_str(members(c[1])), set_str(same_local));
+    ASSERT_EQ(MPIX_Hier_comm_split_parallel(MPI_COMM_WORLD, 2, sizes, again), MPI_SUCCESS);
+    for (int d = 0; d < 2; d++) {
+        int cmp = -1;
+        MPI_Comm_compare(c[d], again[d], &cmp);
+        EXPECT_EQ(cmp, MPI_CONGRUENT) << "dimension " << d;
+        MPI_Comm_free(&c[d]);
+        MPI_Comm_free(&again[d]);
+    }
+    char text[512] = "";
+    int len = -1;
+    ASSERT_EQ(MPIX_Hier_comm_describe_parallel(MPI_COMM_WORLD, 2, sizes, text, sizeof(text), &len),
+              MPI_SUCCESS);
+    EXPECT_EQ((size_t)len, std::strlen(text));
+    std::string want0 = "dimension 0: " + std::to_string(g) + " ranks a group, level " +
+                        (g > 1 ? "node" : "rank") + "\n";
+    EXPECT_EQ(std::string(text).rfind(want0, 0), 0u) << text;
+
+    // errors: reported on every rank, nothing created, the communicator usable
+    MPI_Errhandler old;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int bad[1] = {L.size + 1}, cls = -1;
+    MPI_Comm out[2] = {MPI_COMM_NULL, MPI_COMM_NULL};
+    int rc = MPIX_Hier_comm_split_parallel(MPI_COMM_WORLD, 1, bad, out);
+    MPI_Error_class(rc, &cls);
+    EXPECT_EQ(cls, MPI_ERR_ARG);
+    EXPECT_EQ(out[0], MPI_COMM_NULL);
+    ASSERT_EQ(MPIX_Hier_comm_describe_parallel(MPI_COMM_WORLD, 1, bad, text, sizeof(text), &len),
+              MPI_SUCCESS);
+    EXPECT_NE(std::strstr(text, "no placement: the sizes' product"), nullptr) << text;
+    if (L.size > 1) { // the ranks disagree: every rank hears of it
+        int mine[2] = {L.rank == 0 ? 1 : L.size, L.rank == 0 ? L.size : 1};
+        rc = MPIX_Hier_comm_split_parallel(MPI_COMM_WORLD, 2, mine, out);
+        MPI_Error_class(rc, &cls);
+        EXPECT_EQ(cls, MPI_ERR_ARG);
+    }
+    int one = 1, sum = 0;
+    EXPECT_EQ(MPIX_Hier_allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(sum, L.size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&old);
+}
+
 } // namespace

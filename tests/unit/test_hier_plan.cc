@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ extern "C" {
 #include "exec/p2p.h"
 #include "decide/tune.h"
 #include "decide/levels.h"
+#include "decide/parallel.h"
 #include "util/config.h"
 #include "topo/record.h"
 }
@@ -2263,4 +2265,216 @@ TEST(CollDesc, Facts)
             << d->name;
         EXPECT_EQ(c < MXH_COLL_NSCHED, !d->vector && c != MXH_COLL_ALLTOALL) << d->name;
     }
+}
+
+// ---- parallelism groups (decide/parallel.h) ----------------------------------------
+
+namespace {
+
+// The placement rule of parallel.h written out on its own: ranks sorted by (leaf, node's
+// place in its leaf, node, island, rail, GPU, local index); dimension d's group of a rank
+// is the ranks whose sorted index has the same mixed-radix digits but the d-th. Returns
+// each rank's group as the sorted list of its members.
+std::vector<std::vector<int>> ref_groups(const mxh_layout_t *L, const std::vector<int> &size,
+                                         size_t d)
+{
+    int n = L->nranks;
+    std::vector<int> order(n), at(n);
+    for (int r = 0; r < n; r++)
+        order[r] = r;
+    auto key = [L](int r) {
+        int v = L->node_of[r];
+        return std::vector<int>{L->leaf_of_node[v], L->node_pos[v], v,
+                                L->nislands ? L->island_of[r] : 0, L->rail[r], L->gpu_of[r],
+                                L->local_index[r], r};
+    };
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+    for (int p = 0; p < n; p++)
+        at[order[p]] = p;
+    auto digits = [&](int p) {
+        std::vector<int> dg;
+        for (int s : size) {
+            dg.push_back(p % s);
+            p /= s;
+        }
+        return dg;
+    };
+    std::vector<std::vector<int>> g(n);
+    for (int r = 0; r < n; r++)
+        for (int s = 0; s < n; s++) {
+            std::vector<int> a = digits(at[r]), b = digits(at[s]);
+            a[d] = b[d] = 0;
+            if (a == b)
+                g[r].push_back(s);
+        }
+    return g;
+}
+
+struct Placed {
+    mxh_status_t st;
+    std::vector<int> size;
+    std::vector<mxh_parallel_span_t> span;
+    std::vector<std::vector<std::vector<int>>> groups; // [d][rank]: members, sorted
+    std::string why;
+};
+
+Placed place(const mxh_layout_t *L, std::vector<int> size)
+{
+    Placed P;
+    int n = L->nranks;
+    std::vector<int> pos(n);
+    P.span.resize(size.size());
+    char why[256];
+    P.st   = mxh_parallel_place(L, (int)size.size(), size.data(), pos.data(), P.span.data(),
+                                why, sizeof(why));
+    P.size = size;
+    P.why  = why;
+    if (P.st != MXH_OK)
+        return P;
+    for (size_t d = 0; d < size.size(); d++) {
+        std::map<int, std::vector<std::pair<int, int>>> by_color; // colour -> (key, rank)
+        std::vector<int> color(n), key(n);
+        for (int r = 0; r < n; r++) {
+            mxh_parallel_group(size.data(), (int)d, pos[r], &color[r], &key[r]);
+            by_color[color[r]].push_back({key[r], r});
+        }
+        std::vector<std::vector<int>> g(n);
+        for (int r = 0; r < n; r++) {
+            auto m = by_color[color[r]];
+            std::sort(m.begin(), m.end());
+            for (size_t k = 0; k < m.size(); k++) {
+                EXPECT_EQ((int)k, m[k].first) << "keys of a group are 0..size-1";
+                g[r].push_back(m[k].second);
+            }
+            std::sort(g[r].begin(), g[r].end());
+        }
+        P.groups.push_back(g);
+    }
+    return P;
+}
+
+// Places @size on @lay; expects the reference's groups and @spans.
+void expect_placement(const Layout &lay, int mask, const std::vector<int> &size,
+                      const std::vector<mxh_parallel_span_t> &spans)
+{
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), (int)lay.recs.size(), mask, &L.p));
+    Placed P = place(L.p, size);
+    ASSERT_EQ(MXH_OK, P.st) << P.why;
+    for (size_t d = 0; d < size.size(); d++) {
+        EXPECT_EQ(spans[d], P.span[d]) << "dimension " << d;
+        auto ref = ref_groups(L.p, P.size, d);
+        for (int r = 0; r < L.p->nranks; r++) {
+            EXPECT_EQ(ref[r], P.groups[d][r]) << "dimension " << d << " rank " << r;
+            EXPECT_EQ((size_t)P.size[d], P.groups[d][r].size());
+        }
+    }
+}
+
+} // namespace
+
+// tp = 8 inside a node, pp = 2 on the nodes of one leaf, dp = the rest across leaves;
+// ranks interleaved over the nodes and shuffled: the groups follow the machine.
+TEST(Parallel, GroupsFollowTheMachine)
+{
+    const auto N = MXH_SPAN_NODE, F = MXH_SPAN_LEAF, S = MXH_SPAN_SPINE;
+    for (int order : {0, 1, 2}) {
+        Layout lay = make_layout({8, 8, 8, 8, 8, 8, 8, 8}, 2, order, 7);
+        expect_placement(lay, kAllLevels, {8, 2, 0}, {N, F, S});
+        expect_placement(lay, kAllLevels, {4, 2, 2, 0}, {N, N, F, S});
+        expect_placement(lay, kAllLevels, {0}, {S});
+        expect_placement(lay, kAllLevels, {1, 64}, {MXH_SPAN_SELF, S});
+        LayoutPtr L;
+        ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 64, kAllLevels, &L.p));
+        Placed P = place(L.p, {8, 2, 0});
+        ASSERT_EQ(MXH_OK, P.st);
+        EXPECT_EQ(4, P.size[2]);
+        for (int r = 0; r < 64; r++) {
+            for (int m : P.groups[0][r]) // tp: one node
+                EXPECT_EQ(L.p->node_of[r], L.p->node_of[m]);
+            for (int m : P.groups[1][r]) { // pp: one leaf, one rail
+                EXPECT_EQ(L.p->leaf_of_node[L.p->node_of[r]], L.p->leaf_of_node[L.p->node_of[m]]);
+                EXPECT_EQ(L.p->rail[r], L.p->rail[m]);
+            }
+            std::set<int> leaves;
+            for (int m : P.groups[2][r]) { // dp: one rail, every leaf
+                EXPECT_EQ(L.p->rail[r], L.p->rail[m]);
+                leaves.insert(L.p->leaf_of_node[L.p->node_of[m]]);
+            }
+            EXPECT_EQ(4u, leaves.size());
+        }
+    }
+}
+
+// Two nodes of 8 GPUs in NVLink islands of 4 (GPUs 0-3 and 4-7), ranks in reverse GPU
+// order: a group of 4 is one island, of 2 half of one.
+TEST(Parallel, IslandsHoldTheInnermostGroups)
+{
+    Layout lay;
+    add_gpu_node(lay, "a", "", 8, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 0, 0, 1, 1, 1, 1},
+                 {7, 6, 5, 4, 3, 2, 1, 0});
+    add_gpu_node(lay, "b", "", 8, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 0, 0, 1, 1, 1, 1},
+                 {7, 6, 5, 4, 3, 2, 1, 0});
+    const auto I = MXH_SPAN_ISLAND, N = MXH_SPAN_NODE, F = MXH_SPAN_LEAF;
+    expect_placement(lay, kWithIslands, {4, 2, 2}, {I, N, F});
+    expect_placement(lay, kWithIslands, {2, 2, 0}, {I, I, F});
+    expect_placement(lay, kWithIslands, {8, 2}, {N, F});
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), 16, kWithIslands, &L.p));
+    Placed P = place(L.p, {4, 0});
+    ASSERT_EQ(MXH_OK, P.st);
+    for (int m : P.groups[0][0])
+        EXPECT_EQ(L.p->island_of[0], L.p->island_of[m]);
+    // 8 GPUs of a node as 2 x 4 where islands are 4: whole islands, fine; 6 would split one
+    Placed Q = place(L.p, {2, 4, 2});
+    EXPECT_EQ(MXH_OK, Q.st) << Q.why;
+}
+
+// Sizes that split a level or do not multiply to the ranks: MXH_ERR_INVALID_PARAM and the reason.
+TEST(Parallel, SizesThatDoNotFitAreErrors)
+{
+    Layout three = make_layout({4, 4, 4}, 0, 0);
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(three.recs.data(), 12, kAllLevels, &L.p));
+    struct {
+        std::vector<int> size;
+        const char *why;
+    } bad[] = {
+        {{6, 2}, "dimension 0: groups of 6 consecutive ranks (the sizes up to it) split a node"},
+        {{5, 0}, "the sizes' product (without the rest) 5 does not divide the 12 ranks"},
+        {{4, 4}, "the sizes' product 16 does not equal the 12 ranks"},
+        {{4, 2}, "the sizes' product 8 does not equal the 12 ranks"},
+        {{0, 0}, "size 0 of dimension 1: a size is positive, or 0 (the rest) for one dimension"},
+        {{-2, 6}, "size -2 of dimension 0: a size is positive, or 0 (the rest) for one dimension"},
+        {{}, "ndims 0 out of range [1, 8]"},
+    };
+    for (auto &b : bad) {
+        Placed P = place(L.p, b.size);
+        EXPECT_EQ(MXH_ERR_INVALID_PARAM, P.st);
+        EXPECT_EQ(b.why, P.why);
+    }
+    expect_placement(three, kAllLevels, {2, 6}, {MXH_SPAN_NODE, MXH_SPAN_LEAF});
+    expect_placement(three, kAllLevels, {12}, {MXH_SPAN_LEAF});
+    // uneven nodes (3 + 1): whole nodes place, pairs would split the first
+    Layout uneven = make_layout({3, 1}, 0, 0);
+    expect_placement(uneven, kAllLevels, {1, 4}, {MXH_SPAN_SELF, MXH_SPAN_LEAF});
+    LayoutPtr U;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(uneven.recs.data(), 4, kAllLevels, &U.p));
+    Placed P = place(U.p, {2, 2});
+    EXPECT_EQ(MXH_ERR_INVALID_PARAM, P.st);
+    EXPECT_EQ("dimension 0: groups of 2 consecutive ranks (the sizes up to it) split a node",
+              P.why);
+    // leaves of 3 and 1 nodes of 2: groups of 2 nodes split the first leaf
+    Layout leaves;
+    for (auto nl : {std::pair<const char *, const char *>{"n0", "l0"}, {"n1", "l0"}, {"n2", "l0"},
+                    {"n3", "l1"}})
+        for (int k = 0; k < 2; k++)
+            leaves.add(nl.first, nl.second);
+    LayoutPtr V;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(leaves.recs.data(), 8, kAllLevels, &V.p));
+    Placed Q = place(V.p, {2, 2, 2});
+    EXPECT_EQ(MXH_ERR_INVALID_PARAM, Q.st);
+    EXPECT_EQ("dimension 1: groups of 4 consecutive ranks (the sizes up to it) split a leaf",
+              Q.why);
+    expect_placement(leaves, kAllLevels, {2, 0}, {MXH_SPAN_NODE, MXH_SPAN_SPINE});
 }

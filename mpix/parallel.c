@@ -1,0 +1,138 @@
+/* MPIX_Hier_comm_split_parallel and _describe_parallel: argument checks and their
+ * agreement, then the placement (src/decide/parallel.h) and one MPI_Comm_split a
+ * dimension. */
+#include "config.h"
+
+#include "mpix_internal.h"
+#include "decide/parallel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What one call places: the resolved sizes, the calling rank's position, the spans. */
+typedef struct {
+    int ndims;
+    int size[MXH_PARALLEL_MAX_DIMS];
+    mxh_parallel_span_t span[MXH_PARALLEL_MAX_DIMS];
+    int pos; /* the calling rank's */
+    char why[256];
+} placement_t;
+
+/* The ranks agree on @ndims and @sizes (one MPI_Allreduce of their maxima and minima,
+ * with whether any rank's are unusable): 0 where they do, else the reason in @why. */
+static int agree(MPI_Comm comm, int ndims, const int sizes[], int ok, char *why, size_t len)
+{
+    enum { N = 2 + MXH_PARALLEL_MAX_DIMS };
+    int v[2 * N] = {0}, rc;
+
+    v[0] = ok ? ndims : 0;
+    v[1] = !ok;
+    for (int d = 0; ok && d < ndims; d++)
+        v[2 + d] = sizes[d];
+    for (int i = 0; i < N; i++)
+        v[N + i] = -v[i];
+    if ((rc = MPI_Allreduce(MPI_IN_PLACE, v, 2 * N, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
+        return rc;
+    if (v[1]) {
+        snprintf(why, len, "%s", ok ? "another rank's ndims or sizes are unusable"
+                                    : "ndims out of range [1, MPIX_HIER_MAX_PARALLEL_DIMS] "
+                                      "or sizes NULL");
+        return MPI_ERR_ARG;
+    }
+    for (int i = 0; i < N; i++)
+        if (v[i] != -v[N + i]) {
+            snprintf(why, len, "the ranks differ in %s", i == 0 ? "ndims" : "sizes");
+            return MPI_ERR_ARG;
+        }
+    return MPI_SUCCESS;
+}
+
+/* Checks, agreement and placement for @F: MPI_SUCCESS, a raised error, or NO_PLACEMENT
+ * (not raised; the reason in pl->why) where the sizes do not fit the hierarchy. */
+#define NO_PLACEMENT (-1)
+static int place(MPI_Comm comm, const char *F, int ndims, const int sizes[], placement_t *pl)
+{
+    int ok = ndims >= 1 && ndims <= MXH_PARALLEL_MAX_DIMS && sizes != NULL;
+    int rc, flag = 0, rank, n, *pos = NULL;
+    mxh_hier_t *h;
+    mxh_status_t st;
+
+    pl->why[0] = '\0';
+    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+        return rc;
+    if (MPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag)
+        return mxh_raise(comm, MPI_ERR_COMM, F, "an intercommunicator has no hierarchy");
+    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = agree(comm, ndims, sizes, ok, pl->why, sizeof(pl->why))) != MPI_SUCCESS)
+        return rc == MPI_ERR_ARG ? mxh_raise(comm, rc, F, "%s", pl->why) : rc;
+    pl->ndims = ndims;
+    memcpy(pl->size, sizes, sizeof(int) * (size_t)ndims);
+    MPI_Comm_rank(comm, &rank);
+    n = h->layout->nranks;
+    if ((pos = malloc(sizeof(int) * (size_t)n)) == NULL)
+        return mxh_raise(comm, MPI_ERR_NO_MEM, F, "out of memory for %d ranks' positions", n);
+    st = mxh_parallel_place(h->layout, ndims, pl->size, pos, pl->span, pl->why,
+                            sizeof(pl->why));
+    pl->pos = pos[rank];
+    free(pos);
+    if (st == MXH_ERR_INVALID_PARAM)
+        return NO_PLACEMENT;
+    return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
+}
+
+int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const int sizes[],
+                                  MPI_Comm newcomms[])
+{
+    static const char F[] = "MPIX_Hier_comm_split_parallel";
+    placement_t pl;
+    int rc;
+
+    if ((rc = place(comm, F, ndims, sizes, &pl)) == NO_PLACEMENT)
+        return mxh_raise(comm, MPI_ERR_ARG, F, "%s", pl.why);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (newcomms == NULL) /* agreed: every rank got the same sizes, a pointer is local */
+        return mxh_raise(comm, MPI_ERR_ARG, F, "newcomms is NULL");
+    for (int d = 0; d < ndims; d++) {
+        int color, key;
+        mxh_parallel_group(pl.size, d, pl.pos, &color, &key);
+        if ((rc = MPI_Comm_split(comm, color, key, &newcomms[d])) != MPI_SUCCESS) {
+            while (d-- > 0)
+                MPI_Comm_free(&newcomms[d]);
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[], char *buf,
+                                     int buflen, int *resultlen)
+{
+    static const char F[] = "MPIX_Hier_comm_describe_parallel";
+    placement_t pl;
+    char text[MXH_PARALLEL_MAX_DIMS * 64 + 300];
+    size_t off = 0;
+    int rc;
+
+    if (buflen < 0 || (buf == NULL && buflen > 0))
+        return mxh_raise(comm, MPI_ERR_ARG, F, "buf is NULL or buflen (%d) negative", buflen);
+    rc = place(comm, F, ndims, sizes, &pl);
+    if (rc == NO_PLACEMENT) {
+        snprintf(text, sizeof(text), "no placement: %s\n", pl.why);
+    } else if (rc != MPI_SUCCESS) {
+        return rc;
+    } else {
+        text[0] = '\0';
+        for (int d = 0; d < ndims && off < sizeof(text); d++)
+            off += (size_t)snprintf(text + off, sizeof(text) - off,
+                                    "dimension %d: %d ranks a group, level %s\n", d,
+                                    pl.size[d], mxh_parallel_span_name(pl.span[d]));
+    }
+    if (buflen > 0)
+        snprintf(buf, (size_t)buflen, "%s", text);
+    if (resultlen)
+        *resultlen = (int)strlen(text);
+    return MPI_SUCCESS;
+}
