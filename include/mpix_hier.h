@@ -237,6 +237,71 @@ MPIX_HIER_API int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts
                                        MPI_Datatype recvtype, MPI_Comm comm,
                                        MPI_Request *request);
 
+/* ---- persistent collectives (MPI-4) ------------------------------------- */
+
+/**
+ * MPI-4's persistent collectives with MPI's signatures: the call is checked
+ * and its path decided once, here (collective: call the init functions in the
+ * same order on every rank); every MPI_Start / MPI_Startall of the request
+ * runs it with the same buffers, arguments and schedule, and MPI_Wait /
+ * MPI_Test (any variant) complete it. The request stays valid until
+ * MPI_Request_free. Buffer contents may change between starts; the buffers,
+ * counts, datatypes, op and root are those given here (the count arrays are
+ * copied). Starts on one communicator complete in order with the library's
+ * other collectives on it. Errors of the arguments are reported here; a
+ * failure while running is reported by the wait or test, through the
+ * communicator's error handler. MPI_Start on a request that is active is
+ * MPI_ERR_REQUEST.
+ *
+ * The library defines MPI_Start, MPI_Startall, MPI_Wait*, MPI_Test*,
+ * MPI_Request_get_status and MPI_Request_free: they pass every other request
+ * to MPI (PMPI_*) and run this library's. Link -lmpixhier before the MPI
+ * library (pkg-config and the CMake package do), or use the drop-in library.
+ * The request's handle is MPI's own persistent collective of the same
+ * arguments, never started by the library: where a start reaches MPI without
+ * these functions (a program linked the other way round, MPICH's mpi_f08
+ * binding, which calls PMPI_Start), MPI's collective runs instead, with the
+ * same results. Progress as for the nonblocking forms; a start of a call on
+ * one node (or one the MPI collective serves) begins at the next progress
+ * of the library, or runs on the caller's stack in the wait that completes
+ * it: MPI_Start + MPI_Wait costs what the blocking call costs, without its
+ * checks and decision.
+ */
+MPIX_HIER_API int MPIX_Hier_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                           MPI_Info info, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
+                                                      int recvcount, MPI_Datatype datatype,
+                                                      MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                                      MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Allgather_init(const void *sendbuf, int sendcount,
+                                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
+                                       MPI_Comm comm, MPI_Info info, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Reduce_init(const void *sendbuf, void *recvbuf, int count,
+                                        MPI_Datatype datatype, MPI_Op op, int root,
+                                        MPI_Comm comm, MPI_Info info, MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Allgatherv_init(const void *sendbuf, int sendcount,
+                                            MPI_Datatype sendtype, void *recvbuf,
+                                            const int recvcounts[], const int displs[],
+                                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                            MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Reduce_scatter_init(const void *sendbuf, void *recvbuf,
+                                                const int recvcounts[], MPI_Datatype datatype,
+                                                MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                                MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Alltoall_init(const void *sendbuf, int sendcount,
+                                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                          MPI_Request *request);
+MPIX_HIER_API int MPIX_Hier_Alltoallv_init(const void *sendbuf, const int sendcounts[],
+                                           const int sdispls[], MPI_Datatype sendtype,
+                                           void *recvbuf, const int recvcounts[],
+                                           const int rdispls[], MPI_Datatype recvtype,
+                                           MPI_Comm comm, MPI_Info info, MPI_Request *request);
+
 /* ---- half precision datatypes ------------------------------------------ */
 
 /**

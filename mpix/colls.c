@@ -5,6 +5,8 @@
 
 #include "coll/coll.h"
 #include "coll/metrics.h"
+#include "coll/persist.h"
+#include "reduce/reduce.h"
 #include "exec/task.h"
 #include "util/log.h"
 #include "mpix_internal.h"
@@ -866,3 +868,224 @@ int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts[], const int 
                          recvtype, comm, F, &a));
     return entry_start(&a, 0, request);
 }
+
+/* ---- persistent: MPI-4's *_init ----
+ *
+ * The handle is MPI's own persistent collective of the same arguments
+ * (coll/persist.h says why), created first, as MPI orders init calls; then
+ * the call's checks and decision, kept in the request (each MPI_Start runs
+ * them no more). On an intercommunicator MPI's own request is the request. */
+
+#if MPI_VERSION >= 4
+static int init_checks(MPI_Comm comm, MPI_Request *request, const char *F)
+{
+    CHECK(mxh_check_comm(comm, F));
+    return check_request(comm, request, F);
+}
+
+static int entry_init(mxh_coll_args_t *a, int hier_op, MPI_Request proxy, MPI_Request *request)
+{
+    mxh_persist_t *p;
+    int rc = entry_prepare(a, hier_op);
+    if (rc == MPI_SUCCESS)
+        rc = entry_done(a, mxh_persist_new(a, proxy, &p));
+    if (rc != MPI_SUCCESS) {
+        MPI_Request_free(&proxy);
+        return rc;
+    }
+    *request = proxy;
+    return MPI_SUCCESS;
+}
+
+/* MPI's op for the handle (the library's own for its half types). */
+static MPI_Op proxy_op(MPI_Datatype dt, MPI_Op op)
+{
+    return mxh_reduce_mpi_op(dt, op);
+}
+
+int MPIX_Hier_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Allreduce_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    int hier_op = 0;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
+        INTER(MXH_COLL_ALLREDUCE, 0, count, datatype, 0,
+              MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request));
+    }
+    CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
+    CHECK(MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, proxy_op(datatype, op), comm,
+                             info, &proxy));
+    return entry_init(&a, hier_op, proxy, request);
+}
+
+int MPIX_Hier_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Reduce_scatter_block_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    int hier_op = 0;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, recvcount, 0, datatype, MPI_BYTE, op));
+        INTER(MXH_COLL_REDUCE_SCATTER_BLOCK, 0, recvcount, datatype, 1,
+              MPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                            info, request));
+    }
+    CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
+    CHECK(MPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype,
+                                        proxy_op(datatype, op), comm, info, &proxy));
+    return entry_init(&a, hier_op, proxy, request);
+}
+
+int MPIX_Hier_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Allgather_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
+        INTER(MXH_COLL_ALLGATHER, 0, recvcount, recvtype, 1,
+              MPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm, info, request));
+    }
+    CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+                         &a));
+    CHECK(MPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                             info, &proxy));
+    return entry_init(&a, 0, proxy, request);
+}
+
+int MPIX_Hier_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Bcast_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, MPI_SUM));
+        INTER(MXH_COLL_BCAST, 0, count, datatype, 0,
+              MPI_Bcast_init(buffer, count, datatype, root, comm, info, request));
+    }
+    CHECK(bcast_args(buffer, count, datatype, root, comm, F, &a));
+    CHECK(MPI_Bcast_init(buffer, count, datatype, root, comm, info, &proxy));
+    return entry_init(&a, 0, proxy, request);
+}
+
+int MPIX_Hier_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
+                          MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Reduce_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    int hier_op = 0;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
+        INTER(MXH_COLL_REDUCE, 0, count, datatype, 0,
+              MPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info,
+                              request));
+    }
+    CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
+    CHECK(MPI_Reduce_init(sendbuf, recvbuf, count, datatype, proxy_op(datatype, op), root, comm,
+                          info, &proxy));
+    return entry_init(&a, hier_op, proxy, request);
+}
+
+int MPIX_Hier_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, const int recvcounts[], const int displs[],
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                              MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Allgatherv_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
+        INTER(MXH_COLL_ALLGATHERV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                  recvtype, comm, info, request));
+    }
+    CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                          comm, F, &a));
+    CHECK(MPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, comm, info, &proxy));
+    return entry_init(&a, 0, proxy, request);
+}
+
+int MPIX_Hier_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Reduce_scatter_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    int hier_op = 0;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
+        INTER(MXH_COLL_REDUCE_SCATTER, 0, inter_vsum(comm, recvcounts), datatype, 0,
+              MPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info,
+                                      request));
+    }
+    CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
+                              &hier_op));
+    CHECK(MPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
+                                  proxy_op(datatype, op), comm, info, &proxy));
+    return entry_init(&a, hier_op, proxy, request);
+}
+
+int MPIX_Hier_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Alltoall_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
+        INTER(MXH_COLL_ALLTOALL, 0, recvcount, recvtype, 1,
+              MPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                comm, info, request));
+    }
+    CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+                        &a));
+    CHECK(MPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                            info, &proxy));
+    return entry_init(&a, 0, proxy, request);
+}
+
+int MPIX_Hier_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                             MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Info info, MPI_Request *request)
+{
+    static const char F[] = "MPIX_Hier_Alltoallv_init";
+    mxh_coll_args_t a;
+    MPI_Request proxy;
+    CHECK(init_checks(comm, request, F));
+    if (mxh_comm_is_inter(comm)) {
+        CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
+        INTER(MXH_COLL_ALLTOALLV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
+              MPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm, info, request));
+    }
+    CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                         recvtype, comm, F, &a));
+    CHECK(MPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm, info, &proxy));
+    return entry_init(&a, 0, proxy, request);
+}
+#endif

@@ -67,6 +67,16 @@ static struct {
     void (*i##c)(void);
     COLLS(PTRS)
 #undef PTRS
+    void (*allreduce_init)(void), (*reduce_scatter_block_init)(void), (*reduce_scatter_init)(void),
+        (*allgather_init)(void), (*allgatherv_init)(void), (*alltoall_init)(void),
+        (*alltoallv_init)(void), (*bcast_init)(void), (*reduce_init)(void);
+#define REQ_FUNCS(X)                                                                              \
+    X(MPI_Start) X(MPI_Startall) X(MPI_Wait) X(MPI_Waitall) X(MPI_Waitany) X(MPI_Waitsome)       \
+    X(MPI_Test) X(MPI_Testall) X(MPI_Testany) X(MPI_Testsome) X(MPI_Request_get_status)          \
+    X(MPI_Request_free)
+#define REQ_PTR(f) void (*f)(void);
+    REQ_FUNCS(REQ_PTR)
+#undef REQ_PTR
     void (*comm_init)(void);
     void (*comm_get_num_levels)(void);
     void (*comm_get_level)(void);
@@ -97,6 +107,20 @@ static void (*lookup(const char *name))(void)
     }
     void (*f)(void);
     memcpy(&f, &p, sizeof f); /* object to function pointer, as POSIX allows */
+    return f;
+}
+
+/* The library's own definition of @name, one that MPI also defines (its
+ * request functions): looked up in libmpixhier itself, never the next one. */
+static void (*lookup_core(const char *name))(void)
+{
+    void *p = NULL, *h = dlopen(MXH_CORE_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    if (h != NULL) {
+        p = dlsym(h, name);
+        dlclose(h);
+    }
+    void (*f)(void);
+    memcpy(&f, &p, sizeof f);
     return f;
 }
 
@@ -163,6 +187,18 @@ static void init(void)
     real.i##c = lookup("MPIX_Hier_I" #c);
     COLLS(FIND)
 #undef FIND
+    real.allreduce_init            = lookup("MPIX_Hier_Allreduce_init");
+    real.reduce_scatter_block_init = lookup("MPIX_Hier_Reduce_scatter_block_init");
+    real.reduce_scatter_init       = lookup("MPIX_Hier_Reduce_scatter_init");
+    real.allgather_init            = lookup("MPIX_Hier_Allgather_init");
+    real.allgatherv_init           = lookup("MPIX_Hier_Allgatherv_init");
+    real.alltoall_init             = lookup("MPIX_Hier_Alltoall_init");
+    real.alltoallv_init            = lookup("MPIX_Hier_Alltoallv_init");
+    real.bcast_init                = lookup("MPIX_Hier_Bcast_init");
+    real.reduce_init               = lookup("MPIX_Hier_Reduce_init");
+#define REQ_FIND(f) real.f = lookup_core(#f);
+    REQ_FUNCS(REQ_FIND)
+#undef REQ_FIND
     real.comm_init           = lookup("MPIX_Hier_comm_init");
     real.comm_get_num_levels = lookup("MPIX_Hier_comm_get_num_levels");
     real.comm_get_level      = lookup("MPIX_Hier_comm_get_level");
@@ -325,6 +361,88 @@ WRAP(reduce, 1, ireduce, MPI_Ireduce, PMPI_Ireduce, MPIX_Hier_Ireduce,
      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
       MPI_Comm comm, MPI_Request *request),
      (sendbuf, recvbuf, count, datatype, op, root, comm, request))
+
+/* ---- persistent collectives (MPI-4), taken with their collective ---- */
+
+WRAP(allreduce, 1, allreduce_init, MPI_Allreduce_init, PMPI_Allreduce_init,
+     MPIX_Hier_Allreduce_init,
+     (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+      MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, recvbuf, count, datatype, op, comm, info, request))
+WRAP(reduce_scatter_block, 1, reduce_scatter_block_init, MPI_Reduce_scatter_block_init,
+     PMPI_Reduce_scatter_block_init, MPIX_Hier_Reduce_scatter_block_init,
+     (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+      MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, recvbuf, recvcount, datatype, op, comm, info, request))
+WRAP(reduce_scatter, 1, reduce_scatter_init, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init,
+     MPIX_Hier_Reduce_scatter_init,
+     (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+      MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request))
+WRAP(allgather, 1, allgather_init, MPI_Allgather_init, PMPI_Allgather_init,
+     MPIX_Hier_Allgather_init,
+     (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request))
+WRAP(allgatherv, 1, allgatherv_init, MPI_Allgatherv_init, PMPI_Allgatherv_init,
+     MPIX_Hier_Allgatherv_init,
+     (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+      const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+      MPI_Info info, MPI_Request *request),
+     (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request))
+WRAP(alltoall, 1, alltoall_init, MPI_Alltoall_init, PMPI_Alltoall_init, MPIX_Hier_Alltoall_init,
+     (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request))
+WRAP(alltoallv, 1, alltoallv_init, MPI_Alltoallv_init, PMPI_Alltoallv_init,
+     MPIX_Hier_Alltoallv_init,
+     (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+      void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+      MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info,
+      request))
+WRAP(bcast, 1, bcast_init, MPI_Bcast_init, PMPI_Bcast_init, MPIX_Hier_Bcast_init,
+     (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+      MPI_Request *request),
+     (buffer, count, datatype, root, comm, info, request))
+WRAP(reduce, 1, reduce_init, MPI_Reduce_init, PMPI_Reduce_init, MPIX_Hier_Reduce_init,
+     (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+      MPI_Comm comm, MPI_Info info, MPI_Request *request),
+     (sendbuf, recvbuf, count, datatype, op, root, comm, info, request))
+
+/* ---- MPI's request functions: the library's (mpix/requests.c), which start and
+ * complete its persistent requests and pass the others to PMPI_ ---- */
+
+#define REQ(f, PARAMS, ARGS)                                                                      \
+    PUBLIC int f PARAMS                                                                           \
+    {                                                                                             \
+        pthread_once(&once, init);                                                                \
+        if (depth > 0 || real.f == NULL)                                                          \
+            return P##f ARGS;                                                                     \
+        INSIDE(((__typeof__(&f))real.f) ARGS);                                                    \
+    }
+
+REQ(MPI_Start, (MPI_Request *request), (request))
+REQ(MPI_Startall, (int count, MPI_Request requests[]), (count, requests))
+REQ(MPI_Wait, (MPI_Request *request, MPI_Status *status), (request, status))
+REQ(MPI_Waitall, (int count, MPI_Request requests[], MPI_Status statuses[]),
+    (count, requests, statuses))
+REQ(MPI_Waitany, (int count, MPI_Request requests[], int *index, MPI_Status *status),
+    (count, requests, index, status))
+REQ(MPI_Waitsome,
+    (int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]),
+    (incount, requests, outcount, indices, statuses))
+REQ(MPI_Test, (MPI_Request *request, int *flag, MPI_Status *status), (request, flag, status))
+REQ(MPI_Testall, (int count, MPI_Request requests[], int *flag, MPI_Status statuses[]),
+    (count, requests, flag, statuses))
+REQ(MPI_Testany, (int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status),
+    (count, requests, index, flag, status))
+REQ(MPI_Testsome,
+    (int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]),
+    (incount, requests, outcount, indices, statuses))
+REQ(MPI_Request_get_status, (MPI_Request request, int *flag, MPI_Status *status),
+    (request, flag, status))
+REQ(MPI_Request_free, (MPI_Request *request), (request))
 
 /* ---- the library's other communicating functions (hierarchy build) ---- */
 

@@ -2665,7 +2665,10 @@ static mxh_status_t copy_varrays(mxh_coll_args_t *a)
     return MXH_OK;
 }
 
-mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
+/* Post @a as a task: with a generalized request in *@req, or owned (@done
+ * with @ctx, coll.h: mxh_coll_start_owned). */
+static mxh_status_t coll_post(const mxh_coll_args_t *a, MPI_Request *req, mxh_task_done_fn done,
+                              void *ctx)
 {
     mxh_task_queue_t *q;
     mxh_coll_args_t *ta;
@@ -2676,7 +2679,10 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
     if (a->path == MXH_PATH_NONE) {
         ((mxh_coll_args_t *)a)->t0 = mxh_ticks();
         mxh_metrics_record(a, 0);
-        return mxh_task_done_request(req);
+        if (done == NULL)
+            return mxh_task_done_request(req);
+        done(ctx, MXH_OK, (void *)a);
+        return MXH_OK;
     }
     if (a->staged && (st = mem_enter(a)) != MXH_OK)
         return st;
@@ -2705,5 +2711,21 @@ mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
         mxh_task_discard(t);
         return st;
     }
-    return mxh_task_post(q, t, task_body, a->func, req);
+    if (done == NULL)
+        return mxh_task_post(q, t, task_body, a->func, req);
+    /* a schedule's first messages go out now (the network overlaps what the
+     * caller does next); the others start at the next progress or run on the
+     * waiting caller's stack */
+    return mxh_task_post_owned(q, t, task_body, a->func, done, ctx,
+                               a->path == MXH_PATH_SCHED || a->path == MXH_PATH_RAILX);
+}
+
+mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)
+{
+    return coll_post(a, req, NULL, NULL);
+}
+
+mxh_status_t mxh_coll_start_owned(const mxh_coll_args_t *a, mxh_task_done_fn done, void *ctx)
+{
+    return coll_post(a, NULL, done, ctx);
 }

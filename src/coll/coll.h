@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "exec/exec.h"
+#include "exec/task.h"
 #include "coll/hier.h"
 #include "decide/plan.h"
 #include "decide/select.h"
@@ -130,6 +131,11 @@ mxh_status_t mxh_coll_run(mxh_coll_args_t *a);
 /* Post the call as a task; *@req completes it. Plain-MPI calls on host
  * buffers become the MPI nonblocking collective itself (its request). */
 mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req);
+
+/* The same without a request (a persistent request's start, coll/persist.h):
+ * @done(@ctx, status, the call's record) runs when the call has completed (at once for a call
+ * with nothing to move). @a is copied; the caller keeps it for the next start. */
+mxh_status_t mxh_coll_start_owned(const mxh_coll_args_t *a, mxh_task_done_fn done, void *ctx);
 
 #ifdef __cplusplus
 }

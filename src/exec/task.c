@@ -11,8 +11,8 @@
  * MPI_Grequest_complete is called when a body returns. An MPI without that
  * extension gets standard generalized requests, which nothing would progress:
  * there a posted task runs to completion before the post returns. SimGrid's
- * SMPI lacks it too, but there the library is linked into the program, so it
- * defines MPI_Test, MPI_Wait and their -all/-any/-some variants, which
+ * SMPI lacks it too, but there the library is linked into the program, and its
+ * MPI_Test, MPI_Wait and their -all/-any/-some variants (mpix/requests.c)
  * progress the tasks and then call PMPI_*: posted tasks advance while the
  * simulated application computes, as on MPICH. */
 #include "config.h"
@@ -55,7 +55,7 @@
 /* Stacks and task objects kept for reuse (the steady state allocates nothing). */
 #define TASK_POOL_MAX 64
 
-enum { TASK_NEW = 0, TASK_QUEUED, TASK_RUNNING, TASK_DONE };
+enum { TASK_NEW = 0, TASK_QUEUED, TASK_RUNNING, TASK_HERE, TASK_DONE }; /* HERE: on a caller's stack */
 
 struct mxh_task {
     mxh_task_fn       fn;
@@ -67,6 +67,8 @@ struct mxh_task {
     int               completing; /* inside MPI_Grequest_complete */
     mxh_task_queue_t *q;
     mxh_task_t       *next;    /* in its queue, or in the free pool */
+    mxh_task_done_fn  done;    /* an owned task's completion (no request) */
+    void             *done_ctx;
     MPI_Request       req;
     ucontext_t        uc;
     char             *stack;   /* mapping: guard page + TASK_STACK_BYTES */
@@ -192,6 +194,8 @@ mxh_task_t *mxh_task_new(void)
     t->q      = NULL;
     t->next   = NULL;
     t->req    = MPI_REQUEST_NULL;
+    t->done   = NULL;
+    t->done_ctx = NULL;
     return t;
 }
 
@@ -270,6 +274,11 @@ static int task_finish(mxh_task_queue_t *q, mxh_task_t *t)
     mxh_task_nflight--;
     if (t->status != MXH_OK)
         mxh_debug("%s (nonblocking) failed: %s", t->func, mxh_status_string(t->status));
+    if (t->done != NULL) { /* owned: no request */
+        t->done(t->done_ctx, t->status, t->args);
+        task_release(t);
+        return more;
+    }
     /* complete the user's request: free_fn may run inside (MPI_Request_free earlier) */
     t->finished   = 1;
     t->completing = 1;
@@ -286,8 +295,8 @@ static int task_finish(mxh_task_queue_t *q, mxh_task_t *t)
 static int queue_step(mxh_task_queue_t *q)
 {
     mxh_task_t *t = q->head;
-    if (t == NULL)
-        return 0;
+    if (t == NULL || t->state == TASK_HERE)
+        return 0; /* running on a caller's stack (mxh_task_run_here): not ours to resume */
     if (t->state == TASK_QUEUED) {
         uintptr_t p = (uintptr_t)t;
         getcontext(&t->uc);
@@ -476,6 +485,40 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
     return MXH_OK;
 }
 
+mxh_status_t mxh_task_post_owned(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn,
+                                 const char *func, mxh_task_done_fn done, void *ctx, int kick)
+{
+    t->fn       = fn;
+    t->func     = func;
+    t->q        = q;
+    t->done     = done;
+    t->done_ctx = ctx;
+    t->state    = TASK_QUEUED;
+    if (q->tail)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+    queue_list(q);
+    mxh_task_nflight++;
+    if (kick && q->head == t)
+        mxh_task_progress_all();
+    return MXH_OK;
+}
+
+int mxh_task_run_here(mxh_task_t *t)
+{
+    if (current != NULL || t->state != TASK_QUEUED || t->q->head != t)
+        return 0;
+    t->state  = TASK_HERE;
+    mxh_pmpi_enter(); /* its MPI calls go to MPI under the drop-in library */
+    t->status = t->fn(t->args);
+    mxh_pmpi_leave();
+    t->state  = TASK_DONE;
+    task_finish(t->q, t);
+    return 1;
+}
+
 /* ---- waits ------------------------------------------------------------------------------------ */
 
 /* MPI_Testany for a task. In the simulation mxh_testsome instead (arrays of up
@@ -541,88 +584,3 @@ int mxh_task_wait(MPI_Request *req, MPI_Status *stat)
     }
 }
 
-#if defined(MXH_SIMGRID) && !defined(HAVE_MPIX_GREQUEST_CLASS_CREATE)
-/* ---- SMPI: MPI_Test* / MPI_Wait* progress the tasks ------------------------------------------- */
-
-/* Nothing of ours to move: inside a task (its own MPI calls) or none posted. */
-static int sim_quiet(void)
-{
-    return current != NULL || mxh_task_nflight == 0;
-}
-
-int MPI_Test(MPI_Request *req, int *flag, MPI_Status *stat)
-{
-    if (!sim_quiet())
-        mxh_task_progress_all();
-    return PMPI_Test(req, flag, stat);
-}
-
-int MPI_Testall(int n, MPI_Request *reqs, int *flag, MPI_Status *stats)
-{
-    if (!sim_quiet())
-        mxh_task_progress_all();
-    return PMPI_Testall(n, reqs, flag, stats);
-}
-
-int MPI_Testany(int n, MPI_Request *reqs, int *idx, int *flag, MPI_Status *stat)
-{
-    if (!sim_quiet())
-        mxh_task_progress_all();
-    return PMPI_Testany(n, reqs, idx, flag, stat);
-}
-
-int MPI_Testsome(int n, MPI_Request *reqs, int *outcount, int *idx, MPI_Status *stats)
-{
-    if (!sim_quiet())
-        mxh_task_progress_all();
-    return PMPI_Testsome(n, reqs, outcount, idx, stats);
-}
-
-/* The waits test until done while tasks are in flight (a blocking PMPI wait
- * on a request that only our progress completes would never return); each
- * PMPI test advances the simulated clock by smpi/test. */
-int MPI_Wait(MPI_Request *req, MPI_Status *stat)
-{
-    int flag = 0, rc;
-    while (!sim_quiet()) {
-        mxh_task_progress_all();
-        if ((rc = PMPI_Test(req, &flag, stat)) != MPI_SUCCESS || flag)
-            return rc;
-    }
-    return PMPI_Wait(req, stat);
-}
-
-int MPI_Waitall(int n, MPI_Request *reqs, MPI_Status *stats)
-{
-    int flag = 0, rc;
-    while (!sim_quiet()) {
-        mxh_task_progress_all();
-        if ((rc = PMPI_Testall(n, reqs, &flag, stats)) != MPI_SUCCESS || flag)
-            return rc;
-    }
-    return PMPI_Waitall(n, reqs, stats);
-}
-
-int MPI_Waitany(int n, MPI_Request *reqs, int *idx, MPI_Status *stat)
-{
-    int flag = 0, rc;
-    while (!sim_quiet()) {
-        mxh_task_progress_all();
-        if ((rc = PMPI_Testany(n, reqs, idx, &flag, stat)) != MPI_SUCCESS || flag)
-            return rc;
-    }
-    return PMPI_Waitany(n, reqs, idx, stat);
-}
-
-int MPI_Waitsome(int n, MPI_Request *reqs, int *outcount, int *idx, MPI_Status *stats)
-{
-    int rc;
-    while (!sim_quiet()) {
-        mxh_task_progress_all();
-        if ((rc = PMPI_Testsome(n, reqs, outcount, idx, stats)) != MPI_SUCCESS ||
-            *outcount != 0)
-            return rc;
-    }
-    return PMPI_Waitsome(n, reqs, outcount, idx, stats);
-}
-#endif

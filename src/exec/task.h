@@ -92,6 +92,17 @@ void *mxh_task_args(mxh_task_t *t);
  * status returned. */
 mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
                            MPI_Request *req);
+/* A task without a request, for an owner that tracks it (persistent requests,
+ * coll/persist.h): @done(@ctx, status, the task's arguments) runs when the body
+ * has returned, then the task is released. @kick: start the head at once, as mxh_task_post; 0
+ * leaves it queued until the next progress pass or mxh_task_run_here. */
+typedef void (*mxh_task_done_fn)(void *ctx, mxh_status_t st, void *args);
+mxh_status_t mxh_task_post_owned(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn,
+                                 const char *func, mxh_task_done_fn done, void *ctx, int kick);
+/* Run @t's body on the caller's stack when it has not started and heads its
+ * queue (and the caller is no task): the blocking call's cost, no fiber. 1 when
+ * it ran (and finished), 0 when it must progress as a task. */
+int mxh_task_run_here(mxh_task_t *t);
 /* A request that is complete from the start (a call with nothing to move),
  * with the same status as a task's. */
 mxh_status_t mxh_task_done_request(MPI_Request *req);
