@@ -16,3 +16,7 @@ benchmarks_mpix_kernel_bench_LDADD = src/libmxh.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
 benchmarks_mpix_gpu_bench_SOURCES = benchmarks/mpix_gpu_bench.c benchmarks/bench_util.h
 benchmarks_mpix_gpu_bench_LDADD = libmpixhier.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+# persistent against blocking allreduce (MPIX_Hier_Allreduce_init + MPI_Start/MPI_Wait)
+bin_PROGRAMS += benchmarks/mpix_persist_bench
+benchmarks_mpix_persist_bench_SOURCES = benchmarks/mpix_persist_bench.c
+benchmarks_mpix_persist_bench_LDADD = libmpixhier.la

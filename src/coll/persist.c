@@ -25,6 +25,13 @@ struct mxh_persist {
 int mxh_persist_live;
 int mxh_persist_nactive;
 
+/* A start of a call on one node's shared memory, held back from the task
+ * engine while nothing else of the library is queued on its communicator: the
+ * wait that completes it runs it as the blocking call does (no task, no
+ * fiber); anything else that progresses the library first makes it a task
+ * (flush), so the communicator's order holds. At most one at a time. */
+static mxh_persist_t *held;
+
 /* ---- registry: open addressing on the handle's bits, linear probing -------------------------- */
 
 static mxh_persist_t **slots;
@@ -159,18 +166,56 @@ static void started_done(void *ctx, mxh_status_t st, void *args)
     }
 }
 
+/* The task of @p's start, while it is queued: the head of its queue. */
+static mxh_task_queue_t *queue_of(const mxh_persist_t *p)
+{
+    return p->a.hier != NULL ? p->a.hier->queue : mxh_comm_queue_find(p->a.comm);
+}
+
+/* The held start becomes a task (mxh_task_flush_hook). */
+static void flush(void)
+{
+    mxh_persist_t *p = held;
+    mxh_status_t st;
+    if (p == NULL)
+        return;
+    held = NULL;
+    mxh_task_hold(-1);
+    st = mxh_coll_start_owned(&p->a, started_done, p);
+    if (st != MXH_OK) { /* reported by its wait */
+        mxh_coll_args_t copy = p->a;
+        started_done(p, st, &copy);
+    }
+}
+
+static int holdable(const mxh_persist_t *p)
+{
+    mxh_task_queue_t *q;
+    if (p->a.path != MXH_PATH_SHM || p->a.staged)
+        return 0;
+    q = queue_of(p);
+    return q == NULL || q->head == NULL;
+}
+
 mxh_status_t mxh_persist_start(mxh_persist_t *p)
 {
     mxh_status_t st;
     if (p->active)
         return MXH_ERR_INVALID_PARAM;
+    flush(); /* starts complete in order */
     p->active = 1;
     p->done   = 0;
     p->st     = MXH_OK;
     p->mpi_rc = MPI_SUCCESS;
     mxh_persist_nactive++;
     p->a.mpi_rc = MPI_SUCCESS;
-    st          = mxh_coll_start_owned(&p->a, started_done, p);
+    if (holdable(p)) {
+        mxh_task_flush_hook = flush;
+        mxh_task_hold(1);
+        held = p;
+        return MXH_OK;
+    }
+    st = mxh_coll_start_owned(&p->a, started_done, p);
     if (st != MXH_OK) {
         /* not started: the request stays inactive, the error is the start's */
         p->active = 0;
@@ -188,14 +233,8 @@ int mxh_persist_active(const mxh_persist_t *p)
 int mxh_persist_test(mxh_persist_t *p)
 {
     if (p->active && !p->done)
-        mxh_task_progress_all();
+        mxh_task_progress_all(); /* a held start becomes a task first */
     return p->done;
-}
-
-/* The task of @p's start, while it is queued: the head of its queue. */
-static mxh_task_queue_t *queue_of(const mxh_persist_t *p)
-{
-    return p->a.hier != NULL ? p->a.hier->queue : mxh_comm_queue_find(p->a.comm);
 }
 
 void mxh_persist_wait(mxh_persist_t *p)
@@ -205,6 +244,13 @@ void mxh_persist_wait(mxh_persist_t *p)
 
     if (!p->active || p->done)
         return;
+    if (p == held) { /* the blocking call, without its checks and decision */
+        mxh_coll_args_t copy = p->a;
+        held = NULL;
+        mxh_task_hold(-1);
+        started_done(p, mxh_coll_run(&copy), &copy);
+        return;
+    }
     /* not begun and first in line: run it here, as the blocking call would */
     q = queue_of(p);
     if (q != NULL && q->head != NULL && q->head == q->tail && mxh_task_run_here(q->head))
@@ -229,6 +275,8 @@ mxh_status_t mxh_persist_finish(mxh_persist_t *p, int *mpi_rc)
 
 void mxh_persist_free(mxh_persist_t *p)
 {
+    if (p == held)
+        flush(); /* it still runs, unobserved */
     reg_del(p);
     if (p->active && !p->done) {
         p->freed = 1; /* started_done frees it */

@@ -314,10 +314,18 @@ static int queue_step(mxh_task_queue_t *q)
 }
 
 void (*mxh_task_poll_hook)(void);
+void (*mxh_task_flush_hook)(void);
+
+void mxh_task_hold(int delta)
+{
+    mxh_task_nflight += delta;
+}
 
 void mxh_task_progress_all(void)
 {
     static int busy;
+    if (current == NULL && !busy && mxh_task_flush_hook != NULL)
+        mxh_task_flush_hook();
     if (current != NULL || busy || queues == NULL)
         return; /* inside a task, or already progressing (an MPI call of ours re-entered) */
     busy = 1;

@@ -112,6 +112,12 @@ void mxh_task_discard(mxh_task_t *t);
 /* Resume the head of every queue once (tasks of different communicators run
  * interleaved). Does nothing when called from inside a task. */
 void mxh_task_progress_all(void);
+/* Called at the start of every progress pass outside a task (NULL: nothing): a
+ * persistent start held back from the engine becomes a task (coll/persist.c). */
+extern void (*mxh_task_flush_hook)(void);
+/* Work posted above the engine and not yet a task counts as in flight (the
+ * entry's fast paths then take the path that progresses it). */
+void mxh_task_hold(int delta);
 /* Called at the end of every progress pass (NULL: nothing): the metrics file's
  * periodic write, which lives above this layer. */
 extern void (*mxh_task_poll_hook)(void);

@@ -185,6 +185,8 @@ struct Case {
 
 using CasePtr = std::unique_ptr<Case>;
 
+void refill(Case &c, uint64_t salt);
+
 // Buffers, inputs and MPICH's reference (a blocking MPICH collective on @c's
 // communicator: call it on every rank in the same order, before posting).
 CasePtr prepare(Checker &ck, const Spec &s, uint64_t salt, const char *cname, bool mpich = false)
@@ -218,6 +220,21 @@ CasePtr prepare(Checker &ck, const Spec &s, uint64_t salt, const char *cname, bo
     c->in.reset(new Buf(in_e * ext, 0, Role::send));
     c->got.reset(new Buf(out_e * ext, 0xCD,
                          s.coll == kBcast && c->me_root() ? Role::send : Role::recv));
+    refill(*c, salt);
+    return c;
+}
+
+// New inputs of @salt in @c's buffers (the receive buffer back to its canary) and
+// MPICH's reference for them.
+void refill(Case &cs, uint64_t salt)
+{
+    Case *c = &cs;
+    Checker &ck = *c->ck;
+    const Spec &s = c->s;
+    const mxh_type_t *t = s.t;
+    size_t n = (size_t)s.count, ext = (size_t)t->extent, p = (size_t)ck.size;
+    size_t in_e = c->in->b.bytes / (ext ? ext : 1);
+    memset(c->got->p(), 0xCD, c->got->b.bytes);
     MPI_Op fill_op = c->reduction() ? s.op : MPI_OP_NULL;
     mxh_fill(t, fill_op, c->in->p(), in_e, ck.rank, salt);
     c->pristine.assign(c->in->p(), c->in->p() + in_e * ext);
@@ -261,7 +278,6 @@ CasePtr prepare(Checker &ck, const Spec &s, uint64_t salt, const char *cname, bo
     bool send_used = s.coll != kBcast && !(s.inplace && (s.coll != kReduce || c->me_root()));
     ck.staged(*c->in, send_used);
     ck.staged(*c->got, s.coll != kReduce || c->me_root());
-    return c;
 }
 
 const void *sendbuf_of(const Case &c)
@@ -296,6 +312,28 @@ int post(Case &c)
         return MPIX_Hier_Iallgather(sb, s.count, ty, rb, s.count, ty, c.comm, &c.req);
     case kBcast: return MPIX_Hier_Ibcast(rb, s.count, ty, s.root, c.comm, &c.req);
     default: return MPIX_Hier_Ireduce(sb, rb, s.count, ty, s.op, s.root, c.comm, &c.req);
+    }
+}
+
+// The persistent form of the same call (its buffers for every start).
+int init_persistent(Case &c)
+{
+    const Spec &s = c.s;
+    const void *sb = sendbuf_of(c);
+    void *rb = c.got->p();
+    MPI_Datatype ty = s.t->type;
+    MPI_Info in = MPI_INFO_NULL;
+    c.req = MPI_REQUEST_NULL;
+    switch (s.coll) {
+    case kAllreduce:
+        return MPIX_Hier_Allreduce_init(sb, rb, s.count, ty, s.op, c.comm, in, &c.req);
+    case kRsb:
+        return MPIX_Hier_Reduce_scatter_block_init(sb, rb, s.count, ty, s.op, c.comm, in, &c.req);
+    case kAllgather:
+        return MPIX_Hier_Allgather_init(sb, s.count, ty, rb, s.count, ty, c.comm, in, &c.req);
+    case kBcast: return MPIX_Hier_Bcast_init(rb, s.count, ty, s.root, c.comm, in, &c.req);
+    default:
+        return MPIX_Hier_Reduce_init(sb, rb, s.count, ty, s.op, s.root, c.comm, in, &c.req);
     }
 }
 
@@ -884,6 +922,123 @@ TEST_P(Nbc, MixedPathsInOrder)
 // communicator usable afterwards (also with a request of it in flight)
 
 // The function name the message must mention (the plain stand-in: MPICH's).
+// ---- persistent requests (MPIX_Hier_*_init): many starts with new inputs each
+// time, bit for bit equal to MPICH's blocking collective; every completion
+// method, requests of MPICH's in the same arrays; inactive and active requests
+
+TEST_P(Nbc, PersistentStartsEqualMpich)
+{
+    const CommPair &cp = pair();
+    Checker ckA(cp.c[0], cp.cname[0]), ckB(cp.c[1], cp.cname[1]), ckS(g_side, "side");
+    Checker *cks[2] = {&ckA, &ckB};
+    const int nspec = 10, starts = quick() ? 200 : 1000;
+    std::vector<CasePtr> cs;
+    for (int i = 0; i < nspec; i++) {
+        Checker &ck = *cks[i % 2];
+        Spec s = random_spec(4242, i, ck.size);
+        s.count = std::min(s.count, 4099);  // many starts: keep each small
+        cs.push_back(prepare(ck, s, 0, cp.cname[i % 2]));
+        cs.back()->label = "persistent " + cs.back()->label;
+        ck.rc(init_persistent(*cs.back()), "init " + cs.back()->label);
+        EXPECT_NE(MPI_REQUEST_NULL, cs.back()->req) << cs.back()->label;
+    }
+    for (int it = 1; it <= starts; it++) {
+        // two requests, on A and on B, new inputs and references (same order everywhere)
+        Case &a = *cs[(size_t)(2 * it) % nspec], &b = *cs[(size_t)(2 * it + 1) % nspec];
+        const MPI_Request ha = a.req, hb = b.req;
+        refill(a, (uint64_t)it);
+        refill(b, (uint64_t)it);
+        std::string what = fmt("start %d: ", it);
+        int x = ckS.rank, y = -1, f0 = 0, f1 = 0, idx = -1;
+        MPI_Request side = MPI_REQUEST_NULL, r[3] = {a.req, b.req, MPI_REQUEST_NULL};
+        switch (it % 5) {
+        case 0:  // MPI_Start, MPI_Wait
+            ckA.rc(MPI_Start(&a.req), what + a.label);
+            ckB.rc(MPI_Start(&b.req), what + b.label);
+            ckA.rc(MPI_Wait(&a.req, MPI_STATUS_IGNORE), what + a.label);
+            ckB.rc(MPI_Wait(&b.req, MPI_STATUS_IGNORE), what + b.label);
+            break;
+        case 1:  // MPI_Startall, MPI_Test on each until both complete
+            ckA.rc(MPI_Startall(2, r), what + "MPI_Startall");
+            while (!f0 || !f1) {
+                if (!f0)
+                    ckA.rc(MPI_Test(&r[0], &f0, MPI_STATUS_IGNORE), what + a.label);
+                if (!f1)
+                    ckB.rc(MPI_Test(&r[1], &f1, MPI_STATUS_IGNORE), what + b.label);
+            }
+            break;
+        case 2:  // MPI_Waitall with MPICH's MPI_Iallreduce between them
+            ckA.rc(MPI_Startall(2, r), what + "MPI_Startall");
+            ckS.rc(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, g_side, &side), what + "side");
+            r[2] = r[1];
+            r[1] = side;
+            ckA.rc(MPI_Waitall(3, r, MPI_STATUSES_IGNORE), what + "MPI_Waitall");
+            EXPECT_EQ(MPI_REQUEST_NULL, r[1]) << what << "MPICH's request not freed";
+            EXPECT_EQ(ckS.size * (ckS.size - 1) / 2, y) << what << "MPICH's result";
+            r[1] = r[2];
+            break;
+        case 3:  // MPI_Waitany until every entry is inactive
+            ckA.rc(MPI_Startall(2, r), what + "MPI_Startall");
+            for (int k = 0; k < 3; k++) {
+                ckA.rc(MPI_Waitany(2, r, &idx, MPI_STATUS_IGNORE), what + "MPI_Waitany");
+                if (k < 2)
+                    EXPECT_TRUE(idx == 0 || idx == 1) << what << "index " << idx;
+                else
+                    EXPECT_EQ(MPI_UNDEFINED, idx) << what << "nothing active";
+            }
+            break;
+        default:  // MPI_Testsome loop, then MPI_Testall on inactive requests
+            ckA.rc(MPI_Startall(2, r), what + "MPI_Startall");
+            for (int done = 0; done < 2;) {
+                int out = 0, ind[2];
+                ckA.rc(MPI_Testsome(2, r, &out, ind, MPI_STATUSES_IGNORE), what + "MPI_Testsome");
+                ASSERT_NE(MPI_UNDEFINED, out) << what << "active requests reported inactive";
+                done += out;
+            }
+            ckA.rc(MPI_Testall(2, r, &f0, MPI_STATUSES_IGNORE), what + "MPI_Testall");
+            EXPECT_TRUE(f0) << what << "MPI_Testall on inactive requests";
+            break;
+        }
+        if (it % 5 != 0) {
+            a.req = r[0];
+            b.req = r[1];
+        }
+        EXPECT_EQ(ha, a.req) << what << a.label << ": handle changed";
+        EXPECT_EQ(hb, b.req) << what << b.label << ": handle changed";
+        check(a);
+        check(b);
+    }
+    // inactive: MPI_Wait and MPI_Test return at once; an active one cannot start again
+    Case &c = *cs[0];
+    int flag = 0;
+    ckA.rc(MPI_Wait(&c.req, MPI_STATUS_IGNORE), "MPI_Wait on an inactive request");
+    ckA.rc(MPI_Test(&c.req, &flag, MPI_STATUS_IGNORE), "MPI_Test on an inactive request");
+    EXPECT_TRUE(flag) << "MPI_Test on an inactive request";
+    refill(c, 99999);
+    ckA.rc(MPI_Start(&c.req), "MPI_Start");
+#if !MXH_TEST_PLAIN  // MPICH 4.0.2 does not check this
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(MPI_Start(&c.req), &cls);
+    EXPECT_EQ(MPI_ERR_REQUEST, cls) << "MPI_Start on an active request";
+#endif
+    ckA.rc(MPI_Wait(&c.req, MPI_STATUS_IGNORE), "MPI_Wait");
+    check(c);
+    // freed: inactive ones, and one freed while active (it completes unobserved)
+    refill(*cs[1], 77777);
+    ckB.rc(MPI_Start(&cs[1]->req), "MPI_Start before MPI_Request_free");
+    for (auto &p : cs) {
+        p->ck->rc(MPI_Request_free(&p->req), "MPI_Request_free " + p->label);
+        EXPECT_EQ(MPI_REQUEST_NULL, p->req) << p->label;
+    }
+    int one = 1, sum = 0;  // the freed start completes before this call (one FIFO on B)
+    ckB.rc(MPIX_Hier_allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, cp.c[1]),
+           "a collective after the free");
+    EXPECT_EQ(ckB.size, sum) << "a collective after the free";
+    ckA.finish();
+    ckB.finish();
+    ckS.finish();
+}
+
 std::string fn_in_message(const std::string &fn)
 {
 #if MXH_TEST_PLAIN

@@ -894,6 +894,43 @@ int MPIX_Hier_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     return rc;
 }
 
+/* Persistent forms (the five the suites use): MPICH's own. */
+int MPIX_Hier_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                             MPI_Request *request)
+{
+    return MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+}
+
+int MPIX_Hier_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request)
+{
+    return MPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
+                                         request);
+}
+
+int MPIX_Hier_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Info info, MPI_Request *request)
+{
+    return MPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              info, request);
+}
+
+int MPIX_Hier_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return MPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
+}
+
+int MPIX_Hier_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
+                          MPI_Request *request)
+{
+    return MPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+}
+
 /* Nonblocking forms: MPICH's own. */
 int MPIX_Hier_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm, MPI_Request *request)
