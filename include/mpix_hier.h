@@ -399,6 +399,23 @@ MPIX_HIER_API int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const 
 MPIX_HIER_API int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[],
                                                    char *buf, int buflen, int *resultlen);
 
+/**
+ * A communicator with the group of @p comm whose rank order follows the machine, for codes
+ * that build their own rings, stencils or pipelines over consecutive ranks. Collective over
+ * the intracommunicator @p comm. @p newcomm gets a new communicator (free it with
+ * MPI_Comm_free) in which the ranks are in topology order: by leaf switch, node, NVLink
+ * island, rail, GPU and then their order in @p comm, so consecutive ranks are ranks of one
+ * node (every node's ranks are one block), consecutive nodes are under one leaf, and rank
+ * i of a node block has the same rail as rank i of the next block when the nodes are alike.
+ * It is the order MPIX_Hier_comm_split_parallel numbers its positions in (a
+ * split_parallel with one dimension of the whole size gives the same ranks). Deterministic:
+ * every rank computes the same order from the gathered hierarchy, and a second call gives
+ * the same again (also with MPIX_HIER_ENABLE=no). Where @p comm already is in that order
+ * the result is MPI_CONGRUENT to it. Errors (through @p comm's error handler): MPI_ERR_COMM
+ * for MPI_COMM_NULL or an intercommunicator, MPI_ERR_ARG for @p newcomm NULL.
+ */
+MPIX_HIER_API int MPIX_Hier_comm_reorder(MPI_Comm comm, MPI_Comm *newcomm);
+
 /* ---- metrics ------------------------------------------------------------ */
 
 /**

@@ -1,6 +1,6 @@
 /* MPIX_Hier_comm_split_parallel and _describe_parallel: argument checks and their
  * agreement, then the placement (src/decide/parallel.h) and one MPI_Comm_split a
- * dimension. */
+ * dimension. MPIX_Hier_comm_reorder: the same topology order, one MPI_Comm_split. */
 #include "config.h"
 
 #include "mpix_internal.h"
@@ -48,22 +48,30 @@ static int agree(MPI_Comm comm, int ndims, const int sizes[], int ok, char *why,
     return MPI_SUCCESS;
 }
 
+/* The hierarchy of the intracommunicator @comm (built if needed: collective), else the
+ * error raised for @F. */
+static int intra_hier(MPI_Comm comm, const char *F, mxh_hier_t **h)
+{
+    int rc, flag = 0;
+    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+        return rc;
+    if (MPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag)
+        return mxh_raise(comm, MPI_ERR_COMM, F, "an intercommunicator has no hierarchy");
+    return mxh_entry_hier(comm, F, h);
+}
+
 /* Checks, agreement and placement for @F: MPI_SUCCESS, a raised error, or NO_PLACEMENT
  * (not raised; the reason in pl->why) where the sizes do not fit the hierarchy. */
 #define NO_PLACEMENT (-1)
 static int place(MPI_Comm comm, const char *F, int ndims, const int sizes[], placement_t *pl)
 {
     int ok = ndims >= 1 && ndims <= MXH_PARALLEL_MAX_DIMS && sizes != NULL;
-    int rc, flag = 0, rank, n, *pos = NULL;
+    int rc, rank, n, *pos = NULL;
     mxh_hier_t *h;
     mxh_status_t st;
 
     pl->why[0] = '\0';
-    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
-        return rc;
-    if (MPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag)
-        return mxh_raise(comm, MPI_ERR_COMM, F, "an intercommunicator has no hierarchy");
-    if ((rc = mxh_entry_hier(comm, F, &h)) != MPI_SUCCESS)
+    if ((rc = intra_hier(comm, F, &h)) != MPI_SUCCESS)
         return rc;
     if ((rc = agree(comm, ndims, sizes, ok, pl->why, sizeof(pl->why))) != MPI_SUCCESS)
         return rc == MPI_ERR_ARG ? mxh_raise(comm, rc, F, "%s", pl->why) : rc;
@@ -135,4 +143,29 @@ int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[]
     if (resultlen)
         *resultlen = (int)strlen(text);
     return MPI_SUCCESS;
+}
+
+int MPIX_Hier_comm_reorder(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    static const char F[] = "MPIX_Hier_comm_reorder";
+    mxh_hier_t *h;
+    mxh_status_t st;
+    int rc, rank, key, *pos;
+
+    if ((rc = mxh_check_comm(comm, F)) != MPI_SUCCESS)
+        return rc;
+    if (newcomm == NULL) /* before the collective part: a local argument */
+        return mxh_raise(comm, MPI_ERR_ARG, F, "newcomm is NULL");
+    if ((rc = intra_hier(comm, F, &h)) != MPI_SUCCESS)
+        return rc;
+    MPI_Comm_rank(comm, &rank);
+    if ((pos = malloc(sizeof(int) * (size_t)h->layout->nranks)) == NULL)
+        return mxh_raise(comm, MPI_ERR_NO_MEM, F, "out of memory for %d ranks' positions",
+                         h->layout->nranks);
+    st  = mxh_parallel_order(h->layout, pos); /* the same on every rank: the agreed layout */
+    key = pos[rank];
+    free(pos);
+    if (st != MXH_OK)
+        return mxh_raise_status(comm, st, F);
+    return MPI_Comm_split(comm, 0, key, newcomm);
 }

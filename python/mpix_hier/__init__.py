@@ -24,7 +24,8 @@ __all__ = [
     "alltoall", "alltoallv", "bcast", "reduce",
     "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iallgather", "iallgatherv",
     "ialltoall", "ialltoallv", "ibcast", "ireduce",
-    "Request", "waitall", "describe", "split_parallel", "describe_parallel", "version",
+    "Request", "waitall", "describe", "split_parallel", "describe_parallel", "reorder",
+    "version",
     "Comm", "COMM_WORLD", "IN_PLACE",
     "MPIXHierError", "cuda_enabled", "as_buffer", "library_path",
 ]
@@ -663,6 +664,18 @@ def split_parallel(sizes, comm=None):
     _lib.check(_lib.call_returning_errors(c, lib.MPIX_Hier_comm_split_parallel, c, n, arr, out),
                "MPIX_Hier_comm_split_parallel")
     return [Comm(out[d], owned=True) for d in range(n)]
+
+
+def reorder(comm=None):
+    """MPIX_Hier_comm_reorder: a Comm of the same ranks in topology order (leaf, node,
+    NVLink island, rail, GPU), so consecutive ranks are neighbours on one node, then one
+    leaf: for rings and stencils of your own. Collective; the caller frees it (Comm.free)."""
+    c = _comm_handle(comm)
+    ensure_init()
+    out = ctypes.c_int(0)
+    _lib.check(_lib.call_returning_errors(c, lib.MPIX_Hier_comm_reorder, c, ctypes.byref(out)),
+               "MPIX_Hier_comm_reorder")
+    return Comm(out.value, owned=True)
 
 
 def describe_parallel(sizes, comm=None):

@@ -152,6 +152,7 @@ lib.MPIX_Hier_comm_describe.argtypes = [_i, ctypes.c_char_p, _i, _c_int_p]
 lib.MPIX_Hier_comm_split_parallel.argtypes = [_i, _i, _c_int_p, _c_int_p]
 lib.MPIX_Hier_comm_describe_parallel.argtypes = [_i, _i, _c_int_p, ctypes.c_char_p, _i,
                                                  _c_int_p]
+lib.MPIX_Hier_comm_reorder.argtypes = [_i, _c_int_p]
 lib.MPIX_Hier_get_version.argtypes = [_c_int_p, _c_int_p, _c_int_p]
 lib.MPIX_Hier_get_error_class.argtypes = [_c_int_p]
 

@@ -327,3 +327,28 @@ def test_split_parallel(comm, rank, size):
     with pytest.raises(mh.MPIXHierError) as e:
         mh.split_parallel([size + 1], comm)
     assert "does not equal" in str(e.value)
+
+
+def test_reorder(comm, rank, size):
+    import os
+    from mpix_hier import _lib
+    two = os.environ.get("MXH_TEST_LAYOUT", "") == "2x2"  # ranks 0, 1 on a; 2, 3 on b
+    # a communicator whose ranks alternate between the nodes (2x2: a b a b), on one node
+    # the reverse of COMM_WORLD's order
+    key = (rank % 2) * 2 + rank // 2 if two else size - 1 - rank
+    mixed = comm.split(0, key)
+    re, again = mh.reorder(mixed), mh.reorder(mixed)
+    try:
+        # the topology order: nodes by their first rank in mixed, a node's ranks in mixed's
+        # order: 2x2 gives back COMM_WORLD's order, one node keeps mixed's
+        assert (re.size, re.rank) == (size, rank if two else key)
+        assert again.rank == re.rank
+        got = np.zeros(1, dtype=np.int64)
+        mh.allreduce(np.array([rank], dtype=np.int64), got, op="sum", comm=re)
+        assert got[0] == size * (size - 1) // 2
+    finally:
+        for c in (re, again, mixed):
+            c.free()
+    with pytest.raises(mh.MPIXHierError) as e:
+        mh.reorder(_lib.COMM_NULL)
+    assert e.value.error_class == 5  # MPI_ERR_COMM

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "decide/levels.h"
+#include "util/config.h"
 #include "util/status.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,36 @@ mxh_status_t mxh_parallel_place(const mxh_layout_t *L, int ndims, int *size, int
 /* Dimension @d's group of the rank at position @p: a colour (the same for the group's
  * members) and a key (the rank's place in it), for MPI_Comm_split. */
 void mxh_parallel_group(const int *size, int d, int p, int *color, int *key);
+
+/* The topology order alone: @pos[rank] = the rank's place in it, the positions
+ * mxh_parallel_place numbers (leaf, node in its leaf, node, NVLink island, rail, GPU,
+ * local index, rank). Consecutive positions are ranks of one node, then of one leaf:
+ * MPIX_Hier_comm_reorder's new ranks. */
+mxh_status_t mxh_parallel_order(const mxh_layout_t *L, int *pos);
+
+/* The smallest level that holds the @n ranks @members of @L (for any set of ranks, e.g.
+ * groups taken in another order than the placement's). */
+mxh_parallel_span_t mxh_parallel_span_of(const mxh_layout_t *L, const int *members, int n);
+
+#define MXH_PARALLEL_WHY 128
+
+/* What the cost model (decide/cost.h) predicts for dimension @d's groups of ranks at
+ * positions @pos (the placement's, or any other numbering: group members as
+ * mxh_parallel_group puts them). Each group is modelled alone on the layout of its
+ * members' records @recs (their rails kept), with @cfg's figures: the other groups of
+ * the dimension run at the same time on other GPUs and, one rail per GPU, other NICs. */
+typedef struct mxh_parallel_cost {
+    mxh_parallel_span_t span;     /* the widest group's */
+    double t[2];                  /* seconds of an allreduce [0] and an all-gather [1] of
+                                     the bytes on one group, the slowest group's (a step
+                                     waits for them all); -1 not modelled */
+    char   why[MXH_PARALLEL_WHY]; /* why a time is -1 */
+} mxh_parallel_cost_t;
+
+/* @bytes: the whole vector (an all-gather's result), of @tsize-byte elements. */
+mxh_status_t mxh_parallel_cost(const mxh_config_t *cfg, const mxh_record_t *recs,
+                               const mxh_layout_t *L, const int *size, int d, const int *pos,
+                               size_t bytes, size_t tsize, mxh_parallel_cost_t *c);
 
 #ifdef __cplusplus
 }

@@ -28,11 +28,19 @@
  *                                coordinates, decide/levels.c), or
  *                                under mpiexec on MPI_COMM_WORLD's hierarchy: predicted times,
  *                                the bound, the model's choice and today's selection
+ *   mpix_info --parallel tp=8,pp=2,dp [--nodes N --gpus G [--leaves L]] [--bytes B] [--json]
+ *                                MPIX_Hier_comm_split_parallel's groups (dimensions
+ *                                innermost first, one size omitted: the rest): per
+ *                                dimension the level its groups span and the cost model's
+ *                                allreduce and all-gather of B bytes (64 MiB) on one group,
+ *                                the same for the naive rank order; exit 1 with the reason
+ *                                where the sizes do not place
  */
 #include "config.h"
 
 #include "mpix_hier.h"
 #include "decide/cost.h"
+#include "decide/parallel.h"
 #include "coll/hier.h"
 #include "coll/metrics.h"
 #include "decide/sched.h"
@@ -55,6 +63,7 @@ typedef struct {
     int         nodes, gpus, leaves;
     long        tsize;
     const char *torus; /* --torus XxYxZ */
+    const char *parallel, *bytes; /* --parallel NAME=SIZE,..., --bytes B */
 } opts_t;
 
 static void usage(FILE *f)
@@ -64,6 +73,8 @@ static void usage(FILE *f)
                "                 [-m|--metrics] [--count N] [--hier] [--local] [-h] [--version]\n"
                "       mpix_info --explain COLL BYTES [--nodes N --gpus G [--leaves L | "
                "--torus XxYxZ]] [--tsize T]\n"
+               "       mpix_info --parallel NAME=SIZE,... [--nodes N --gpus G [--leaves L]] "
+               "[--bytes B] [--json]\n"
                "  default:         a summary: this machine (or the given file), the hierarchy\n"
                "                   (under mpiexec: MPI_COMM_WORLD's levels) and the variables\n"
                "                   that differ from their defaults\n"
@@ -73,7 +84,11 @@ static void usage(FILE *f)
                "                   elements) and the algorithms by message size\n"
                "  --local:         under mpiexec, without the hierarchy\n"
                "  --json:          everything, machine-readable\n"
-               "  --version:       the mpix-hier version and the MPI library's version\n");
+               "  --version:       the mpix-hier version and the MPI library's version\n"
+               "  --parallel:      parallelism groups (innermost first, one size omitted: the\n"
+               "                   rest): each dimension's span and the cost model's allreduce\n"
+               "                   and all-gather of B bytes (64 MiB) on a group, placed and\n"
+               "                   in the naive rank order\n");
 }
 
 /* --version: the package's version and the first line of the MPI library's version
@@ -575,6 +590,33 @@ static const char *variant_name(mxh_cost_variant_t v)
     return v <= MXH_COST_PLAN ? names[v] : "?";
 }
 
+/* The records of a described machine: @nodes nodes of @gpus ranks, node v under leaf
+ * v / @per_leaf; MPI_COMM_WORLD's rank r on node r / @gpus (block mapping), or with
+ * @cyclic on node r mod @nodes (round robin). NULL where out of memory. */
+static mxh_record_t *described_records(int nodes, int gpus, int per_leaf, int cyclic)
+{
+    int n = nodes * gpus;
+    mxh_record_t *recs = calloc((size_t)n, sizeof(*recs));
+    for (int r = 0; recs != NULL && r < n; r++) {
+        int v = cyclic ? r % nodes : r / gpus;
+        mxh_record_init(&recs[r]);
+        snprintf(recs[r].node, sizeof(recs[r].node), "n%d", v);
+        snprintf(recs[r].leaf, sizeof(recs[r].leaf), "l%d", v / per_leaf);
+    }
+    return recs;
+}
+
+/* Whether --nodes N --gpus G [--leaves L] describe a grid (N a multiple of L); else the
+ * message for @what (printed). */
+static int grid_ok(const opts_t *o, const char *what)
+{
+    if (o->nodes >= 1 && o->gpus >= 1 && (o->leaves <= 1 || o->nodes % o->leaves == 0))
+        return 1;
+    fprintf(stderr, "mpix_info: %s needs --nodes N --gpus G (N a multiple of --leaves) or "
+                    "mpiexec\n", what);
+    return 0;
+}
+
 /* The layout of --nodes N --gpus G --torus XxYxZ (product N): G ranks per node, node n
  * at coordinates n mod X, n / X mod Y, n / XY; 0, or 2 (message printed). */
 static int torus_layout(const opts_t *o, const mxh_config_t *cfg, mxh_layout_t **T)
@@ -597,14 +639,11 @@ static int torus_layout(const opts_t *o, const mxh_config_t *cfg, mxh_layout_t *
                 o->nodes);
         return 2;
     }
-    mxh_record_t *recs = calloc((size_t)n, sizeof(*recs));
+    mxh_record_t *recs = described_records(o->nodes, o->gpus, o->nodes, 0); /* one leaf */
     if (recs == NULL)
         return 2;
     for (int r = 0; r < n; r++) {
         int v = r / o->gpus;
-        mxh_record_init(&recs[r]);
-        snprintf(recs[r].node, sizeof(recs[r].node), "n%d", v);
-        snprintf(recs[r].leaf, sizeof(recs[r].leaf), "t0");
         recs[r].tndims = (int16_t)nd;
         for (int d = 0; d < nd; d++) {
             recs[r].tcoord[d] = (int16_t)(v % dims[d]);
@@ -653,11 +692,8 @@ static int explain_model(const opts_t *o, const mxh_config_t *cfg, const mxh_lay
         mxh_level_type_t type[3] = {MXH_LEVEL_NODE, MXH_LEVEL_RAIL, MXH_LEVEL_SPINE};
         int gsize[3] = {o->gpus, o->leaves > 1 ? o->nodes / o->leaves : o->nodes, o->leaves};
         int nl = o->leaves > 1 ? 3 : 2, first = o->gpus > 1 ? 0 : 1;
-        if (o->nodes < 1 || o->gpus < 1 || (o->leaves > 1 && o->nodes % o->leaves)) {
-            fprintf(stderr, "mpix_info: --explain needs --nodes N --gpus G (N a multiple of "
-                            "--leaves) or mpiexec\n");
+        if (!grid_ok(o, "--explain"))
             return 2;
-        }
         mxh_cost_model_grid(m, cfg, nl - first, type + first, gsize + first);
     }
     return 0;
@@ -842,6 +878,286 @@ static int explain(const opts_t *o, const mxh_config_t *cfg, const mxh_layout_t 
     return 0;
 }
 
+/* ---- parallelism groups (--parallel) ------------------------------------------------ */
+
+/* The dimensions of --parallel NAME=SIZE,... (innermost first): a label of letters, digits
+ * or '_' and its size, NAME, NAME= or NAME=0 for the rest; a bare SIZE is named dN.
+ * Returns the number of dimensions, 0 where malformed (message printed). */
+typedef struct {
+    int  nd;
+    char name[MXH_PARALLEL_MAX_DIMS][16];
+    int  size[MXH_PARALLEL_MAX_DIMS];
+} par_dims_t;
+
+/* Whether @s[0..len) is non-empty and all of @set (digits, or a label's characters). */
+static int all_of(const char *s, size_t len, int label)
+{
+    size_t k = 0;
+    while (k < len && ((s[k] >= '0' && s[k] <= '9') ||
+                       (label && (s[k] == '_' || ((s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'z')))))
+        k++;
+    return len > 0 && k == len;
+}
+
+static int parse_parallel(const char *spec, par_dims_t *D)
+{
+    const char *p = spec;
+    int ok = 1;
+    for (D->nd = 0; ok && *p; D->nd++) {
+        size_t len = strcspn(p, ","), nl = strcspn(p, "=,");
+        const char *v = nl < len ? p + nl + 1 : p + len; /* the size, "" for the rest */
+        size_t vl = (size_t)(p + len - v);
+        int d = D->nd, bare = nl == len && all_of(p, len, 0);
+        ok = d < MXH_PARALLEL_MAX_DIMS && nl < sizeof(D->name[d]) && all_of(p, nl, 1) &&
+             (vl == 0 || (all_of(v, vl, 0) && vl <= 7));
+        if (!ok)
+            break;
+        if (bare)
+            snprintf(D->name[d], sizeof(D->name[d]), "d%d", d);
+        else
+            snprintf(D->name[d], sizeof(D->name[d]), "%.*s", (int)nl, p);
+        D->size[d] = bare ? atoi(p) : vl ? atoi(v) : 0;
+        p += len + (p[len] == ',');
+        ok = !(p[-1] == ',' && *p == '\0'); /* no empty last item */
+    }
+    if (!ok || D->nd == 0) {
+        fprintf(stderr, "mpix_info: --parallel NAME=SIZE,... (innermost first, at most %d; "
+                        "one NAME, NAME= or NAME=0: the rest): cannot read '%s'\n",
+                MXH_PARALLEL_MAX_DIMS, spec);
+        return 0;
+    }
+    return D->nd;
+}
+
+/* One rank order --parallel prices: its ranks' records and layout, each rank's position
+ * (dimension 0 fastest) and per dimension the model's view of its groups. */
+typedef struct {
+    const char          *label, *doc;
+    const mxh_record_t  *recs;
+    const mxh_layout_t  *L;
+    int                 *pos;
+    int                  ok; /* positions exist (the placement may have none) */
+    mxh_parallel_cost_t  c[MXH_PARALLEL_MAX_DIMS];
+} par_order_t;
+
+/* Bus bandwidth in GB/s of collective @k (0 allreduce, 1 all-gather) of @bytes on @p ranks
+ * in @t seconds, as nccl-tests counts it: the algorithm's bandwidth times 2(p-1)/p for an
+ * allreduce, (p-1)/p for an all-gather (its bytes: the gathered vector). */
+static double busbw(int k, size_t bytes, int p, double t)
+{
+    return (double)bytes / t * (k == 0 ? 2.0 : 1.0) * (p - 1) / p * 1e-9;
+}
+
+static void par_print_json(const par_dims_t *D, const par_order_t *O, int no, size_t bytes,
+                           size_t ts, const char *why)
+{
+    static const char *const coll[2] = {"allreduce", "allgather"};
+    printf("{\"parallel\": {\"ranks\": %d, \"nodes\": %d, \"leaves\": %d, \"bytes\": %zu, "
+           "\"tsize\": %zu, \"dims\": [",
+           O[0].L->nranks, O[0].L->nnodes, O[0].L->nleaves, bytes, ts);
+    for (int d = 0; d < D->nd; d++) {
+        printf("%s{\"name\": ", d ? ", " : "");
+        json_str(D->name[d]);
+        printf(", \"size\": %d}", D->size[d]);
+    }
+    printf("],\n  \"placement\": {\"ok\": %s, \"why\": ", O[0].ok ? "true" : "false");
+    json_str(why);
+    printf("},\n  \"orders\": [");
+    for (int i = 0, first = 1; i < no; i++) {
+        if (!O[i].ok)
+            continue;
+        printf("%s\n    {\"order\": ", first ? "" : ",");
+        first = 0;
+        json_str(O[i].label);
+        json_kv(", \"doc\": ", O[i].doc);
+        printf(", \"dims\": [");
+        for (int d = 0; d < D->nd; d++) {
+            const mxh_parallel_cost_t *c = &O[i].c[d];
+            printf("%s\n      {\"name\": ", d ? "," : "");
+            json_str(D->name[d]);
+            printf(", \"size\": %d", D->size[d]);
+            json_kv(", \"span\": ", mxh_parallel_span_name(c->span));
+            for (int k = 0; k < 2; k++)
+                if (c->t[k] > 0)
+                    printf(", \"%s\": {\"busbw_GBps\": %.6g, \"us\": %.6g}", coll[k],
+                           busbw(k, bytes, D->size[d], c->t[k]), c->t[k] * 1e6);
+                else
+                    printf(", \"%s\": null", coll[k]);
+            json_kv(", \"why\": ", c->why);
+            printf("}");
+        }
+        printf("]}");
+    }
+    printf("]}}\n");
+}
+
+/* One cell of the table: bus bandwidth and time, or why there is none. */
+static void par_cell(int k, size_t bytes, int p, double t)
+{
+    if (t > 0)
+        printf(" %14.1f %8.1f", busbw(k, bytes, p, t), t * 1e6);
+    else
+        printf(" %23s", p > 1 ? "not modelled" : "-");
+}
+
+static void par_print_text(const par_dims_t *D, const par_order_t *O, int no, size_t bytes,
+                           size_t ts, const char *machine, const char *why)
+{
+    char b[32];
+    printf("# Parallel groups on %s (%d ranks):", machine, O[0].L->nranks);
+    for (int d = 0; d < D->nd; d++)
+        printf(" %s=%d", D->name[d], D->size[d]);
+    printf(" (innermost first)\n"
+           "# per group: allreduce and all-gather of %s (%zu-byte elements), the cost model's\n"
+           "#   prediction of its choice (decide/cost.h, MPIX_HIER_COST_*): bus bandwidth\n"
+           "#   (nccl-tests' busbw) and time, the slowest group's. Each group alone: a\n"
+           "#   dimension's other groups run on other GPUs and, one rail per GPU, other NICs;\n"
+           "#   other dimensions' traffic at the same time is not modelled\n",
+           fmt_bytes(bytes, b, sizeof(b)), ts);
+    printf("%-11s %-4s %4s  %-13s %14s %8s %14s %8s  %s\n", "order", "dim", "size", "span",
+           "allreduce GB/s", "us", "allgather GB/s", "us", "x placement");
+    for (int i = 0; i < no; i++) {
+        if (!O[i].ok) {
+            printf("%-11s no placement: %s\n", O[i].label, why);
+            continue;
+        }
+        for (int d = 0; d < D->nd; d++) {
+            const mxh_parallel_cost_t *c = &O[i].c[d], *p0 = &O[0].c[d];
+            printf("%-11s %-4s %4d  %-13s", O[i].label, D->name[d], D->size[d],
+                   mxh_parallel_span_name(c->span));
+            for (int k = 0; k < 2; k++)
+                par_cell(k, bytes, D->size[d], c->t[k]);
+            if (i > 0 && O[0].ok && c->t[0] > 0 && p0->t[0] > 0 && c->t[1] > 0 && p0->t[1] > 0)
+                printf("  %.2f %.2f", c->t[0] / p0->t[0], c->t[1] / p0->t[1]);
+            printf("\n");
+        }
+    }
+    for (int i = 0; i < no; i++)
+        printf("# %s: %s\n", O[i].label, O[i].doc);
+    printf("# x placement: the order's allreduce and all-gather times over the placement's\n");
+    for (int i = 0; i < no; i++)
+        for (int d = 0; d < D->nd && O[i].ok; d++)
+            if (D->size[d] > 1 && O[i].c[d].why[0])
+                printf("# %s %s not modelled: %s\n", O[i].label, D->name[d], O[i].c[d].why);
+}
+
+/* --parallel on @L (records @recs) and, for the described machine, @rr (round robin):
+ * the placement and the naive orders, priced; 0, 1 where the sizes do not place. */
+static int parallel_report(const opts_t *o, const mxh_config_t *cfg, par_dims_t *D,
+                           const mxh_record_t *recs, const mxh_layout_t *L,
+                           const mxh_record_t *rr_recs, const mxh_layout_t *rr,
+                           const char *machine)
+{
+    size_t bytes = o->bytes ? parse_bytes(o->bytes) : (size_t)64 << 20, ts = (size_t)o->tsize;
+    int n = L->nranks, no = rr ? 3 : 2, rc = 0;
+    int *pos = malloc(sizeof(int) * (size_t)n * 2);
+    mxh_parallel_span_t span[MXH_PARALLEL_MAX_DIMS];
+    char why[256] = "", block_doc[160], rr_doc[160];
+    par_order_t O[3] = {
+        {.label = "placement", .recs = recs, .L = L, .pos = pos, .ok = 1,
+         .doc   = "MPIX_Hier_comm_split_parallel's groups (topology order, dimension 0 "
+                  "fastest)"},
+        {.label = "naive", .recs = recs, .L = L, .pos = pos + n, .ok = 1,
+         .doc   = "MPI_COMM_WORLD order, dimension 0 fastest as Megatron takes it "
+                  "(consecutive ranks: the innermost groups)"},
+        {.label = "naive-rr", .doc = rr_doc, .recs = rr_recs, .L = rr, .pos = pos + n, .ok = 1},
+    };
+
+    if (pos == NULL || bytes == 0) {
+        fprintf(stderr, "mpix_info: --parallel: %s\n",
+                pos ? "--bytes B: B > 0 (k/m/g suffixes)" : "out of memory");
+        free(pos);
+        return 2;
+    }
+    if (rr != NULL) {
+        snprintf(block_doc, sizeof(block_doc), "MPI_COMM_WORLD order, dimension 0 fastest as "
+                 "Megatron takes it; rank r on node r / %d (block mapping)", o->gpus);
+        snprintf(rr_doc, sizeof(rr_doc), "the same order, rank r on node r mod %d (round-robin "
+                 "mapping)", o->nodes);
+        O[1].label = "naive-block";
+        O[1].doc   = block_doc;
+    }
+    if (mxh_parallel_place(L, D->nd, D->size, pos, span, why, sizeof(why)) != MXH_OK) {
+        long prod = 1;
+        for (int d = 0; d < D->nd; d++)
+            prod *= D->size[d];
+        fprintf(stderr, "mpix_info: --parallel: no placement: %s\n", why);
+        O[0].ok = 0;
+        rc      = 1;
+        if (prod != n) { /* the sizes did not resolve: no order has groups */
+            free(pos);
+            return rc;
+        }
+    }
+    for (int r = 0; r < n; r++)
+        pos[n + r] = r;
+    for (int i = 0; i < no; i++)
+        for (int d = 0; d < D->nd && O[i].ok; d++)
+            if (mxh_parallel_cost(cfg, O[i].recs, O[i].L, D->size, d, O[i].pos, bytes, ts,
+                                  &O[i].c[d]) != MXH_OK) {
+                fprintf(stderr, "mpix_info: --parallel: out of memory\n");
+                free(pos);
+                return 1;
+            }
+    for (int d = 0; d < D->nd && O[0].ok; d++)
+        O[0].c[d].span = span[d]; /* the placement's own word for it */
+    if (o->json)
+        par_print_json(D, O, no, bytes, ts, why);
+    else
+        par_print_text(D, O, no, bytes, ts, machine, why);
+    free(pos);
+    return rc;
+}
+
+/* --parallel: on the described machine (--nodes, --gpus, --leaves), else on
+ * MPI_COMM_WORLD's hierarchy. */
+static int run_parallel(opts_t *o, const mxh_config_t *cfg, int rank, int size)
+{
+    par_dims_t D;
+    mxh_hier_t *h;
+    char machine[160];
+    int rc = 2;
+
+    if (!parse_parallel(o->parallel, &D))
+        return 2;
+    if (o->tsize < 1)
+        o->tsize = 4;
+    if (o->nodes > 0 || size == 1) {
+        if (rank != 0)
+            return 0;
+        if (!grid_ok(o, "--parallel"))
+            return 2;
+        int per_leaf = o->leaves > 1 ? o->nodes / o->leaves : o->nodes;
+        mxh_record_t *b = described_records(o->nodes, o->gpus, per_leaf, 0);
+        mxh_record_t *c = described_records(o->nodes, o->gpus, per_leaf, 1);
+        mxh_layout_t *Lb = NULL, *Lc = NULL;
+        if (b && c && mxh_layout_create(b, o->nodes * o->gpus, cfg->levels_mask, &Lb) == MXH_OK &&
+            mxh_layout_create(c, o->nodes * o->gpus, cfg->levels_mask, &Lc) == MXH_OK) {
+            snprintf(machine, sizeof(machine), "%d nodes x %d GPUs, %d leaf group%s", o->nodes,
+                     o->gpus, Lb->nleaves, Lb->nleaves > 1 ? "s" : "");
+            rc = parallel_report(o, cfg, &D, b, Lb, c, Lc, machine);
+        } else {
+            fprintf(stderr, "mpix_info: --parallel: the described machine's layout: %s\n",
+                    mxh_log_last_error());
+        }
+        mxh_layout_destroy(Lb);
+        mxh_layout_destroy(Lc);
+        free(b);
+        free(c);
+        return rc;
+    }
+    if (mxh_hier_get(MPI_COMM_WORLD, &h) != MXH_OK) {
+        fprintf(stderr, "mpix_info: building the hierarchy failed: %s\n", mxh_log_last_error());
+        return 1;
+    }
+    snprintf(machine, sizeof(machine), "MPI_COMM_WORLD's hierarchy, %d node%s, %d leaf group%s",
+             h->layout->nnodes, h->layout->nnodes > 1 ? "s" : "", h->layout->nleaves,
+             h->layout->nleaves > 1 ? "s" : "");
+    return rank == 0 ? parallel_report(o, &h->config, &D, h->recs, h->layout, NULL, NULL,
+                                       machine)
+                     : 0;
+}
+
 /* Reads the arguments into @o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, opts_t *o)
 {
@@ -877,6 +1193,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->leaves = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--torus") && i + 1 < argc)
             o->torus = argv[++i];
+        else if (!strcmp(argv[i], "--parallel") && i + 1 < argc)
+            o->parallel = argv[++i];
+        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
+            o->bytes = argv[++i];
         else if (!strcmp(argv[i], "--tsize") && i + 1 < argc)
             o->tsize = atol(argv[++i]);
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -993,6 +1313,10 @@ int main(int argc, char **argv)
 
     if (o.explain_coll) {
         rc = run_explain(&o, &cfg, rank, size);
+        goto out;
+    }
+    if (o.parallel) {
+        rc = run_parallel(&o, &cfg, rank, size);
         goto out;
     }
     if (rank == 0 && o.json)

@@ -622,4 +622,92 @@ TEST_F(Hier, SplitParallelGroupsFollowTheLayout)
     MPI_Errhandler_free(&old);
 }
 
+// MPIX_Hier_comm_reorder on the launch layout: the same group, every node's ranks one
+// block of consecutive new ranks (every leaf's too), and the new ranks in the order this
+// test computes on its own: leaves and nodes by their lowest MPI_COMM_WORLD rank, a node's
+// ranks in MPI_COMM_WORLD order (the fake nodes have no GPUs: a rank's rail is its local
+// index). Twice the same, the same as split_parallel with one dimension; errors raised.
+TEST_F(Hier, ReorderPutsEachNodesRanksTogether)
+{
+    const Layout &L = layout();
+    std::map<std::string, int> leaf_first, node_first; // lowest WORLD rank of each
+    for (int q = 0; q < L.size; q++) {
+        leaf_first.emplace(L.leaf[(size_t)q], q);
+        node_first.emplace(L.node[(size_t)q], q);
+    }
+    std::vector<int> want((size_t)L.size); // new rank -> WORLD rank
+    for (int q = 0; q < L.size; q++)
+        want[(size_t)q] = q;
+    auto key = [&](int q) {
+        return std::vector<int>{leaf_first[L.leaf[(size_t)q]], node_first[L.node[(size_t)q]],
+                                L.local[(size_t)q]};
+    };
+    std::sort(want.begin(), want.end(), [&](int a, int b) { return key(a) < key(b); });
+
+    MPI_Comm re = MPI_COMM_NULL, again = MPI_COMM_NULL, split = MPI_COMM_NULL;
+    ASSERT_EQ(MPIX_Hier_comm_reorder(MPI_COMM_WORLD, &re), MPI_SUCCESS);
+    int n = -1, me = -1, cmp = -1;
+    MPI_Comm_size(re, &n);
+    MPI_Comm_rank(re, &me);
+    ASSERT_EQ(n, L.size);
+    std::vector<int> world((size_t)n, -1); // new rank -> WORLD rank, as the new comm has it
+    MPI_Allgather(&L.rank, 1, MPI_INT, world.data(), 1, MPI_INT, re);
+    EXPECT_EQ(world, want);
+    EXPECT_EQ(world[(size_t)me], L.rank);
+    std::set<std::string> nodes, leaves;
+    for (int k = 0; k < n; k++) { // a node (leaf) seen before comes back: not one block
+        const std::string &v = L.node[(size_t)world[(size_t)k]], &f = L.leaf[(size_t)world[(size_t)k]];
+        if (k == 0 || v != L.node[(size_t)world[(size_t)k - 1]]) {
+            EXPECT_TRUE(nodes.insert(v).second) << "node " << v << " split at new rank " << k;
+        }
+        if (k == 0 || f != L.leaf[(size_t)world[(size_t)k - 1]]) {
+            EXPECT_TRUE(leaves.insert(f).second) << "leaf " << f << " split at new rank " << k;
+        }
+    }
+    EXPECT_EQ((int)nodes.size(), L.num_nodes);
+    bool same_order = true;
+    for (int k = 0; k < n; k++)
+        same_order = same_order && world[(size_t)k] == k;
+    MPI_Comm_compare(re, MPI_COMM_WORLD, &cmp);
+    EXPECT_EQ(cmp, same_order ? MPI_CONGRUENT : MPI_SIMILAR);
+    ASSERT_EQ(MPIX_Hier_comm_reorder(MPI_COMM_WORLD, &again), MPI_SUCCESS);
+    MPI_Comm_compare(re, again, &cmp);
+    EXPECT_EQ(cmp, MPI_CONGRUENT) << "a second call: another order";
+    int whole = L.size;
+    ASSERT_EQ(MPIX_Hier_comm_split_parallel(MPI_COMM_WORLD, 1, &whole, &split), MPI_SUCCESS);
+    MPI_Comm_compare(re, split, &cmp);
+    EXPECT_EQ(cmp, MPI_CONGRUENT) << "split_parallel's positions are another order";
+    long mine = L.rank, sum = -1; // usable: a collective over the new communicator
+    EXPECT_EQ(MPIX_Hier_allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, re), MPI_SUCCESS);
+    EXPECT_EQ(sum, (long)L.size * (L.size - 1) / 2);
+    MPI_Comm_free(&re);
+    MPI_Comm_free(&again);
+    MPI_Comm_free(&split);
+
+    // errors through the error handlers: MPI_COMM_NULL (MPI_COMM_WORLD's), an
+    // intercommunicator, newcomm NULL; nothing created
+    MPI_Errhandler old;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int cls = -1;
+    MPI_Comm out = MPI_COMM_NULL;
+    MPI_Error_class(MPIX_Hier_comm_reorder(MPI_COMM_NULL, &out), &cls);
+    EXPECT_EQ(cls, MPI_ERR_COMM);
+    MPI_Error_class(MPIX_Hier_comm_reorder(MPI_COMM_WORLD, nullptr), &cls);
+    EXPECT_EQ(cls, MPI_ERR_ARG);
+    if (L.size > 1) {
+        MPI_Comm half;
+        int low;
+        MPI_Comm inter = mxh_test::world_intercomm(&half, &low);
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        MPI_Error_class(MPIX_Hier_comm_reorder(inter, &out), &cls);
+        EXPECT_EQ(cls, MPI_ERR_COMM);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    EXPECT_EQ(out, MPI_COMM_NULL);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&old);
+}
+
 } // namespace

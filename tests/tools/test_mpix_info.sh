@@ -106,6 +106,39 @@ check "explain spread latency" '^  hier +latency +- +- +1 +7\.01 ' "$out"
 out=$(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR MPIX_HIER_SPREAD=no "$info" --explain allreduce 8 --nodes 128 --gpus 8 --leaves 4 2>&1)
 check "explain spread off" '^today: hier .*7\.01 us' "$out"
 
+# --parallel: the level each dimension's groups span (the placement's, exact), the model's
+# figures for one group (tp: one node's 8 GPUs, 64 MiB: busbw = 2 (p-1)/p x 64 MiB / time),
+# the naive orders beside it; with leaves the outermost crosses the spine
+nofactors=(env -u MPIX_HIER_COST_LAT_FACTOR -u MPIX_HIER_COST_BW_FACTOR)
+out=$("${nofactors[@]}" "$info" --parallel tp=8,pp=2,dp=2 --nodes 4 --gpus 8 2>&1); rc=$?
+same "parallel exit status" 0 $rc
+check "parallel header" '^# Parallel groups on 4 nodes x 8 GPUs, 1 leaf group \(32 ranks\): tp=8 pp=2 dp=2 \(innermost first\)$' "$out"
+check "parallel tp node" '^placement +tp +8 +node +368\.8 +318\.4 +367\.7 +159\.7$' "$out"
+check "parallel pp leaf" '^placement +pp +2 +leaf +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$out"
+check "parallel dp leaf" '^placement +dp +2 +leaf +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$out"
+check "parallel naive block order" '^naive-block +tp +8 +node .* 1\.00 1\.00$' "$out"
+check "parallel naive round robin" '^naive-rr +tp +8 +leaf +111\.0 +1058\.2 .* 3\.32 3\.32$' "$out"
+check "parallel naive round robin pp" '^naive-rr +pp +2 +node ' "$out"
+out=$("$info" --parallel tp=8,pp=4,dp --nodes 8 --gpus 8 --leaves 2 --bytes 1m 2>&1)
+check "parallel bytes" '^# per group: allreduce and all-gather of 1 MiB ' "$out"
+same "parallel spans with leaves" "node leaf spine spine" \
+    "$(awk '$1 == "placement" && $2 == "tp" {a = $4} $1 == "placement" && $2 == "pp" {b = $4}
+            $1 == "placement" && $2 == "dp" {c = $4} $1 == "naive-rr" && $2 == "tp" {d = $4}
+            END {print a, b, c, d}' <<<"$out")"
+# sizes that do not fit a node (4 x 3 GPUs of 8): the reason, exit 1, the naive orders
+out=$("$info" --parallel tp=4,pp=3,dp=2 --nodes 3 --gpus 8 2>&1); rc=$?
+same "parallel no placement exit status" 1 $rc
+check "parallel no placement reason" '^mpix_info: --parallel: no placement: dimension 1: groups of 12 consecutive ranks \(the sizes up to it\) split a node$' "$out"
+check "parallel no placement row" '^placement +no placement: dimension 1: ' "$out"
+check "parallel no placement naive" '^naive-block +tp +4 +node ' "$out"
+check "parallel not modelled why" '^# naive-block pp not modelled: the group.s ranks are not a grid' "$out"
+out=$("$info" --parallel tp=5,dp --nodes 4 --gpus 8 2>&1); rc=$?
+same "parallel sizes exit status" 1 $rc
+check "parallel sizes reason" "^mpix_info: --parallel: no placement: the sizes' product \(without the rest\) 5 does not divide the 32 ranks$" "$out"
+out=$("$info" --parallel tp=8,,dp --nodes 4 --gpus 8 2>&1); rc=$?
+same "parallel malformed exit status" 2 $rc
+check "parallel malformed" "cannot read 'tp=8,,dp'" "$out"
+
 out=$("$info" -m 2>&1)
 check "-m metrics" '^mpix_hier_fallbacks_total counter \{coll,blocking,reason\}' "$out"
 check "-m reasons" '^  user_op +a user-defined reduction operation' "$out"
@@ -122,6 +155,12 @@ if command -v python3 >/dev/null 2>&1; then
     out=$("$info" -m --json 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin)["metrics"]; print(len(d["families"]), d["label_values"]["level"])' 2>&1)
     check "json metrics" "^10 \['node', 'rail', 'spine', 'island'\]$" "$out"
+    out=$("$info" --parallel tp=8,pp=2,dp --nodes 4 --gpus 8 --json 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin)["parallel"]; print(d["ranks"], d["placement"]["ok"], [(o["order"], [(x["name"], x["size"], x["span"]) for x in o["dims"]]) for o in d["orders"]], round(d["orders"][0]["dims"][0]["allreduce"]["busbw_GBps"], 1))' 2>&1)
+    same "json parallel" "32 True [('placement', [('tp', 8, 'node'), ('pp', 2, 'leaf'), ('dp', 2, 'leaf')]), ('naive-block', [('tp', 8, 'node'), ('pp', 2, 'leaf'), ('dp', 2, 'leaf')]), ('naive-rr', [('tp', 8, 'leaf'), ('pp', 2, 'node'), ('dp', 2, 'node')])] 368.8" "$out"
+    out=$("$info" --parallel tp=4,pp=3,dp=2 --nodes 3 --gpus 8 --json 2>/dev/null |
+          python3 -c 'import json,sys; d=json.load(sys.stdin)["parallel"]; print(d["placement"]["ok"], d["placement"]["why"], [o["order"] for o in d["orders"]], d["orders"][0]["dims"][1]["allreduce"])' 2>&1)
+    same "json parallel no placement" "False dimension 1: groups of 12 consecutive ranks (the sizes up to it) split a node ['naive-block', 'naive-rr'] None" "$out"
 fi
 
 if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
@@ -142,6 +181,14 @@ if command -v "${MPIEXEC%% *}" >/dev/null 2>&1; then
     out=$("${clean[@]}" $MPIEXEC "${nomeasure[@]}" -n 2 -env MPIX_HIER_HOSTNAME a "$info" --json : -n 2 -env MPIX_HIER_HOSTNAME b "$info" --json 2>/dev/null |
           python3 -c 'import json,sys; d=json.load(sys.stdin); print([l["name"] for l in d["hierarchy"]["levels"]], len(d["plans"]), d["algorithms"]["bcast"])' 2>&1)
     check "mpiexec json" "^\['node', 'rail'\] 5 \[0 B, 16 MiB\) hier; " "$out"
+    # --parallel on MPI_COMM_WORLD, ranks alternating between nodes a and b: placed, tp is
+    # one node's pair; in MPI_COMM_WORLD order it is ranks 0 and 1, on a and b
+    ab=(-n 1 -env MPIX_HIER_HOSTNAME a "$info" --parallel tp=2,dp :
+        -n 1 -env MPIX_HIER_HOSTNAME b "$info" --parallel tp=2,dp)
+    out=$("${nofactors[@]}" $MPIEXEC "${nomeasure[@]}" "${ab[@]}" : "${ab[@]}" 2>&1)
+    check "mpiexec parallel header" "^# Parallel groups on MPI_COMM_WORLD's hierarchy, 2 nodes, 1 leaf group \(4 ranks\)" "$out"
+    check "mpiexec parallel placed" '^placement +tp +2 +node ' "$out"
+    check "mpiexec parallel naive" '^naive +tp +2 +leaf .* [0-9.]+ [0-9.]+$' "$out"
 fi
 echo "$npass passed, $nfail failed"
 [ $nfail -eq 0 ]

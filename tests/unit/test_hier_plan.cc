@@ -2271,12 +2271,9 @@ TEST(CollDesc, Facts)
 
 namespace {
 
-// The placement rule of parallel.h written out on its own: ranks sorted by (leaf, node's
-// place in its leaf, node, island, rail, GPU, local index); dimension d's group of a rank
-// is the ranks whose sorted index has the same mixed-radix digits but the d-th. Returns
-// each rank's group as the sorted list of its members.
-std::vector<std::vector<int>> ref_groups(const mxh_layout_t *L, const std::vector<int> &size,
-                                         size_t d)
+// The topology order of parallel.h written out on its own: ranks sorted by (leaf, node's
+// place in its leaf, node, island, rail, GPU, local index, rank); [rank] -> position.
+std::vector<int> ref_order(const mxh_layout_t *L)
 {
     int n = L->nranks;
     std::vector<int> order(n), at(n);
@@ -2291,6 +2288,17 @@ std::vector<std::vector<int>> ref_groups(const mxh_layout_t *L, const std::vecto
     std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
     for (int p = 0; p < n; p++)
         at[order[p]] = p;
+    return at;
+}
+
+// The placement rule: dimension d's group of a rank is the ranks whose position in the
+// topology order has the same mixed-radix digits but the d-th. Returns each rank's group
+// as the sorted list of its members.
+std::vector<std::vector<int>> ref_groups(const mxh_layout_t *L, const std::vector<int> &size,
+                                         size_t d)
+{
+    int n = L->nranks;
+    std::vector<int> at = ref_order(L);
     auto digits = [&](int p) {
         std::vector<int> dg;
         for (int s : size) {
@@ -2477,4 +2485,214 @@ TEST(Parallel, SizesThatDoNotFitAreErrors)
     EXPECT_EQ("dimension 1: groups of 4 consecutive ranks (the sizes up to it) split a leaf",
               Q.why);
     expect_placement(leaves, kAllLevels, {2, 0}, {MXH_SPAN_NODE, MXH_SPAN_SPINE});
+}
+
+namespace {
+
+// mxh_parallel_order of @lay: checked against ref_order, against the placement of one
+// dimension of every rank, and that each node's and each leaf's ranks are one block.
+std::vector<int> expect_order(const Layout &lay, int mask)
+{
+    LayoutPtr L;
+    int n = (int)lay.recs.size();
+    std::vector<int> pos(n, -1), at(n, -1);
+    EXPECT_EQ(MXH_OK, mxh_layout_create(lay.recs.data(), n, mask, &L.p));
+    if (L.p == nullptr)
+        return pos;
+    EXPECT_EQ(MXH_OK, mxh_parallel_order(L.p, pos.data()));
+    EXPECT_EQ(ref_order(L.p), pos);
+    for (int r = 0; r < n; r++) {
+        EXPECT_TRUE(pos[r] >= 0 && pos[r] < n && at[pos[r]] < 0) << "not a permutation";
+        if (pos[r] >= 0 && pos[r] < n)
+            at[pos[r]] = r;
+    }
+    std::set<int> nodes, leaves;
+    for (int p = 0; p < n; p++) { // a node or leaf seen before comes back: not one block
+        int v = L.p->node_of[at[p]], f = L.p->leaf_of_node[v];
+        if (p == 0 || v != L.p->node_of[at[p - 1]]) {
+            EXPECT_TRUE(nodes.insert(v).second) << "node " << v << " split at position " << p;
+        }
+        if (p == 0 || f != L.p->leaf_of_node[L.p->node_of[at[p - 1]]]) {
+            EXPECT_TRUE(leaves.insert(f).second) << "leaf " << f << " split at position " << p;
+        }
+    }
+    int whole = n;
+    mxh_parallel_span_t span;
+    char why[256];
+    std::vector<int> placed(n);
+    EXPECT_EQ(MXH_OK, mxh_parallel_place(L.p, 1, &whole, placed.data(), &span, why, sizeof(why)));
+    EXPECT_EQ(pos, placed);
+    return pos;
+}
+
+} // namespace
+
+// MPIX_Hier_comm_reorder's order: nodes (and leaves) in the order their first rank has,
+// each node's ranks by rail, GPU, then their own order: on blocked, interleaved and
+// shuffled ranks, uneven nodes and leaves, and NVLink islands.
+TEST(Parallel, OrderPutsEachNodesRanksTogether)
+{
+    for (int order : {0, 1, 2}) {
+        expect_order(make_layout({4, 4, 4, 4, 4, 4}, 2, order, 11), kAllLevels);
+        expect_order(make_layout({3, 1, 2}, 0, order, 5), kAllLevels);
+        expect_order(make_layout({2, 5, 1, 3}, 2, order, 3), kAllLevels);
+    }
+    // 3 nodes, rank r on node r mod 3: node n0's ranks 0 and 3 first, then n1's, n2's
+    EXPECT_EQ((std::vector<int>{0, 2, 4, 1, 3, 5}), expect_order(make_layout({2, 2, 2}, 0, 1),
+                                                                  kAllLevels));
+    // 4 nodes interleaved under leaves {n0, n1}, {n2, n3}
+    EXPECT_EQ((std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}),
+              expect_order(make_layout({2, 2, 2, 2}, 2, 1), kAllLevels));
+    // leaves first: n0 and n2 are under the leaf of rank 0, n1 and n3 under the other
+    Layout crossed;
+    for (auto nl : {std::pair<const char *, const char *>{"n0", "lB"}, {"n1", "lA"}, {"n2", "lB"},
+                    {"n3", "lA"}})
+        crossed.add(nl.first, nl.second);
+    EXPECT_EQ((std::vector<int>{0, 2, 1, 3}), expect_order(crossed, kAllLevels));
+    // without the spine level the leaves are not used: node order alone
+    EXPECT_EQ((std::vector<int>{0, 1, 2, 3}), expect_order(crossed, 0x3));
+    // two nodes of 8 GPUs in islands of 4, ranks in reverse GPU order: GPU (and rail) order
+    Layout isl;
+    for (const char *node : {"a", "b"})
+        add_gpu_node(isl, node, "", 8, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 0, 0, 1, 1, 1, 1},
+                     {7, 6, 5, 4, 3, 2, 1, 0});
+    std::vector<int> want(16);
+    for (int r = 0; r < 16; r++)
+        want[r] = r / 8 * 8 + 7 - r % 8;
+    EXPECT_EQ(want, expect_order(isl, kWithIslands));
+}
+
+// mxh_parallel_span_of: the smallest level holding a set of ranks, and for the placed
+// groups the span mxh_parallel_place reports.
+TEST(Parallel, SpanOfAnySetOfRanks)
+{
+    Layout isl;
+    for (const char *nl : {"a", "b", "c", "d"})
+        add_gpu_node(isl, nl, nl[0] < 'c' ? "l0" : "l1", 8, {0, 1, 2, 3, 4, 5, 6, 7},
+                     {0, 0, 0, 0, 1, 1, 1, 1});
+    LayoutPtr L;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(isl.recs.data(), 32, kWithIslands, &L.p));
+    struct {
+        std::vector<int> m;
+        mxh_parallel_span_t want;
+    } sets[] = {
+        {{5}, MXH_SPAN_SELF},         {{5, 5}, MXH_SPAN_SELF},    {{0, 3}, MXH_SPAN_ISLAND},
+        {{3, 4}, MXH_SPAN_NODE},      {{0, 8}, MXH_SPAN_LEAF},    {{1, 2, 9}, MXH_SPAN_LEAF},
+        {{0, 16}, MXH_SPAN_SPINE},    {{0, 1, 31}, MXH_SPAN_SPINE},
+    };
+    for (auto &s : sets)
+        EXPECT_EQ(s.want, mxh_parallel_span_of(L.p, s.m.data(), (int)s.m.size()))
+            << "set of " << s.m.size() << " from " << s.m[0];
+    for (auto size : {std::vector<int>{4, 2, 2, 2}, {2, 2, 8}, {8, 4}, {1, 16, 2}}) {
+        Placed P = place(L.p, size);
+        ASSERT_EQ(MXH_OK, P.st) << P.why;
+        for (size_t d = 0; d < size.size(); d++) {
+            mxh_parallel_span_t widest = MXH_SPAN_SELF;
+            for (int r = 0; r < 32; r++)
+                widest = std::max(widest, mxh_parallel_span_of(L.p, P.groups[d][r].data(),
+                                                               (int)P.groups[d][r].size()));
+            EXPECT_EQ(P.span[d], widest) << "dimension " << d;
+        }
+    }
+}
+
+namespace {
+
+// The cost model's choice for @coll of @bytes (the whole vector) on a grid of @type and
+// @gsize, built from the shape alone (not from a layout): seconds.
+double grid_choice(const mxh_config_t *cfg, std::vector<mxh_level_type_t> type,
+                   std::vector<int> gsize, mxh_coll_t coll, size_t bytes)
+{
+    mxh_cost_model_t m;
+    mxh_cost_model_grid(&m, cfg, (int)type.size(), type.data(), gsize.data());
+    size_t count = bytes / 4 / (coll == MXH_COLL_ALLGATHER ? (size_t)m.nranks : 1);
+    mxh_cost_cand_t c[64];
+    int n = mxh_cost_candidates(&m, coll, count, 4, c, 64), b = mxh_cost_choose(c, n);
+    return b >= 0 ? c[b].t : -1;
+}
+
+} // namespace
+
+// mxh_parallel_cost (mpix_info --parallel): 4 nodes x 8 ranks, tp=8 pp=2 dp=2. Placed (or
+// in block order): tp is one node's 8 ranks, pp and dp two ranks of one rail; in the
+// round-robin order (rank r on node r mod 4) tp is 2 ranks on each of 4 nodes, pp and dp
+// pairs inside a node. Each prediction is the model's of the group's grid.
+TEST(Parallel, CostOfEachDimensionsGroups)
+{
+    mxh_config_t cfg;
+    mxh_config_init_defaults(&cfg);
+    const size_t B = 64 << 20;
+    const auto N = MXH_LEVEL_NODE, R = MXH_LEVEL_RAIL;
+    Layout block = make_layout({8, 8, 8, 8}, 0, 0), rr = make_layout({8, 8, 8, 8}, 0, 1);
+    LayoutPtr Lb, Lr;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(block.recs.data(), 32, kAllLevels, &Lb.p));
+    ASSERT_EQ(MXH_OK, mxh_layout_create(rr.recs.data(), 32, kAllLevels, &Lr.p));
+    std::vector<int> size = {8, 2, 2}, naive(32), pos(32);
+    std::vector<mxh_parallel_span_t> span(3);
+    char why[256];
+    ASSERT_EQ(MXH_OK, mxh_parallel_place(Lb.p, 3, size.data(), pos.data(), span.data(), why,
+                                         sizeof(why)));
+    for (int r = 0; r < 32; r++)
+        naive[r] = r;
+    struct {
+        const mxh_layout_t *L;
+        const Layout *lay;
+        const int *pos;
+        int d;
+        mxh_parallel_span_t span;
+        std::vector<mxh_level_type_t> type;
+        std::vector<int> gsize;
+    } cases[] = {
+        {Lb.p, &block, pos.data(), 0, MXH_SPAN_NODE, {N}, {8}},
+        {Lb.p, &block, pos.data(), 1, MXH_SPAN_LEAF, {R}, {2}},
+        {Lb.p, &block, pos.data(), 2, MXH_SPAN_LEAF, {R}, {2}},
+        {Lb.p, &block, naive.data(), 0, MXH_SPAN_NODE, {N}, {8}},
+        {Lr.p, &rr, naive.data(), 0, MXH_SPAN_LEAF, {N, R}, {2, 4}},
+        {Lr.p, &rr, naive.data(), 1, MXH_SPAN_NODE, {N}, {2}},
+        {Lr.p, &rr, naive.data(), 2, MXH_SPAN_NODE, {N}, {2}},
+    };
+    for (auto &k : cases) {
+        mxh_parallel_cost_t c;
+        ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, k.lay->recs.data(), k.L, size.data(), k.d,
+                                            k.pos, B, 4, &c));
+        EXPECT_EQ(k.span, c.span) << "dimension " << k.d;
+        EXPECT_STREQ("", c.why);
+        EXPECT_DOUBLE_EQ(grid_choice(&cfg, k.type, k.gsize, MXH_COLL_ALLREDUCE, B), c.t[0]);
+        EXPECT_DOUBLE_EQ(grid_choice(&cfg, k.type, k.gsize, MXH_COLL_ALLGATHER, B), c.t[1]);
+        EXPECT_GT(c.t[0], c.t[1]); // an allreduce moves twice the all-gather's bytes
+    }
+    // spread over 4 nodes the tensor-parallel allreduce is slower than inside one
+    mxh_parallel_cost_t in, across;
+    ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, block.recs.data(), Lb.p, size.data(), 0,
+                                        pos.data(), B, 4, &in));
+    ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, rr.recs.data(), Lr.p, size.data(), 0,
+                                        naive.data(), B, 4, &across));
+    EXPECT_GT(across.t[0], 2 * in.t[0]);
+
+    // groups of one rank: no collective; groups of 3 ranks over nodes of 2 and 1: not a grid
+    Layout three = make_layout({4, 4, 4}, 0, 0);
+    LayoutPtr L3;
+    ASSERT_EQ(MXH_OK, mxh_layout_create(three.recs.data(), 12, kAllLevels, &L3.p));
+    std::vector<int> s3 = {1, 2, 3, 2}, n3(12);
+    for (int r = 0; r < 12; r++)
+        n3[r] = r;
+    mxh_parallel_cost_t c;
+    ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, three.recs.data(), L3.p, s3.data(), 0, n3.data(),
+                                        B, 4, &c));
+    EXPECT_EQ(MXH_SPAN_SELF, c.span);
+    EXPECT_EQ(-1, c.t[0]);
+    EXPECT_STREQ("groups of one rank: no collective", c.why);
+    ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, three.recs.data(), L3.p, s3.data(), 2, n3.data(),
+                                        B, 4, &c)); // {r, r + 2, r + 4}: 2 + 1 or 1 + 2 a node
+    EXPECT_EQ(MXH_SPAN_LEAF, c.span);
+    EXPECT_EQ(-1, c.t[0]);
+    EXPECT_EQ(-1, c.t[1]);
+    EXPECT_STREQ("the group's ranks are not a grid (uneven ranks per node or leaf): the cost "
+                 "model describes grids only", c.why);
+    // fewer bytes than one element per rank: the all-gather is not modelled
+    ASSERT_EQ(MXH_OK, mxh_parallel_cost(&cfg, three.recs.data(), L3.p, s3.data(), 1, n3.data(),
+                                        4, 4, &c));
+    EXPECT_GT(c.t[0], 0);
+    EXPECT_EQ(-1, c.t[1]);
+    EXPECT_STREQ("allgather: fewer bytes than one element per rank", c.why);
 }
