@@ -24,7 +24,9 @@ __all__ = [
     "alltoall", "alltoallv", "bcast", "reduce",
     "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iallgather", "iallgatherv",
     "ialltoall", "ialltoallv", "ibcast", "ireduce",
-    "Request", "waitall", "describe", "split_parallel", "describe_parallel", "reorder",
+    "allreduce_init", "reduce_scatter_init", "reduce_scatter_block_init", "allgather_init",
+    "allgatherv_init", "alltoall_init", "alltoallv_init", "bcast_init", "reduce_init",
+    "Request", "Persistent", "waitall", "describe", "split_parallel", "describe_parallel", "reorder",
     "version",
     "Comm", "COMM_WORLD", "IN_PLACE",
     "MPIXHierError", "cuda_enabled", "as_buffer", "library_path",
@@ -317,6 +319,82 @@ class Request:
             pass
 
 
+class Persistent:
+    """A persistent collective (MPI-4's MPI_Allreduce_init & co.): checked and
+    planned once on the buffers given at creation. start() runs it (change the
+    buffers' contents between starts, not the buffers), wait() returns the
+    result, test() returns True once complete, free() releases it (also at
+    exit of a with block)."""
+
+    def __init__(self, handle, comm, keep, result, name):
+        self._req = handle
+        self._comm = comm
+        self._keep = keep
+        self._result = result
+        self._name = name
+        self._active = False
+
+    @property
+    def handle(self):
+        """The MPI_Request handle (an int)."""
+        return self._req.value
+
+    @property
+    def active(self):
+        return self._active
+
+    def _call(self, fn, *args):
+        if self._req.value == _lib.REQUEST_NULL:
+            raise ValueError("%s: the request was freed" % self._name)
+        rc = _lib.call_returning_errors(self._comm, fn, ctypes.byref(self._req), *args)
+        _lib.check(rc, self._name)
+
+    def start(self):
+        self._call(lib.MPI_Start)
+        self._active = True
+        return self
+
+    def test(self):
+        if not self._active:
+            return True
+        flag = ctypes.c_int(0)
+        st = _lib.MPI_Status(0, 0, 0, 0, 0)
+        try:
+            self._call(lib.MPI_Test, ctypes.byref(flag), ctypes.byref(st))
+        except MPIXHierError:
+            self._active = False
+            raise
+        self._active = not flag.value
+        return not self._active
+
+    def wait(self):
+        if self._active:
+            self._active = False
+            self._call(lib.MPI_Wait, ctypes.byref(_lib.MPI_Status(0, 0, 0, 0, 0)))
+        return self._result
+
+    def free(self):
+        if self._req.value != _lib.REQUEST_NULL:
+            self.wait()
+            self._call(lib.MPI_Request_free)
+            self._keep = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __del__(self):
+        try:
+            fin = ctypes.c_int(1)
+            lib.MPI_Finalized(ctypes.byref(fin))
+            if self._req.value != _lib.REQUEST_NULL and not fin.value:
+                self.free()
+        except Exception:  # interpreter shutdown, MPI finalized
+            pass
+
+
 def waitall(requests):
     """Wait for every request (in order: they complete in posting order per
     communicator anyway); returns their results."""
@@ -329,6 +407,13 @@ def _run(name, comm, args, keep, result, nonblocking):
     ensure_init()
     if _orphans:
         _reap_orphans()
+    if nonblocking == "init":
+        req = ctypes.c_int(_lib.REQUEST_NULL)
+        fname = "MPIX_Hier_%s_init" % name.capitalize()
+        rc = _lib.call_returning_errors(comm, getattr(lib, fname), *args, comm,
+                                        _lib.INFO_NULL, ctypes.byref(req))
+        _lib.check(rc, fname)
+        return Persistent(req, comm, keep, result, fname)
     if nonblocking:
         req = ctypes.c_int(_lib.REQUEST_NULL)
         fn = getattr(lib, "MPIX_Hier_I" + name)
@@ -375,6 +460,12 @@ def iallreduce(sendbuf, recvbuf=None, op="sum", comm=None, dtype=None):
     return _allreduce(sendbuf, recvbuf, op, comm, dtype, True)
 
 
+def allreduce_init(sendbuf, recvbuf=None, op="sum", comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Allreduce_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _allreduce(sendbuf, recvbuf, op, comm, dtype, "init")
+
+
 def _reduce_scatter(sendbuf, recvbuf, recvcounts, op, comm, dtype, nb):
     c = _comm_handle(comm)
     size, rank = _size(c), _rank(c)
@@ -409,6 +500,12 @@ def ireduce_scatter(sendbuf, recvbuf=None, recvcounts=None, op="sum", comm=None,
     return _reduce_scatter(sendbuf, recvbuf, recvcounts, op, comm, dtype, True)
 
 
+def reduce_scatter_init(sendbuf, recvbuf=None, recvcounts=None, op="sum", comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Reduce_scatter_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _reduce_scatter(sendbuf, recvbuf, recvcounts, op, comm, dtype, "init")
+
+
 def _reduce_scatter_block(sendbuf, recvbuf, op, comm, dtype, nb):
     c = _comm_handle(comm)
     size = _size(c)
@@ -433,6 +530,12 @@ def reduce_scatter_block(sendbuf, recvbuf=None, op="sum", comm=None, dtype=None)
 
 def ireduce_scatter_block(sendbuf, recvbuf=None, op="sum", comm=None, dtype=None):
     return _reduce_scatter_block(sendbuf, recvbuf, op, comm, dtype, True)
+
+
+def reduce_scatter_block_init(sendbuf, recvbuf=None, op="sum", comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Reduce_scatter_block_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _reduce_scatter_block(sendbuf, recvbuf, op, comm, dtype, "init")
 
 
 def _allgather(sendbuf, recvbuf, comm, dtype, nb):
@@ -462,6 +565,12 @@ def allgather(sendbuf, recvbuf=None, comm=None, dtype=None):
 
 def iallgather(sendbuf, recvbuf=None, comm=None, dtype=None):
     return _allgather(sendbuf, recvbuf, comm, dtype, True)
+
+
+def allgather_init(sendbuf, recvbuf=None, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Allgather_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _allgather(sendbuf, recvbuf, comm, dtype, "init")
 
 
 def _allgatherv(sendbuf, recvbuf, recvcounts, displs, comm, dtype, nb):
@@ -503,6 +612,12 @@ def iallgatherv(sendbuf, recvbuf=None, recvcounts=None, displs=None, comm=None, 
     return _allgatherv(sendbuf, recvbuf, recvcounts, displs, comm, dtype, True)
 
 
+def allgatherv_init(sendbuf, recvbuf=None, recvcounts=None, displs=None, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Allgatherv_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _allgatherv(sendbuf, recvbuf, recvcounts, displs, comm, dtype, "init")
+
+
 def _alltoall(sendbuf, recvbuf, comm, dtype, nb):
     c = _comm_handle(comm)
     size = _size(c)
@@ -530,6 +645,12 @@ def alltoall(sendbuf, recvbuf=None, comm=None, dtype=None):
 
 def ialltoall(sendbuf, recvbuf=None, comm=None, dtype=None):
     return _alltoall(sendbuf, recvbuf, comm, dtype, True)
+
+
+def alltoall_init(sendbuf, recvbuf=None, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Alltoall_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _alltoall(sendbuf, recvbuf, comm, dtype, "init")
 
 
 def _alltoallv(sendbuf, sendcounts, recvbuf, recvcounts, sdispls, rdispls, comm, dtype, nb):
@@ -582,6 +703,14 @@ def ialltoallv(sendbuf, sendcounts=None, recvbuf=None, recvcounts=None, sdispls=
                       dtype, True)
 
 
+def alltoallv_init(sendbuf, sendcounts=None, recvbuf=None, recvcounts=None, sdispls=None,
+                   rdispls=None, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Alltoallv_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _alltoallv(sendbuf, sendcounts, recvbuf, recvcounts, sdispls, rdispls, comm,
+                      dtype, "init")
+
+
 def _bcast(buf, root, comm, dtype, nb):
     c = _comm_handle(comm)
     b = as_buffer(buf, dtype)
@@ -597,6 +726,12 @@ def bcast(buf, root=0, comm=None, dtype=None):
 
 def ibcast(buf, root=0, comm=None, dtype=None):
     return _bcast(buf, root, comm, dtype, True)
+
+
+def bcast_init(buf, root=0, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Bcast_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _bcast(buf, root, comm, dtype, "init")
 
 
 def _reduce(sendbuf, recvbuf, op, root, comm, dtype, nb):
@@ -628,6 +763,12 @@ def reduce(sendbuf, recvbuf=None, op="sum", root=0, comm=None, dtype=None):
 
 def ireduce(sendbuf, recvbuf=None, op="sum", root=0, comm=None, dtype=None):
     return _reduce(sendbuf, recvbuf, op, root, comm, dtype, True)
+
+
+def reduce_init(sendbuf, recvbuf=None, op="sum", root=0, comm=None, dtype=None):
+    """The persistent form (MPIX_Hier_Reduce_init): a Persistent request on these
+    buffers; start() runs it, wait() returns the result."""
+    return _reduce(sendbuf, recvbuf, op, root, comm, dtype, "init")
 
 
 # ---- introspection ------------------------------------------------------------

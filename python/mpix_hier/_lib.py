@@ -18,6 +18,7 @@ COMM_WORLD = 0x44000000
 COMM_SELF = 0x44000001
 COMM_NULL = 0x04000000
 REQUEST_NULL = 0x2C000000
+INFO_NULL = 0x1C000000  # MPICH's MPI_INFO_NULL
 ERRHANDLER_NULL = 0x14000000
 ERRORS_ARE_FATAL = 0x54000000
 ERRORS_RETURN = 0x54000001
@@ -136,7 +137,7 @@ for _name, _args in {
     "MPI_Error_string": [_i, ctypes.c_char_p, _c_int_p], "MPI_Error_class": [_i, _c_int_p],
     "MPI_Wait": [_c_int_p, ctypes.POINTER(MPI_Status)],
     "MPI_Test": [_c_int_p, _c_int_p, ctypes.POINTER(MPI_Status)],
-    "MPI_Request_free": [_c_int_p], "MPI_Abort": [_i, _i],
+    "MPI_Request_free": [_c_int_p], "MPI_Abort": [_i, _i], "MPI_Start": [_c_int_p],
     "MPI_Comm_dup": [_i, _c_int_p], "MPI_Comm_split": [_i, _i, _i, _c_int_p],
     "MPI_Comm_free": [_c_int_p], "MPI_Barrier": [_i],
 }.items():

@@ -118,6 +118,36 @@ static void test_allreduce(void)
         MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE);
     for (int i = 0; i < 5; i++)
         CHECK(a[i] == ra[i], "iallreduce in place a[%d] = %d", i, a[i]);
+
+    /* persistent (MPI-4): 50 starts with new inputs, MPI_Wait, MPI_Waitall with
+     * a nonblocking call, MPI_Test; the handle stays valid until MPI_Request_free */
+    MPI_Request prq, two[2];
+    CALLED(ALLREDUCE, 1);
+    MPI_Allreduce_init(a, ra, 5, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &prq);
+    for (int it = 0; it < 50; it++) {
+        MPI_Request h = prq;
+        for (int i = 0; i < 5; i++)
+            a[i] = rank * it + i;
+        MPI_Start(&prq);
+        if (it % 3 == 0) {
+            MPI_Wait(&prq, MPI_STATUS_IGNORE);
+        } else if (it % 3 == 1) {
+            CALLED(ALLREDUCE, 1);
+            MPI_Iallreduce(MPI_IN_PLACE, b, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &two[1]);
+            two[0] = prq;
+            MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
+            CHECK(two[0] == prq && two[1] == MPI_REQUEST_NULL, "persistent in MPI_Waitall");
+        } else {
+            for (flag = 0; !flag;)
+                MPI_Test(&prq, &flag, MPI_STATUS_IGNORE);
+        }
+        CHECK(prq == h, "persistent allreduce: handle changed at start %d", it);
+        for (int i = 0; i < 5; i++)
+            CHECK(ra[i] == it * size * (size - 1) / 2 + size * i,
+                  "persistent allreduce start %d [%d] = %d", it, i, ra[i]);
+    }
+    MPI_Request_free(&prq);
+    CHECK(prq == MPI_REQUEST_NULL, "MPI_Request_free of a persistent allreduce");
 }
 
 /* reduce_scatter with uneven counts (rank j gets j+1 elements, the last
