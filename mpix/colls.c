@@ -897,6 +897,16 @@ static int entry_init(mxh_coll_args_t *a, int hier_op, MPI_Request proxy, MPI_Re
     return MPI_SUCCESS;
 }
 
+/* On an intercommunicator MPI's own request is the request (counted as a fallback). */
+static int inter_init(MPI_Comm comm, mxh_coll_t coll, size_t count, MPI_Datatype dt, int blocks,
+                      MPI_Request proxy, MPI_Request *request)
+{
+    mxh_metrics_record_plain(comm, coll, 0, inter_bytes(comm, count, dt, blocks),
+                             MXH_FB_INTERCOMM, 0);
+    *request = proxy;
+    return MPI_SUCCESS;
+}
+
 /* MPI's op for the handle (the library's own for its half types). */
 static MPI_Op proxy_op(MPI_Datatype dt, MPI_Op op)
 {
@@ -910,15 +920,15 @@ int MPIX_Hier_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_
     mxh_coll_args_t a;
     MPI_Request proxy;
     int hier_op = 0;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
-        INTER(MXH_COLL_ALLREDUCE, 0, count, datatype, 0,
-              MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request));
-    }
-    CHECK(allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, count, 0, datatype, MPI_BYTE, op)
+          : allreduce_args(sendbuf, recvbuf, count, datatype, op, comm, F, &a, &hier_op));
     CHECK(MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, proxy_op(datatype, op), comm,
                              info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_ALLREDUCE, count, datatype, 0, proxy, request);
     return entry_init(&a, hier_op, proxy, request);
 }
 
@@ -930,16 +940,16 @@ int MPIX_Hier_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int 
     mxh_coll_args_t a;
     MPI_Request proxy;
     int hier_op = 0;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, recvcount, 0, datatype, MPI_BYTE, op));
-        INTER(MXH_COLL_REDUCE_SCATTER_BLOCK, 0, recvcount, datatype, 1,
-              MPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm,
-                                            info, request));
-    }
-    CHECK(rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, recvcount, 0, datatype, MPI_BYTE, op)
+          : rsb_args(sendbuf, recvbuf, recvcount, datatype, op, comm, F, &a, &hier_op));
     CHECK(MPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype,
                                         proxy_op(datatype, op), comm, info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_REDUCE_SCATTER_BLOCK, recvcount, datatype, 1, proxy,
+                          request);
     return entry_init(&a, hier_op, proxy, request);
 }
 
@@ -950,17 +960,16 @@ int MPIX_Hier_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype se
     static const char F[] = "MPIX_Hier_Allgather_init";
     mxh_coll_args_t a;
     MPI_Request proxy;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        INTER(MXH_COLL_ALLGATHER, 0, recvcount, recvtype, 1,
-              MPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                 comm, info, request));
-    }
-    CHECK(allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM)
+          : allgather_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                          &a));
     CHECK(MPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                              info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_ALLGATHER, recvcount, recvtype, 1, proxy, request);
     return entry_init(&a, 0, proxy, request);
 }
 
@@ -970,14 +979,14 @@ int MPIX_Hier_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int roo
     static const char F[] = "MPIX_Hier_Bcast_init";
     mxh_coll_args_t a;
     MPI_Request proxy;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, MPI_SUM));
-        INTER(MXH_COLL_BCAST, 0, count, datatype, 0,
-              MPI_Bcast_init(buffer, count, datatype, root, comm, info, request));
-    }
-    CHECK(bcast_args(buffer, count, datatype, root, comm, F, &a));
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, count, 0, datatype, MPI_BYTE, MPI_SUM)
+          : bcast_args(buffer, count, datatype, root, comm, F, &a));
     CHECK(MPI_Bcast_init(buffer, count, datatype, root, comm, info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_BCAST, count, datatype, 0, proxy, request);
     return entry_init(&a, 0, proxy, request);
 }
 
@@ -989,16 +998,15 @@ int MPIX_Hier_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     mxh_coll_args_t a;
     MPI_Request proxy;
     int hier_op = 0;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, count, 0, datatype, MPI_BYTE, op));
-        INTER(MXH_COLL_REDUCE, 0, count, datatype, 0,
-              MPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info,
-                              request));
-    }
-    CHECK(reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, count, 0, datatype, MPI_BYTE, op)
+          : reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, F, &a, &hier_op));
     CHECK(MPI_Reduce_init(sendbuf, recvbuf, count, datatype, proxy_op(datatype, op), root, comm,
                           info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_REDUCE, count, datatype, 0, proxy, request);
     return entry_init(&a, hier_op, proxy, request);
 }
 
@@ -1010,17 +1018,17 @@ int MPIX_Hier_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype s
     static const char F[] = "MPIX_Hier_Allgatherv_init";
     mxh_coll_args_t a;
     MPI_Request proxy;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM));
-        INTER(MXH_COLL_ALLGATHERV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
-              MPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                                  recvtype, comm, info, request));
-    }
-    CHECK(allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, sendcount, 0, sendtype, recvtype, MPI_SUM)
+          : allgatherv_args(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, F, &a));
     CHECK(MPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                               recvtype, comm, info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_ALLGATHERV, inter_vsum(comm, recvcounts), recvtype, 0,
+                          proxy, request);
     return entry_init(&a, 0, proxy, request);
 }
 
@@ -1032,17 +1040,17 @@ int MPIX_Hier_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int 
     mxh_coll_args_t a;
     MPI_Request proxy;
     int hier_op = 0;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op));
-        INTER(MXH_COLL_REDUCE_SCATTER, 0, inter_vsum(comm, recvcounts), datatype, 0,
-              MPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info,
-                                      request));
-    }
-    CHECK(reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, 0, 0, datatype, MPI_BYTE, op)
+          : reduce_scatter_args(sendbuf, recvbuf, recvcounts, datatype, op, comm, F, &a,
                               &hier_op));
     CHECK(MPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
                                   proxy_op(datatype, op), comm, info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_REDUCE_SCATTER, inter_vsum(comm, recvcounts), datatype, 0,
+                          proxy, request);
     return entry_init(&a, hier_op, proxy, request);
 }
 
@@ -1053,17 +1061,16 @@ int MPIX_Hier_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sen
     static const char F[] = "MPIX_Hier_Alltoall_init";
     mxh_coll_args_t a;
     MPI_Request proxy;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM));
-        INTER(MXH_COLL_ALLTOALL, 0, recvcount, recvtype, 1,
-              MPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                comm, info, request));
-    }
-    CHECK(alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, sendcount, recvcount, sendtype, recvtype, MPI_SUM)
+          : alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, F,
                         &a));
     CHECK(MPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                             info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_ALLTOALL, recvcount, recvtype, 1, proxy, request);
     return entry_init(&a, 0, proxy, request);
 }
 
@@ -1075,17 +1082,17 @@ int MPIX_Hier_Alltoallv_init(const void *sendbuf, const int sendcounts[], const 
     static const char F[] = "MPIX_Hier_Alltoallv_init";
     mxh_coll_args_t a;
     MPI_Request proxy;
+    int inter;
     CHECK(init_checks(comm, request, F));
-    if (mxh_comm_is_inter(comm)) {
-        CHECK(inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM));
-        INTER(MXH_COLL_ALLTOALLV, 0, inter_vsum(comm, recvcounts), recvtype, 0,
-              MPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                 rdispls, recvtype, comm, info, request));
-    }
-    CHECK(alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    inter = mxh_comm_is_inter(comm);
+    CHECK(inter ? inter_check(comm, F, 0, 0, sendtype, recvtype, MPI_SUM)
+          : alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                          recvtype, comm, F, &a));
     CHECK(MPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                              rdispls, recvtype, comm, info, &proxy));
+    if (inter)
+        return inter_init(comm, MXH_COLL_ALLTOALLV, inter_vsum(comm, recvcounts), recvtype, 0,
+                          proxy, request);
     return entry_init(&a, 0, proxy, request);
 }
 #endif

@@ -136,7 +136,7 @@ static void scratch_put(scratch_t *s)
         free(s->mine);
 }
 
-/* ---- start ------------------------------------------------------------------------------------ */
+/* ---- start ------------------------------------------------------------------------------- */
 
 static int start(mxh_persist_t *p)
 {
@@ -174,7 +174,7 @@ PUBLIC int MPI_Startall(int count, MPI_Request requests[])
     return rc;
 }
 
-/* ---- one request ------------------------------------------------------------------------------ */
+/* ---- one request ------------------------------------------------------------------------- */
 
 PUBLIC int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
@@ -229,7 +229,7 @@ PUBLIC int MPI_Request_free(MPI_Request *request)
     return PMPI_Request_free(request);
 }
 
-/* ---- arrays ----------------------------------------------------------------------------------- */
+/* ---- arrays ------------------------------------------------------------------------------ */
 
 /* MPI's code for an array call: MPI_ERR_IN_STATUS where statuses say which. */
 static int array_code(int rc, int mine_rc, const MPI_Status *statuses)

@@ -55,7 +55,8 @@
 /* Stacks and task objects kept for reuse (the steady state allocates nothing). */
 #define TASK_POOL_MAX 64
 
-enum { TASK_NEW = 0, TASK_QUEUED, TASK_RUNNING, TASK_HERE, TASK_DONE }; /* HERE: on a caller's stack */
+/* TASK_HERE: running on a caller's stack (mxh_task_run_here), not on its fiber */
+enum { TASK_NEW = 0, TASK_QUEUED, TASK_RUNNING, TASK_HERE, TASK_DONE };
 
 struct mxh_task {
     mxh_task_fn       fn;
@@ -465,12 +466,9 @@ static mxh_status_t request_for(mxh_task_t *t, const char *func)
     return MXH_OK;
 }
 
-mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
-                           MPI_Request *req)
+/* Append @t with body @fn to @q: in flight from now on. */
+static void enqueue(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func)
 {
-    mxh_status_t st = request_for(t, func);
-    if (st != MXH_OK)
-        return st;
     t->fn    = fn;
     t->func  = func;
     t->q     = q;
@@ -482,6 +480,15 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
     q->tail = t;
     queue_list(q);
     mxh_task_nflight++;
+}
+
+mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, const char *func,
+                           MPI_Request *req)
+{
+    mxh_status_t st = request_for(t, func);
+    if (st != MXH_OK)
+        return st;
+    enqueue(q, t, fn, func);
     *req = t->req;
     /* start it now if it is first in line: its first messages go out at once */
     if (q->head == t)
@@ -496,19 +503,9 @@ mxh_status_t mxh_task_post(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn, c
 mxh_status_t mxh_task_post_owned(mxh_task_queue_t *q, mxh_task_t *t, mxh_task_fn fn,
                                  const char *func, mxh_task_done_fn done, void *ctx, int kick)
 {
-    t->fn       = fn;
-    t->func     = func;
-    t->q        = q;
     t->done     = done;
     t->done_ctx = ctx;
-    t->state    = TASK_QUEUED;
-    if (q->tail)
-        q->tail->next = t;
-    else
-        q->head = t;
-    q->tail = t;
-    queue_list(q);
-    mxh_task_nflight++;
+    enqueue(q, t, fn, func);
     if (kick && q->head == t)
         mxh_task_progress_all();
     return MXH_OK;
