@@ -9,7 +9,7 @@
 # Python: $PYTHON, else the first of python3, /usr/bin/python3 (Debian's, where
 # apt installs python3-numpy and python3-pytest) that imports numpy and pytest;
 # none: exit 77 (skipped) with the reason.
-#   MXH_PY_RUNS="1node 2x2 horovod-2x2 harness"   only these runs
+#   MXH_PY_RUNS="1node 2x2 horovod-2x2 megatron-placed harness"   only these runs
 #   MXH_TEST_RUN_TIMEOUT  seconds per mpiexec (default 600)
 #   MXH_TEST_TIMEOUT seconds per pytest test (default 120, conftest's watchdog)
 set -u
@@ -98,6 +98,14 @@ EX=("$py" "$srcdir/examples/horovod_style.py" --steps 8 --precision bf16 --fusio
     --trace "$trace")
 run horovod-2x2 "'$py' '$here/check_horovod_trace.py' '$trace' 4 8" -- \
     -n 2 -env $H a "${EX[@]}" : -n 2 -env $H b "${EX[@]}"
+
+# the 3D-parallel example on 2 fake nodes with round-robin ranks: placed groups in bf16,
+# naive ones in fp16, every value checked by the example (exit status)
+MEG=("$py" "$srcdir/examples/megatron_style.py" --tp 2 --pp 2 --steps 3)
+for v in placed naive; do
+    run megatron-$v "grep -q '$v order: .* values exact' '$logdir/mxh-py-megatron-$v.log'" -- \
+        -n 4 -env MXH_NODES 2 "${MEG[@]}" $([ $v = naive ] && echo --naive --precision fp16)
+done
 
 # after MPI_Finalize: exceptions, not MPICH's abort
 run after-finalize "grep -o 'after-finalize OK: 6 calls' '$logdir/mxh-py-after-finalize.log' | wc -l | grep -qx 2" -- \
