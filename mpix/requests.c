@@ -8,10 +8,10 @@
  * entries replaced by MPI_REQUEST_NULL.
  *
  * Progress: MPI polls the library's nonblocking requests itself (generalized
- * requests with a poll function), but not persistent starts, nor anything in
- * SimGrid's SMPI, which lacks the extension: while such work is in flight, a
- * wait on MPI's requests tests them in a loop that also runs the library's
- * tasks. Inside a task (the library's own MPI calls) nothing is added. */
+ * requests with a poll function) only when they are waited on or tested, and
+ * SimGrid's SMPI not at all; so while tasks are in flight, a wait on any
+ * request tests it in a loop that also runs the library's tasks. Inside a task
+ * (the library's own MPI calls) nothing is added. */
 #include "config.h"
 
 #include "coll/persist.h"
@@ -24,16 +24,12 @@
 
 #define PUBLIC __attribute__((visibility("default")))
 
-/* A wait on MPI's requests must run the library's tasks itself. */
+/* A wait on MPI's requests must run the library's tasks itself: a peer's
+ * collective may need this rank's part of one (MPICH's nonblocking3 waits on
+ * one request while another's shared-memory step waits for it). */
 static int must_progress(void)
 {
-    if (mxh_task_in_fiber() || mxh_task_in_flight() == 0)
-        return 0;
-#if defined(MXH_SIMGRID) && !defined(HAVE_MPIX_GREQUEST_CLASS_CREATE)
-    return 1;
-#else
-    return mxh_persist_nactive > 0;
-#endif
+    return !mxh_task_in_fiber() && mxh_task_in_flight() > 0;
 }
 
 static void idle(unsigned *n)

@@ -122,6 +122,7 @@ static void test_allreduce(void)
     /* persistent (MPI-4): 50 starts with new inputs, MPI_Wait, MPI_Waitall with
      * a nonblocking call, MPI_Test; the handle stays valid until MPI_Request_free */
     MPI_Request prq, two[2];
+    MPI_Status  two_st[2];
     CALLED(ALLREDUCE, 1);
     MPI_Allreduce_init(a, ra, 5, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &prq);
     for (int it = 0; it < 50; it++) {
@@ -135,7 +136,7 @@ static void test_allreduce(void)
             CALLED(ALLREDUCE, 1);
             MPI_Iallreduce(MPI_IN_PLACE, b, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &two[1]);
             two[0] = prq;
-            MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, two, two_st);
             CHECK(two[0] == prq && two[1] == MPI_REQUEST_NULL, "persistent in MPI_Waitall");
         } else {
             for (flag = 0; !flag;)
