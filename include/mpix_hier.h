@@ -187,10 +187,11 @@ MPIX_HIER_API int MPIX_Hier_alltoallv(const void *sendbuf, const int sendcounts[
  * independently.
  *
  * Progress: the library has no thread. A posted collective advances whenever
- * the rank calls MPI_Test or MPI_Wait (any variant) on a request of this library (every
- * library request in flight advances, not only the one tested) and inside any
- * later MPIX_Hier_* call. A rank that posts a collective and then blocks in
- * some other MPI call that needs a peer to finish this collective first
+ * the rank calls MPI_Test or MPI_Wait (any variant) on any request, this
+ * library's or MPI's (every library request in flight advances, not only the
+ * one tested), and inside any later MPIX_Hier_* call. A rank that posts a
+ * collective and then blocks in some other MPI call (MPI_Recv, MPI_Barrier,
+ * ...) that needs a peer to finish this collective first
  * deadlocks (e.g. rank 0: MPIX_Hier_Iallreduce, MPI_Recv from rank 1; rank 1:
  * MPIX_Hier_Iallreduce, MPI_Wait, MPI_Send to rank 0): test the request now
  * and then, or wait for it before such calls. Overlap with computation comes
@@ -261,11 +262,11 @@ MPIX_HIER_API int MPIX_Hier_Ialltoallv(const void *sendbuf, const int sendcounts
  * arguments, never started by the library: where a start reaches MPI without
  * these functions (a program linked the other way round, MPICH's mpi_f08
  * binding, which calls PMPI_Start), MPI's collective runs instead, with the
- * same results. Progress as for the nonblocking forms; a start of a call on
- * one node (or one the MPI collective serves) begins at the next progress
- * of the library, or runs on the caller's stack in the wait that completes
- * it: MPI_Start + MPI_Wait costs what the blocking call costs, without its
- * checks and decision.
+ * same results. Progress as for the nonblocking forms; a start of a
+ * latency-bound call (one node, or a schedule that is not pipelined) begins
+ * at the next progress of the library, or runs on the caller's stack in the
+ * wait that completes it, as the blocking call without its checks and
+ * decision; a pipelined schedule posts its first messages at the start.
  */
 MPIX_HIER_API int MPIX_Hier_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,

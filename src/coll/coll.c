@@ -2713,11 +2713,13 @@ static mxh_status_t coll_post(const mxh_coll_args_t *a, MPI_Request *req, mxh_ta
     }
     if (done == NULL)
         return mxh_task_post(q, t, task_body, a->func, req);
-    /* a schedule's first messages go out now (the network overlaps what the
-     * caller does next); the others start at the next progress or run on the
-     * waiting caller's stack */
+    /* a pipelined schedule's first messages go out now (the network overlaps
+     * what the caller does next); the others start at the next progress or run
+     * on the waiting caller's stack */
     return mxh_task_post_owned(q, t, task_body, a->func, done, ctx,
-                               a->path == MXH_PATH_SCHED || a->path == MXH_PATH_RAILX);
+                               a->path == MXH_PATH_RAILX ||
+                                   (a->path == MXH_PATH_SCHED &&
+                                    a->choice.algo == MXH_ALGO_PIPELINE));
 }
 
 mxh_status_t mxh_coll_start(const mxh_coll_args_t *a, MPI_Request *req)

@@ -25,11 +25,12 @@ struct mxh_persist {
 int mxh_persist_live;
 int mxh_persist_nactive;
 
-/* A start of a call on one node's shared memory, held back from the task
- * engine while nothing else of the library is queued on its communicator: the
- * wait that completes it runs it as the blocking call does (no task, no
- * fiber); anything else that progresses the library first makes it a task
- * (flush), so the communicator's order holds. At most one at a time. */
+/* A start of a latency-bound call (one node's shared memory, or a schedule
+ * that is not pipelined), held back from the task engine while nothing else of
+ * the library is queued on its communicator: the wait that completes it runs
+ * it as the blocking call does (no task, no fiber); anything else that
+ * progresses the library first makes it a task (flush), so the communicator's
+ * order holds. At most one at a time. */
 static mxh_persist_t *held;
 
 /* ---- registry: open addressing on the handle's bits, linear probing -------------------------- */
@@ -191,7 +192,8 @@ static void flush(void)
 static int holdable(const mxh_persist_t *p)
 {
     mxh_task_queue_t *q;
-    if (p->a.path != MXH_PATH_SHM || p->a.staged)
+    if (p->a.staged || !(p->a.path == MXH_PATH_SHM || (p->a.path == MXH_PATH_SCHED &&
+                                                        p->a.choice.algo != MXH_ALGO_PIPELINE)))
         return 0;
     q = queue_of(p);
     return q == NULL || q->head == NULL;

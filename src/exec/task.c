@@ -516,9 +516,11 @@ int mxh_task_run_here(mxh_task_t *t)
     if (current != NULL || t->state != TASK_QUEUED || t->q->head != t)
         return 0;
     t->state  = TASK_HERE;
-    mxh_pmpi_enter(); /* its MPI calls go to MPI under the drop-in library */
+    mxh_task_nflight--; /* nothing else to progress for its waits (it is not a fiber) */
+    mxh_pmpi_enter();   /* its MPI calls go to MPI under the drop-in library */
     t->status = t->fn(t->args);
     mxh_pmpi_leave();
+    mxh_task_nflight++; /* task_finish counts it out */
     t->state  = TASK_DONE;
     task_finish(t->q, t);
     return 1;
