@@ -132,6 +132,20 @@ static void scratch_put(scratch_t *s)
         free(s->mine);
 }
 
+/* The array functions' way in: 1 when @reqs may hold the library's requests (@s
+ * then has room for them), 0 when MPI takes the call as it is, -1 when out of
+ * memory (raised, its code in *@rc). */
+static int mine_in(int n, const MPI_Request *reqs, scratch_t *s, const char *func, int *rc)
+{
+    if (mxh_persist_live == 0 || n <= 0 || reqs == NULL)
+        return 0;
+    if (scratch_get(s, n) == 0)
+        return 1;
+    scratch_put(s);
+    *rc = mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, func, "out of memory");
+    return -1;
+}
+
 /* ---- start ------------------------------------------------------------------------------- */
 
 static int start(mxh_persist_t *p)
@@ -252,14 +266,11 @@ static int mpi_waitall(int count, MPI_Request *requests, MPI_Status *statuses)
 PUBLIC int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     scratch_t s;
+    int in;
     int rc, mine_rc = MPI_SUCCESS;
 
-    if (mxh_persist_live == 0 || count <= 0 || requests == NULL)
-        return mpi_waitall(count, requests, statuses);
-    if (scratch_get(&s, count) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitall", "out of memory");
-    }
+    if ((in = mine_in(count, requests, &s, "MPI_Waitall", &rc)) <= 0)
+        return in < 0 ? rc : mpi_waitall(count, requests, statuses);
     split(count, requests, s.tmp, s.mine);
     for (int i = 0; i < count; i++)
         if (active(s.mine[i]))
@@ -287,16 +298,13 @@ PUBLIC int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 PUBLIC int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     scratch_t s;
+    int in;
     int rc, mine_rc = MPI_SUCCESS, k;
 
     if (must_progress())
         mxh_task_progress_all();
-    if (mxh_persist_live == 0 || count <= 0 || requests == NULL)
-        return PMPI_Testall(count, requests, flag, statuses);
-    if (scratch_get(&s, count) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Testall", "out of memory");
-    }
+    if ((in = mine_in(count, requests, &s, "MPI_Testall", &rc)) <= 0)
+        return in < 0 ? rc : PMPI_Testall(count, requests, flag, statuses);
     k     = split(count, requests, s.tmp, s.mine);
     *flag = 0;
     for (int i = 0; i < count && k > 0; i++)
@@ -344,16 +352,13 @@ PUBLIC int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                        MPI_Status *status)
 {
     scratch_t s;
+    int in;
     int rc;
 
     if (must_progress())
         mxh_task_progress_all();
-    if (mxh_persist_live == 0 || count <= 0 || requests == NULL)
-        return PMPI_Testany(count, requests, index, flag, status);
-    if (scratch_get(&s, count) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Testany", "out of memory");
-    }
+    if ((in = mine_in(count, requests, &s, "MPI_Testany", &rc)) <= 0)
+        return in < 0 ? rc : PMPI_Testany(count, requests, index, flag, status);
     rc = any_pass(count, requests, &s, index, flag, status);
     if (rc == MPI_SUCCESS && !*flag)
         *index = MPI_UNDEFINED;
@@ -364,10 +369,13 @@ PUBLIC int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
 PUBLIC int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     scratch_t s;
+    int in;
     int rc, flag = 0;
     unsigned n = 0;
 
-    if (mxh_persist_live == 0 || count <= 0 || requests == NULL) {
+    if ((in = mine_in(count, requests, &s, "MPI_Waitany", &rc)) < 0)
+        return rc;
+    if (in == 0) {
         while (must_progress()) {
             mxh_task_progress_all();
             if ((rc = PMPI_Testany(count, requests, index, &flag, status)) != MPI_SUCCESS ||
@@ -376,10 +384,6 @@ PUBLIC int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status
             idle(&n);
         }
         return PMPI_Waitany(count, requests, index, status);
-    }
-    if (scratch_get(&s, count) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitany", "out of memory");
     }
     for (;;) {
         mxh_task_progress_all();
@@ -426,16 +430,13 @@ PUBLIC int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int 
                         MPI_Status statuses[])
 {
     scratch_t s;
+    int in;
     int rc;
 
     if (must_progress())
         mxh_task_progress_all();
-    if (mxh_persist_live == 0 || incount <= 0 || requests == NULL)
-        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    if (scratch_get(&s, incount) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Testsome", "out of memory");
-    }
+    if ((in = mine_in(incount, requests, &s, "MPI_Testsome", &rc)) <= 0)
+        return in < 0 ? rc : PMPI_Testsome(incount, requests, outcount, indices, statuses);
     rc = some_pass(incount, requests, &s, outcount, indices, statuses);
     scratch_put(&s);
     return rc;
@@ -445,10 +446,13 @@ PUBLIC int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int 
                         MPI_Status statuses[])
 {
     scratch_t s;
+    int in;
     int rc;
     unsigned n = 0;
 
-    if (mxh_persist_live == 0 || incount <= 0 || requests == NULL) {
+    if ((in = mine_in(incount, requests, &s, "MPI_Waitsome", &rc)) < 0)
+        return rc;
+    if (in == 0) {
         while (must_progress()) {
             mxh_task_progress_all();
             if ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) !=
@@ -458,10 +462,6 @@ PUBLIC int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int 
             idle(&n);
         }
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    }
-    if (scratch_get(&s, incount) != 0) {
-        scratch_put(&s);
-        return mxh_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitsome", "out of memory");
     }
     for (;;) {
         mxh_task_progress_all();
