@@ -21,8 +21,9 @@
  * Use from the collective layer: the path decision must be the same on every
  * rank, so it may rest on the layout (mxh_alltoall_applicable), the types
  * (contiguous, extent == size) and, for alltoall, the bytes per pair; never on
- * one rank's alltoallv counts. Then mxh_alltoall_setup outside any task (the
- * first time it completes the collectives queued on the communicator), and in
+ * one rank's alltoallv counts. mxh_alltoall_setup runs with the hierarchy
+ * build (hier.c: a nonblocking post must not block in MPI_Comm_split while
+ * other ranks wait on this one's progress elsewhere); then, in
  * the body mxh_alltoall_hier / mxh_alltoallv_hier(_elems) on host buffers or
  * host mirrors (MPI_IN_PLACE: sbuf / scounts NULL). */
 #ifndef MXH_COLL_ALLTOALL_H

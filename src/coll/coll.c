@@ -2110,16 +2110,15 @@ static void settle_allreduce(mxh_coll_args_t *a)
         a->path = MXH_PATH_RAILX;
 }
 
-/* all-to-all: the rail-aligned algorithm where the layout allows it (its
- * communicators are made here, outside any task, collectively: every rank
- * takes this decision) */
+/* all-to-all: the rail-aligned algorithm where the layout allows it and its
+ * communicators were made with the hierarchy (the verdict is agreed) */
 static void settle_alltoall(mxh_coll_args_t *a)
 {
     if (a->path != MXH_PATH_SCHED)
         return;
     if (!mxh_alltoall_applicable(a->hier->layout))
         a->why = MXH_FB_LAYOUT;
-    else if (mxh_alltoall_setup(a->hier) != MXH_OK)
+    else if (!mxh_alltoall_ready(a->hier))
         a->why = MXH_FB_SETUP_FAILED;
     if (a->why != MXH_FB_NONE)
         a->path = MXH_PATH_PLAIN;

@@ -792,6 +792,10 @@ static mxh_status_t hier_build(MPI_Comm comm, MPI_Info info, mxh_hier_t **hier_p
     MPI_Comm_size(h->comm, &h->size);
     if ((st = hier_records(h, local)) != MXH_OK || (st = hier_levels(h)) != MXH_OK)
         goto err_built;
+    /* the all-to-all communicators now, while the build is collective anyway: at
+     * a nonblocking post their splits would block on ranks busy elsewhere */
+    if (mxh_hier_active(h) && mxh_alltoall_applicable(h->layout))
+        (void)mxh_alltoall_setup(h); /* agreed verdict; without it alltoall falls back */
     hier_tune(h, hier_measure(h, &m), measured, sizeof(measured));
     if ((st = hier_describe(h, measured)) != MXH_OK)
         goto err_built;

@@ -1185,6 +1185,62 @@ TEST_P(Nbc, ArgumentErrorAtPost)
     ckA.finish();
 }
 
+// ---- a post is local: rank 0 posts an all-to-all on a communicator that has
+// made none yet while the others wait for a large allreduce in flight on
+// another one, which needs rank 0's progress (MPICH's coll/nonblocking3 hung
+// here when the all-to-all's communicators were split at its first post)
+
+TEST_P(Nbc, FirstAlltoallPostIsLocal)
+{
+    const CommPair &cp = pair();
+    Checker ckA(cp.c[0], cp.cname[0]);
+    MPI_Comm fresh;
+    MPI_Comm_dup(cp.c[0], &fresh);
+    MPI_Comm_set_errhandler(fresh, MPI_ERRORS_RETURN);
+    Checker ckF(fresh, "fresh dup");
+    int one = 1, sum = 0;  // the fresh communicator's hierarchy, built blocking
+    ckF.rc(MPIX_Hier_allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, fresh), "MPIX_Hier_allreduce");
+    ckF.expect(sum == ckF.size, fmt("allreduce of 1 gave %d on %d ranks", sum, ckF.size));
+
+    const int blk = 3, n = blk * ckF.size;
+    std::vector<int> sbuf((size_t)n), rbuf((size_t)n, -1);
+    for (int j = 0; j < n; j++)
+        sbuf[(size_t)j] = ckF.rank * 100000 + j;
+    CasePtr big = prepare(ckA, {kAllreduce, mxh_type_find(MPI_DOUBLE), MPI_SUM,
+                                quick() ? 1 << 20 : 1 << 22, 0, false},
+                          1300, cp.cname[0]);
+    ckA.rc(post(*big), "post " + big->label);
+    MPI_Request a2a = MPI_REQUEST_NULL;
+    std::vector<Case *> inflight{big.get()};
+    if (ckA.rank == 0) {
+        ckF.rc(MPIX_Hier_Ialltoall(sbuf.data(), blk, MPI_INT, rbuf.data(), blk, MPI_INT, fresh,
+                                   &a2a),
+               "MPIX_Hier_Ialltoall (posted first)");
+        complete(ckA, inflight, kWaitall, "allreduce in flight");
+    } else {
+        complete(ckA, inflight, kWaitall, "allreduce in flight");
+        ckF.rc(MPIX_Hier_Ialltoall(sbuf.data(), blk, MPI_INT, rbuf.data(), blk, MPI_INT, fresh,
+                                   &a2a),
+               "MPIX_Hier_Ialltoall");
+    }
+    ckF.rc(MPI_Wait(&a2a, MPI_STATUS_IGNORE), "MPI_Wait alltoall");
+    if (big->completed)
+        check(*big);
+    for (int src = 0; src < ckF.size; src++)
+        for (int k = 0; k < blk; k++) {
+            int want = src * 100000 + ckF.rank * blk + k, got = rbuf[(size_t)(src * blk + k)];
+            if (got != want) {
+                ckF.fail(fmt("alltoall: element %d from rank %d is %d, expected %d", k, src, got,
+                             want));
+                src = ckF.size;
+                break;
+            }
+        }
+    ckF.finish();
+    ckA.finish();
+    MPI_Comm_free(&fresh);
+}
+
 std::string pair_name(const ::testing::TestParamInfo<PairCfg> &info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(Pairs, Nbc, ::testing::ValuesIn(kPairs), pair_name);
 
