@@ -34,6 +34,7 @@
 #include "mpix_hier.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +90,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static unsigned       take_mask;          /* bit per collective: taken */
 static unsigned long  ntaken[2][NCOLL];   /* [nonblocking][coll]: calls taken */
 static unsigned long  nleft[2][NCOLL];    /* [nonblocking][coll]: left to MPI by the policy */
+static unsigned long  nlarge[2][NCOLL];   /* [nonblocking][coll]: _c calls left to MPI */
 static int            world_rank = -1;
 
 /* dlsym of the library's @name: the next definition after this library (the
@@ -410,6 +412,114 @@ WRAP(reduce, 1, reduce_init, MPI_Reduce_init, PMPI_Reduce_init, MPIX_Hier_Reduce
       MPI_Comm comm, MPI_Info info, MPI_Request *request),
      (sendbuf, recvbuf, count, datatype, op, root, comm, info, request))
 
+/* ---- the large-count forms (MPI-4 _c): a call whose counts fit an int is the
+ * call of the int form; one beyond INT_MAX, and the v-forms (arrays of
+ * MPI_Count and MPI_Aint), go to MPI's own _c function, which serves them or
+ * fails them exactly as MPICH does ---- */
+
+#define FITS(x) ((x) >= INT_MIN && (x) <= INT_MAX)
+
+/* Like WRAP for the MPI function only; FIT: the counts fit an int, IARGS: the
+ * arguments of the int form (counts cast). */
+#define WRAP_C(c, nb, ptr, mpi, pmpi, mpix, PARAMS, ARGS, FIT, IARGS)                             \
+    PUBLIC int mpi PARAMS                                                                         \
+    {                                                                                             \
+        if (!(FIT)) {                                                                             \
+            if (depth == 0)                                                                       \
+                nlarge[nb][C_##c]++;                                                              \
+            return pmpi ARGS;                                                                     \
+        }                                                                                         \
+        if (!take(C_##c, nb))                                                                     \
+            return pmpi ARGS;                                                                     \
+        INSIDE(REAL(ptr, mpix) IARGS);                                                            \
+    }
+
+/* A v-form: always MPI's (counted). */
+#define FORWARD_C(c, nb, mpi, pmpi, PARAMS, ARGS)                                                 \
+    PUBLIC int mpi PARAMS                                                                         \
+    {                                                                                             \
+        if (depth == 0)                                                                           \
+            nlarge[nb][C_##c]++;                                                                  \
+        return pmpi ARGS;                                                                         \
+    }
+
+/* the scalar forms, blocking, nonblocking and persistent, of one collective:
+ * (Mpi, Impi: MPI's names of its blocking and nonblocking forms; P0, A0, I0 the
+ * blocking form's parameters, arguments and int arguments) */
+#define FORMS_C(c, Mpi, Impi, Mpix_init, P0, A0, FIT, I0)                                         \
+    WRAP_C(c, 0, c, MPI_##Mpi##_c, PMPI_##Mpi##_c, MPIX_Hier_##c, P0, A0, FIT, I0)                \
+    WRAP_C(c, 1, i##c, MPI_##Impi##_c, PMPI_##Impi##_c, MPIX_Hier_I##c,                           \
+           (PLIST_##c, MPI_Request *request), (ALIST_##c, request), FIT, (ILIST_##c, request))    \
+    WRAP_C(c, 1, c##_init, MPI_##Mpi##_init_c, PMPI_##Mpi##_init_c, MPIX_Hier_##Mpix_init,        \
+           (PLIST_##c, MPI_Info info, MPI_Request *request), (ALIST_##c, info, request), FIT,    \
+           (ILIST_##c, info, request))
+
+#define PLIST_allreduce                                                                           \
+    const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,      \
+        MPI_Comm comm
+#define ALIST_allreduce sendbuf, recvbuf, count, datatype, op, comm
+#define ILIST_allreduce sendbuf, recvbuf, (int)count, datatype, op, comm
+#define PLIST_reduce_scatter_block PLIST_allreduce
+#define ALIST_reduce_scatter_block ALIST_allreduce
+#define ILIST_reduce_scatter_block ILIST_allreduce
+#define PLIST_allgather                                                                           \
+    const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,             \
+        MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm
+#define ALIST_allgather sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm
+#define ILIST_allgather                                                                           \
+    sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm
+#define PLIST_alltoall PLIST_allgather
+#define ALIST_alltoall ALIST_allgather
+#define ILIST_alltoall ILIST_allgather
+#define PLIST_bcast void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm
+#define ALIST_bcast buffer, count, datatype, root, comm
+#define ILIST_bcast buffer, (int)count, datatype, root, comm
+#define PLIST_reduce                                                                              \
+    const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,      \
+        int root, MPI_Comm comm
+#define ALIST_reduce sendbuf, recvbuf, count, datatype, op, root, comm
+#define ILIST_reduce sendbuf, recvbuf, (int)count, datatype, op, root, comm
+
+FORMS_C(allreduce, Allreduce, Iallreduce, Allreduce_init, (PLIST_allreduce), (ALIST_allreduce),
+        FITS(count), (ILIST_allreduce))
+FORMS_C(reduce_scatter_block, Reduce_scatter_block, Ireduce_scatter_block,
+        Reduce_scatter_block_init, (PLIST_reduce_scatter_block), (ALIST_reduce_scatter_block),
+        FITS(count), (ILIST_reduce_scatter_block))
+FORMS_C(allgather, Allgather, Iallgather, Allgather_init, (PLIST_allgather), (ALIST_allgather),
+        FITS(sendcount) && FITS(recvcount), (ILIST_allgather))
+FORMS_C(alltoall, Alltoall, Ialltoall, Alltoall_init, (PLIST_alltoall), (ALIST_alltoall),
+        FITS(sendcount) && FITS(recvcount), (ILIST_alltoall))
+FORMS_C(bcast, Bcast, Ibcast, Bcast_init, (PLIST_bcast), (ALIST_bcast), FITS(count),
+        (ILIST_bcast))
+FORMS_C(reduce, Reduce, Ireduce, Reduce_init, (PLIST_reduce), (ALIST_reduce), FITS(count),
+        (ILIST_reduce))
+
+#define PLIST_allgatherv                                                                          \
+    const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,             \
+        const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,           \
+        MPI_Comm comm
+#define ALIST_allgatherv sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm
+#define PLIST_reduce_scatter                                                                      \
+    const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,    \
+        MPI_Op op, MPI_Comm comm
+#define ALIST_reduce_scatter sendbuf, recvbuf, recvcounts, datatype, op, comm
+#define PLIST_alltoallv                                                                           \
+    const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],                \
+        MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],                     \
+        const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm
+#define ALIST_alltoallv                                                                           \
+    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm
+#define VFORMS_C(c, Mpi, Impi)                                                                    \
+    FORWARD_C(c, 0, MPI_##Mpi##_c, PMPI_##Mpi##_c, (PLIST_##c), (ALIST_##c))                      \
+    FORWARD_C(c, 1, MPI_##Impi##_c, PMPI_##Impi##_c, (PLIST_##c, MPI_Request *request),         \
+              (ALIST_##c, request))                                                               \
+    FORWARD_C(c, 1, MPI_##Mpi##_init_c, PMPI_##Mpi##_init_c,                                      \
+              (PLIST_##c, MPI_Info info, MPI_Request *request), (ALIST_##c, info, request))
+
+VFORMS_C(allgatherv, Allgatherv, Iallgatherv)
+VFORMS_C(reduce_scatter, Reduce_scatter, Ireduce_scatter)
+VFORMS_C(alltoallv, Alltoallv, Ialltoallv)
+
 /* ---- MPI's request functions: the library's (mpix/requests.c), which start and
  * complete its persistent requests and pass the others to PMPI_ ---- */
 
@@ -521,6 +631,19 @@ __attribute__((destructor)) static void print_stats(void)
     any = 0;
     for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
         unsigned long n = nleft[c >= NCOLL][c % NCOLL];
+        if (n > 0) {
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
+                            any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], n);
+            any = 1;
+        }
+    }
+    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
+    len = snprintf(line, sizeof line,
+                   "mpixhier_pmpi: rank %d left to MPI (count beyond INT_MAX, or a _c v-form):",
+                   world_rank);
+    any = 0;
+    for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
+        unsigned long n = nlarge[c >= NCOLL][c % NCOLL];
         if (n > 0) {
             len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
                             any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], n);
