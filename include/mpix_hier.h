@@ -395,6 +395,10 @@ MPIX_HIER_API int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const 
  * dimension ("dimension D: S ranks a group, level L", L the smallest level that holds each
  * group: "rank", "nvlink island", "node", "leaf" (nodes under one leaf switch, or one
  * network where the leaves are unknown), "spine"), or "no placement: " and the reason.
+ * Each dimension of groups larger than one rank has a second line, the cost model's
+ * figures for one group alone: "  model, 64 MiB of floats, each group alone: allreduce
+ * B GB/s bus (T us), all-gather B GB/s bus (T us)" (bus bandwidth as nccl-tests counts it;
+ * mpix_info --parallel prints the same, and against the naive rank order).
  * Collective like it; writes as MPIX_Hier_comm_describe does.
  */
 MPIX_HIER_API int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[],

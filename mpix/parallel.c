@@ -63,7 +63,8 @@ static int intra_hier(MPI_Comm comm, const char *F, mxh_hier_t **h)
 /* Checks, agreement and placement for @F: MPI_SUCCESS, a raised error, or NO_PLACEMENT
  * (not raised; the reason in pl->why) where the sizes do not fit the hierarchy. */
 #define NO_PLACEMENT (-1)
-static int place(MPI_Comm comm, const char *F, int ndims, const int sizes[], placement_t *pl)
+static int place(MPI_Comm comm, const char *F, int ndims, const int sizes[], placement_t *pl,
+                 mxh_hier_t **hier, int **all_pos)
 {
     int ok = ndims >= 1 && ndims <= MXH_PARALLEL_MAX_DIMS && sizes != NULL;
     int rc, rank, n, *pos = NULL;
@@ -84,7 +85,12 @@ static int place(MPI_Comm comm, const char *F, int ndims, const int sizes[], pla
     st = mxh_parallel_place(h->layout, ndims, pl->size, pos, pl->span, pl->why,
                             sizeof(pl->why));
     pl->pos = pos[rank];
-    free(pos);
+    if (hier != NULL && st == MXH_OK) { /* every rank's position, for the cost model */
+        *hier    = h;
+        *all_pos = pos;
+    } else {
+        free(pos);
+    }
     if (st == MXH_ERR_INVALID_PARAM)
         return NO_PLACEMENT;
     return st == MXH_OK ? MPI_SUCCESS : mxh_raise_status(comm, st, F);
@@ -97,7 +103,7 @@ int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const int sizes[],
     placement_t pl;
     int rc;
 
-    if ((rc = place(comm, F, ndims, sizes, &pl)) == NO_PLACEMENT)
+    if ((rc = place(comm, F, ndims, sizes, &pl, NULL, NULL)) == NO_PLACEMENT)
         return mxh_raise(comm, MPI_ERR_ARG, F, "%s", pl.why);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -115,29 +121,63 @@ int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const int sizes[],
     return MPI_SUCCESS;
 }
 
+/* The cost model's line for dimension @d: bus bandwidth (nccl-tests' busbw: the
+ * algorithm's times 2(p-1)/p for allreduce, (p-1)/p for all-gather) and time. */
+static size_t model_line(char *out, size_t len, const mxh_parallel_cost_t *c, int p,
+                         size_t bytes)
+{
+    static const char *const coll[2] = {"allreduce", "all-gather"};
+    size_t off = (size_t)snprintf(out, len, "  model, %zu MiB of floats, each group alone:",
+                                  bytes >> 20);
+    for (int k = 0; k < 2 && off < len; k++) {
+        if (c->t[k] > 0)
+            off += (size_t)snprintf(out + off, len - off, "%s %s %.1f GB/s bus (%.0f us)",
+                                    k ? "," : "", coll[k],
+                                    (double)bytes / c->t[k] * (k == 0 ? 2.0 : 1.0) * (p - 1) /
+                                        p * 1e-9,
+                                    c->t[k] * 1e6);
+        else
+            off += (size_t)snprintf(out + off, len - off, "%s %s not modelled (%s)",
+                                    k ? "," : "", coll[k], c->why);
+    }
+    if (off < len)
+        off += (size_t)snprintf(out + off, len - off, "\n");
+    return off;
+}
+
 int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[], char *buf,
                                      int buflen, int *resultlen)
 {
     static const char F[] = "MPIX_Hier_comm_describe_parallel";
+    const size_t bytes = (size_t)64 << 20; /* mpix_info --parallel's default */
     placement_t pl;
-    char text[MXH_PARALLEL_MAX_DIMS * 64 + 300];
+    char text[MXH_PARALLEL_MAX_DIMS * 400 + 300];
     size_t off = 0;
-    int rc;
+    mxh_hier_t *h = NULL;
+    int rc, *pos = NULL;
 
     if (buflen < 0 || (buf == NULL && buflen > 0))
         return mxh_raise(comm, MPI_ERR_ARG, F, "buf is NULL or buflen (%d) negative", buflen);
-    rc = place(comm, F, ndims, sizes, &pl);
+    rc = place(comm, F, ndims, sizes, &pl, &h, &pos);
     if (rc == NO_PLACEMENT) {
         snprintf(text, sizeof(text), "no placement: %s\n", pl.why);
     } else if (rc != MPI_SUCCESS) {
+        free(pos);
         return rc;
     } else {
         text[0] = '\0';
-        for (int d = 0; d < ndims && off < sizeof(text); d++)
+        for (int d = 0; d < ndims && off < sizeof(text); d++) {
+            mxh_parallel_cost_t c;
             off += (size_t)snprintf(text + off, sizeof(text) - off,
                                     "dimension %d: %d ranks a group, level %s\n", d,
                                     pl.size[d], mxh_parallel_span_name(pl.span[d]));
+            if (off < sizeof(text) && pl.size[d] > 1 &&
+                mxh_parallel_cost(&h->config, h->recs, h->layout, pl.size, d, pos, bytes,
+                                  sizeof(float), &c) == MXH_OK)
+                off += model_line(text + off, sizeof(text) - off, &c, pl.size[d], bytes);
+        }
     }
+    free(pos);
     if (buflen > 0)
         snprintf(buf, (size_t)buflen, "%s", text);
     if (resultlen)

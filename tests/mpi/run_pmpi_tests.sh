@@ -142,7 +142,9 @@ if [ -x "$pc" ]; then
         pre=("${P[@]}")
         [ $lib_or_not = no-library ] && pre=()
         name=2x1-big-counts-$lib_or_not
-        check "$name" "$big" MXH_PMPI_BIG=1 -- "${pre[@]}" -n 1 -env $H a "$pc" : -n 1 -env $H b "$pc"
+        saved_timeout=$run_timeout run_timeout=$((run_timeout * 3)) # ~2 min alone, more when loaded
+        check "$name" "$big" MXH_PMPI_BIG=1 MPIEXEC_TIMEOUT=$run_timeout -- "${pre[@]}" -n 1 -env $H a "$pc" : -n 1 -env $H b "$pc"
+        run_timeout=$saved_timeout
         why=$(sed -n 's/^pmpi_check: big counts skipped: //p' "$logdir/pmpi-$name.log")
         if [ -n "$why" ]; then # it passed, having checked nothing
             npass=$((npass - 1))

@@ -587,7 +587,7 @@ TEST_F(Hier, SplitParallelGroupsFollowTheLayout)
         MPI_Comm_free(&c[d]);
         MPI_Comm_free(&again[d]);
     }
-    char text[512] = "";
+    char text[2048] = "";
     int len = -1;
     ASSERT_EQ(MPIX_Hier_comm_describe_parallel(MPI_COMM_WORLD, 2, sizes, text, sizeof(text), &len),
               MPI_SUCCESS);
@@ -595,6 +595,14 @@ TEST_F(Hier, SplitParallelGroupsFollowTheLayout)
     std::string want0 = "dimension 0: " + std::to_string(g) + " ranks a group, level " +
                         (g > 1 ? "node" : "rank") + "\n";
     EXPECT_EQ(std::string(text).rfind(want0, 0), 0u) << text;
+    if (g > 1) { // the cost model's figures for the group: a bandwidth and a time
+        std::string t(text), m = want0 + "  model, 64 MiB of floats, each group alone: allreduce ";
+        double gbps = 0, us = 0;
+        ASSERT_EQ(t.rfind(m, 0), 0u) << t;
+        EXPECT_EQ(std::sscanf(t.c_str() + m.size(), "%lf GB/s bus (%lf us)", &gbps, &us), 2) << t;
+        EXPECT_GT(gbps, 0.0) << t;
+        EXPECT_GT(us, 0.0) << t;
+    }
 
     // errors: reported on every rank, nothing created, the communicator usable
     MPI_Errhandler old;
