@@ -4,8 +4,9 @@
 #
 #   emu.sh up [-H HOSTS] [-g RANKS] [--variant rail|generic] [--rate R]
 #             [--spine-rate R] [--delay D] [--loss P]     create (idempotent)
-#   emu.sh run [--timeout S] [--grace S] [--np N] [--stats] -- PROG ARGS...
-#                                   run PROG under mpiexec, g ranks per host
+#   emu.sh run [--timeout S] [--grace S] [--np N] [--stats] [--round-robin] -- PROG ARGS...
+#                                   run PROG under mpiexec, g ranks per host (rank r
+#                                   on host r % H with --round-robin)
 #   emu.sh stats                    byte counters of every shaped link
 #   emu.sh degrade HOST RAIL tx|rx FACTOR   divide one link's rate by FACTOR
 #   emu.sh heal [HOST RAIL tx|rx]   undo degradations (all, or one)
@@ -444,19 +445,20 @@ cmd_stats() {
 }
 
 # ---- run ------------------------------------------------------------------
-cmd_hosts() {
+cmd_hosts() { # [1]: one slot a host, so that mpiexec deals the ranks round robin
     load_params
-    local h s=
-    for ((h = 0; h < HOSTS; h++)); do s+="${s:+,}$P-h$h:$GPUS"; done
+    local h s= slots=${1:-$GPUS}
+    for ((h = 0; h < HOSTS; h++)); do s+="${s:+,}$P-h$h:$slots"; done
     echo "$s"
 }
 
 cmd_run() {
     load_params
     cmd_check || die "cluster $EMU_ID is broken: emu.sh down; emu.sh up"
-    local tmo=${EMU_TIMEOUT:-600} grace=${EMU_GRACE:-10} np=$((HOSTS * GPUS)) stats=0
+    local tmo=${EMU_TIMEOUT:-600} grace=${EMU_GRACE:-10} np=$((HOSTS * GPUS)) stats=0 slots=
     while [ $# -gt 0 ]; do
         case $1 in
+            --round-robin) slots=1; shift ;;
             --timeout) tmo=$2; shift 2 ;;
             --grace) grace=$2; shift 2 ;;
             --np) np=$2; shift 2 ;;
@@ -465,7 +467,7 @@ cmd_run() {
             *) break ;;
         esac
     done
-    [ $# -gt 0 ] || die "usage: emu.sh run [--timeout S] [--grace S] [--np N] [--stats] -- PROG ARGS..."
+    [ $# -gt 0 ] || die "usage: emu.sh run [--timeout S] [--grace S] [--np N] [--stats] [--round-robin] -- PROG ARGS..."
     local job
     job=$(mktemp -d "$STATE/job.XXXXXX")
     if [ $stats = 1 ]; then
@@ -476,7 +478,7 @@ cmd_run() {
     # its control port over the management bridge
     nsx "$P-mgmt" env EMU_ID="$EMU_ID" EMU_JOB="$job" \
         timeout -k 5 "$tmo" mpiexec -launcher ssh -launcher-exec "$STATE/launch" -iface br0 \
-        -hosts "$(cmd_hosts)" -n "$np" "$SELF" _rank "$@" &
+        -hosts "$(cmd_hosts $slots)" -n "$np" "$SELF" _rank "$@" &
     local mp=$! rc=0 t=0 fin=
     # interrupted: the job goes too (mpiexec runs in the background)
     # shellcheck disable=SC2064 # mp and job: expanded now
