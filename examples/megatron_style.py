@@ -13,7 +13,7 @@ the launcher places ranks round robin.
 A step: every stage receives its activations from the one before (MPI_Recv on
 the pp group), runs its layers, each ending with the tensor-parallel allreduce
 of the partial sums (fp16 or bf16, as a row-parallel linear layer), and sends
-them on (MPI_Send); then the data-parallel allreduce of the gradients (one
+them on in the same precision (MPI_Send); then the data-parallel allreduce of the gradients (one
 fused fp32 buffer). Values are small integers, exact in both half types. The
 script prints which level each group spans, the time per step (a demo: time
 real machines, not fake nodes on one host), and checks every value (exit
@@ -127,10 +127,13 @@ def main():
         world.barrier()
         t0 = time.perf_counter()
         # forward: stage 0 starts from step + 1, each stage adds one per layer
+        # activations travel between stages in the training precision, as in Megatron
         if stage == 0:
             act[:] = step + 1
         else:
-            p2p("recv", act, stage - 1, pp)
+            half = to_half(act, a.precision)
+            p2p("recv", half, stage - 1, pp)
+            act = from_half(half, a.precision).copy()
         for _ in range(a.layers):
             # a row-parallel linear layer: each tp rank holds a partial sum (act / tp
             # would be inexact; act on one rank, 1 on the others, sum known)
@@ -141,7 +144,7 @@ def main():
         want = step + 1 + a.layers * (stage + 1)
         ok &= bool(np.all(act == want))
         if stage < pp.size - 1:
-            p2p("send", act, stage + 1, pp)
+            p2p("send", to_half(act, a.precision), stage + 1, pp)
         # the data-parallel gradient allreduce (fp32)
         grad[:] = dp.rank + step
         mh.allreduce(grad, op="sum", comm=dp)
