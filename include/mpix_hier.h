@@ -398,7 +398,9 @@ MPIX_HIER_API int MPIX_Hier_comm_split_parallel(MPI_Comm comm, int ndims, const 
  * Each dimension of groups larger than one rank has a second line, the cost model's
  * figures for one group alone: "  model, 64 MiB of floats, each group alone: allreduce
  * B GB/s bus (T us), all-gather B GB/s bus (T us)" (bus bandwidth as nccl-tests counts it;
- * mpix_info --parallel prints the same, and against the naive rank order).
+ * mpix_info --parallel prints the same, and against the naive rank order). The link
+ * figures are the cost model's (MPIX_HIER_NET, MPIX_HIER_COST_*, or measured ones): on a
+ * machine nobody described, defaults, good for comparing dimensions, not a forecast.
  * Collective like it; writes as MPIX_Hier_comm_describe does.
  */
 MPIX_HIER_API int MPIX_Hier_comm_describe_parallel(MPI_Comm comm, int ndims, const int sizes[],
