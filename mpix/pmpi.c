@@ -588,6 +588,23 @@ PUBLIC int MPIX_Hier_comm_describe(MPI_Comm comm, char *buf, int buflen, int *re
     INSIDE(REAL(comm_describe, MPIX_Hier_comm_describe)(comm, buf, buflen, resultlen));
 }
 
+/* One exit line: the calls of every form that @n counts as left to MPI, for @why. */
+static void print_left(const char *why, unsigned long n[2][NCOLL])
+{
+    char line[1024];
+    int  any = 0, len = snprintf(line, sizeof line, "mpixhier_pmpi: rank %d left to MPI (%s):",
+                                 world_rank, why);
+    for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
+        unsigned long k = n[c >= NCOLL][c % NCOLL];
+        if (k > 0) {
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
+                            any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], k);
+            any = 1;
+        }
+    }
+    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
+}
+
 /* MPIX_HIER_PMPI_STATS=1: each rank prints, when the process exits, the calls
  * taken (one line, every form), then those of them MPI's own collective
  * served with the reasons, and the calls the policy left to MPI (a
@@ -626,31 +643,8 @@ __attribute__((destructor)) static void print_stats(void)
         }
     }
     fprintf(stderr, "%s%s\n", line, any ? "" : " none");
-    len = snprintf(line, sizeof line, "mpixhier_pmpi: rank %d left to MPI (MPIX_HIER_PMPI):",
-                   world_rank);
-    any = 0;
-    for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
-        unsigned long n = nleft[c >= NCOLL][c % NCOLL];
-        if (n > 0) {
-            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
-                            any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], n);
-            any = 1;
-        }
-    }
-    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
-    len = snprintf(line, sizeof line,
-                   "mpixhier_pmpi: rank %d left to MPI (count beyond INT_MAX, or a _c v-form):",
-                   world_rank);
-    any = 0;
-    for (int c = 0; c < 2 * NCOLL && len > 0 && (size_t)len < sizeof line; c++) {
-        unsigned long n = nlarge[c >= NCOLL][c % NCOLL];
-        if (n > 0) {
-            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s%s %lu",
-                            any ? "," : "", c >= NCOLL ? "i" : "", coll_name[c % NCOLL], n);
-            any = 1;
-        }
-    }
-    fprintf(stderr, "%s%s\n", line, any ? "" : " none");
+    print_left("MPIX_HIER_PMPI", nleft);
+    print_left("count beyond INT_MAX, or a _c v-form", nlarge);
 }
 
 /* ---- introspection and the library's hook ---- */
